@@ -1,0 +1,56 @@
+"""`gate check`: load the inputs once, run the selected gates, collect their findings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from gates import fsio, handoff
+from gates.config import Config
+from gates.context import Context, Loaded
+from gates.errors import USAGE, GateError
+from gates.findings import ERROR, Finding
+from gates.git import Repo
+from gates.registry import GATES
+
+
+@dataclass
+class CheckResult:
+    gates: list[str]
+    files: list[str]
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == ERROR]
+
+
+def select(config: Config, only: list[str], skip: list[str]) -> list[str]:
+    """The gate ids to run: `--only` names them (enabled or not), else the enabled ones."""
+    for gate_id in (*only, *skip):
+        if gate_id not in GATES:
+            raise GateError(f"unknown gate id '{gate_id}' (known: {', '.join(GATES)})", code=USAGE, reason="usage")
+    enabled = config.section("gates")
+    chosen = only or [gate_id for gate_id in GATES if enabled.get(gate_id, True)]
+    return [gate_id for gate_id in chosen if gate_id not in skip]
+
+
+def load_handoff(repo: Repo, config: Config, path: Path) -> Loaded:
+    shown = repo.relpath(path)
+    data = fsio.read_bytes_capped(path, config.section("handoff")["max_bytes"], shown)
+    if isinstance(data, int):
+        return Loaded(shown, data, None)
+    lines = fsio.split_lines(fsio.decode_text(data, shown))
+    return Loaded(shown, len(data), handoff.parse(lines, shown))
+
+
+def run(repo: Repo, config: Config, gate_ids: list[str], files: list[Path], now: datetime | None = None) -> CheckResult:
+    paths = files or [repo.toplevel / config.section("handoff")["path"]]
+    loaded = [load_handoff(repo, config, path) for path in paths]
+    ctx = Context(repo=repo, config=config, handoffs=loaded, now=now or datetime.now(timezone.utc))
+    result = CheckResult(gates=list(gate_ids), files=[item.shown for item in loaded])
+    for gate_id in gate_ids:
+        result.findings.extend(GATES[gate_id].check(ctx))
+    result.findings.sort(key=lambda f: (f.path, f.line, f.gate, f.message))
+    return result

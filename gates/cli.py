@@ -1,0 +1,224 @@
+"""The `gate` command: argument parsing, the one error boundary, exit codes and flags.
+
+Nothing below this module prints or exits; commands return an exit code and record the
+reasons of a failure, and `main()` turns every failure into a flag.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from gates import __version__
+from gates.errors import CANNOT_RUN, INTERNAL, INTERRUPTED, OK, USAGE, VIOLATION, GateError
+from gates.git import Repo
+
+
+class Run:
+    """One invocation: the repository once found, and the failure reasons to flag at the end."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.command = shlex.join(["gate", *argv])
+        self._repo: Repo | None = None
+        self.reasons: list[tuple[str, str]] = []
+
+    def repo(self) -> Repo:
+        if self._repo is None:
+            from gates.git import discover
+
+            self._repo = discover()
+        return self._repo
+
+    def config(self):  # type: ignore[no-untyped-def]
+        from gates import config
+
+        return config.load(self.repo())
+
+    def fail(self, reason: str, message: str) -> None:
+        self.reasons.append((reason, message))
+
+    def write_flags(self, code: int) -> int:
+        if code not in (VIOLATION, CANNOT_RUN, INTERNAL) or not self.reasons:
+            return code
+        if self._repo is None:
+            print("gate: no flag written: not inside a repository", file=sys.stderr)
+            return code
+        from gates import flags
+
+        for reason, message in self.reasons:
+            try:
+                flags.raise_flag(self._repo, reason, message, command=self.command, exit_code=code)
+            except GateError as exc:
+                print(f"gate: could not write the {reason} flag: {exc.render()}", file=sys.stderr)
+            except OSError as exc:
+                print(f"gate: could not write the {reason} flag: {exc}", file=sys.stderr)
+        return code
+
+
+def _ids(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def cmd_check(args: argparse.Namespace, run: Run) -> int:
+    from gates import check, report
+
+    try:
+        config = run.config()
+        gate_ids = check.select(config, args.only, args.skip)
+        files = [Path(f).absolute() for f in args.files]
+        result = check.run(run.repo(), config, gate_ids, files)
+    except GateError as exc:
+        if args.format == "json" and exc.code != USAGE:
+            sys.stdout.write(report.as_json(None, exc.code, exc))
+        raise
+    code = VIOLATION if result.errors else OK
+    sys.stdout.write(report.as_json(result, code) if args.format == "json" else report.text(result))
+    for gate_id in gate_ids:
+        lines = [f.render() for f in result.errors if f.gate == gate_id]
+        if lines:
+            run.fail(gate_id, "\n".join(lines))
+    return code
+
+
+def cmd_config(args: argparse.Namespace, run: Run) -> int:
+    import json
+
+    config = run.config()
+    if args.format == "json":
+        sys.stdout.write(json.dumps(dict(config), indent=2) + "\n")
+        return OK
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    sys.stdout.write(f"# effective configuration ({'from ' + config.source if config.source else 'defaults'})\n")
+    yaml.dump(dict(config), sys.stdout)
+    return OK
+
+
+def cmd_schema(args: argparse.Namespace, run: Run) -> int:
+    from gates import schemas
+
+    sys.stdout.write(schemas.schema_path(args.name).read_text(encoding="utf-8"))
+    return OK
+
+
+def cmd_flags(args: argparse.Namespace, run: Run) -> int:
+    import json
+
+    from gates import flags
+
+    if args.ack or args.ack_all:
+        moved = flags.acknowledge(run.repo(), None if args.ack_all else args.ack)
+        print(f"acknowledged {len(moved)} flag{'s' if len(moved) != 1 else ''}" + "".join(f"\n  {i}" for i in moved))
+        return OK
+    pending = flags.pending(run.repo())
+    if args.format == "json":
+        sys.stdout.write(json.dumps({"version": 1, "flags": pending}, indent=2, ensure_ascii=False) + "\n")
+        return OK
+    if not pending:
+        print("no unacknowledged flags")
+    for record in pending:
+        count = f" ×{record.get('count')}" if record.get("count", 1) != 1 else ""
+        print(f"== flag {record.get('id')} [{record.get('reason')}]{count} first {record.get('first_seen')} "
+              f"last {record.get('last_seen')} by `{record.get('command', '?')}` in {record.get('worktree', '?')}")
+        print(record["message"])
+    return OK
+
+
+def cmd_init(args: argparse.Namespace, run: Run) -> int:
+    from gates import scaffold
+
+    repo = run.repo()
+    for shown, written in scaffold.init(repo, run.config(), datetime.now(timezone.utc)):
+        print(f"wrote {shown}" if written else f"skipped {shown}: it exists, left unchanged")
+    if repo.head is None:
+        print(f"note: no commit yet, so Meta ref is the placeholder {scaffold.UNBORN_REF}: "
+              "after the first commit, set it to that commit")
+    return OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gate",
+        description="Keep a project's hand-over file trustworthy.",
+        epilog="Exit codes: 0 clean; 1 violations or request denied; 2 usage error; 3 cannot run; "
+        "4 internal error; 130 interrupted.",
+    )
+    parser.add_argument("--version", action="version", version=f"handoff-gate {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def add(name: str, func: Callable[[argparse.Namespace, Run], int], help_text: str) -> argparse.ArgumentParser:
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        command.set_defaults(func=func)
+        return command
+
+    check = add("check", cmd_check, "run the enabled gates on the hand-over file")
+    check.add_argument("--only", type=_ids, default=[], metavar="ID[,ID]", help="run only these gates")
+    check.add_argument("--skip", type=_ids, default=[], metavar="ID[,ID]", help="do not run these gates")
+    check.add_argument("--format", choices=("text", "json"), default="text")
+    check.add_argument("files", nargs="*", metavar="FILE", help="hand-over files to check instead of the configured one")
+
+    config = add("config", cmd_config, "print the effective configuration")
+    config.add_argument("--format", choices=("yaml", "json"), default="yaml")
+
+    from gates.schemas import NAMES
+
+    schema = add("schema", cmd_schema, "print a shipped JSON Schema")
+    schema.add_argument("name", choices=NAMES)
+
+    flags = add("flags", cmd_flags, "print every unacknowledged flag verbatim, oldest first")
+    flags.add_argument("--format", choices=("text", "json"), default="text")
+    group = flags.add_mutually_exclusive_group()
+    group.add_argument("--ack", action="append", metavar="ID", help="acknowledge a flag (repeatable)")
+    group.add_argument("--ack-all", action="store_true", help="acknowledge every flag")
+
+    add("init", cmd_init, "write HANDOFF.md, ARCHIVE.md and .gate.yaml where they are missing")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if os.name != "posix":
+        print("gate: handoff-gate runs on Linux and macOS only (POSIX file semantics are required)", file=sys.stderr)
+        return CANNOT_RUN
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else USAGE
+    run = Run(argv)
+    try:
+        code = args.func(args, run)
+    except GateError as exc:
+        print(f"gate: {exc.render()}", file=sys.stderr)
+        if exc.code != USAGE:
+            run.fail(exc.reason, exc.render())
+        code = exc.code
+    except KeyboardInterrupt:
+        print("gate: interrupted", file=sys.stderr)
+        return INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        return VIOLATION
+    except Exception as exc:  # the boundary: a bug, reported short and flagged
+        code = _internal_error(exc, run)
+    return run.write_flags(code)
+
+
+def _internal_error(exc: Exception, run: Run) -> int:
+    import traceback
+
+    frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4)
+    sys.stderr.write("gate: internal error (a bug in handoff-gate; please report it):\n" + "".join(frames))
+    run.fail("internal-error", f"internal error: {type(exc).__name__}: {exc}")
+    return INTERNAL
+
+
+def _silence_stdout() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())

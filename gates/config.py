@@ -1,0 +1,110 @@
+"""The effective configuration: the embedded defaults, overlaid by an optional `.gate.yaml`.
+
+The file is data described by `schemas/config.schema.json`; ruamel.yaml and jsonschema are
+imported only when the file exists.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from gates import dataio, fsio, schemas
+from gates.errors import CANNOT_RUN, GateError
+from gates.git import Repo
+
+CONFIG_NAME = ".gate.yaml"
+MAX_CONFIG_BYTES = 1 << 20
+
+DEFAULTS: dict[str, Any] = {
+    "version": 1,
+    "handoff": {
+        "path": "HANDOFF.md",
+        "title": "Handoff",
+        "sections": [
+            "Meta",
+            "Current Target",
+            "Open Threads",
+            "Decisions",
+            "Dead Ends",
+            "Verified",
+            "Assumed",
+            "Key References",
+        ],
+        "meta_section": "Meta",
+        "target_section": "Current Target",
+        "schema": None,
+        "max_lines": 600,
+        "max_bytes": 65536,
+        "max_item_chars": 600,
+    },
+    "archive": {"path": "ARCHIVE.md"},
+    "gates": {"handoff-structure": True, "handoff-no-checked-items": True},
+}
+
+
+class Config(dict):  # type: ignore[type-arg]
+    """The effective config as plain data, plus where it came from."""
+
+    source: str | None = None
+
+    def section(self, name: str) -> dict[str, Any]:
+        value = self[name]
+        assert isinstance(value, dict)
+        return value
+
+
+def _bad(message: str, shown: str, line: int | None) -> GateError:
+    return GateError(message, code=CANNOT_RUN, reason="config-invalid", path=shown, line=line)
+
+
+def load(repo: Repo) -> Config:
+    path = repo.toplevel / CONFIG_NAME
+    config = Config(copy.deepcopy(DEFAULTS))
+    if not path.exists() and not path.is_symlink():
+        return config
+    shown = CONFIG_NAME
+    data = fsio.read_bytes_capped(path, MAX_CONFIG_BYTES, shown)
+    if isinstance(data, int):
+        raise _bad(f"config file is {data:,} bytes, over the {MAX_CONFIG_BYTES:,}-byte cap", shown, None)
+    try:
+        text = fsio.decode_text(data, shown)
+        parsed, lines = dataio.load_yaml(text)
+    except GateError as exc:
+        raise _bad(exc.message, shown, exc.line) from None
+    except dataio.DataError as exc:
+        raise _bad(exc.message, shown, exc.line or None) from None
+    if parsed is None:
+        parsed = {}
+    problems = schemas.validate(schemas.load("config"), parsed, lines)
+    if problems:
+        line, message = problems[0]
+        more = "".join(f"; line {n}: {m}" for n, m in problems[1:])
+        raise _bad(f"{message}{more}", shown, line)
+    _overlay(config, parsed)
+    _check_sections(config, lines, shown)
+    config.source = shown
+    return config
+
+
+def _overlay(base: dict[str, Any], extra: dict[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _overlay(base[key], value)
+        else:
+            base[key] = value
+
+
+def _check_sections(config: Config, lines: dict[tuple[object, ...], int], shown: str) -> None:
+    handoff = config.section("handoff")
+    names = [name.casefold() for name in handoff["sections"]]
+    for key in ("meta_section", "target_section"):
+        if handoff[key].casefold() not in names:
+            line = lines.get(("handoff", key)) or lines.get(("handoff", "sections"))
+            raise _bad(f"handoff.{key} '{handoff[key]}' is not one of handoff.sections", shown, line)
+
+
+def repo_file(repo: Repo, relative: str) -> Path:
+    """A configured path inside the work tree; the schema already refused absolute and `..` paths."""
+    return repo.toplevel / relative

@@ -1,0 +1,28 @@
+"""What a gate is given: the repository, the effective config and the loaded hand-over files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from gates.config import Config
+from gates.git import Repo
+from gates.handoff import Document
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A hand-over file as read: its document, or only its size when it was over the cap."""
+
+    shown: str
+    size: int
+    doc: Document | None
+
+
+@dataclass
+class Context:
+    repo: Repo
+    config: Config
+    handoffs: list[Loaded]
+    now: datetime
+    notes: list[str] = field(default_factory=list)

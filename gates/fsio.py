@@ -1,0 +1,176 @@
+"""The one door to the disk: the atomic writer and the capped reader of input files.
+
+Writes: a private temp file in the target's directory, written in full, fsynced, renamed
+over the target (or linked, when the target must not exist yet), the directory fsynced, and
+the result read back and compared. Readers skip the temp files (their names start with
+`.tmp-`); a crashed writer's leftovers are never deleted blindly.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from gates.errors import CANNOT_RUN, GateError
+
+TEMP_PREFIX = ".tmp-"
+BOM = b"\xef\xbb\xbf"
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def write_atomic(path: Path, data: bytes, *, exclusive: bool = False, reason: str = "io-error") -> bool:
+    """Put `data` at `path` so that readers see the old or the new content, never a mix.
+
+    With `exclusive`, the target must not exist: returns False (and writes nothing) when it does.
+    New files get the mode the umask allows; an existing file keeps its mode.
+    """
+    directory = path.parent
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
+    except OSError as exc:
+        raise _io_error("stat", path, exc, reason) from None
+    step = "create temp file"
+    tmp: str | None = None
+    try:
+        fd, tmp = _mkstemp(directory, path.name)
+        try:
+            step = "chmod"
+            os.fchmod(fd, mode)
+            step = "write"
+            _write_all(fd, data)
+            step = "fsync"
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        step = "link" if exclusive else "rename"
+        if exclusive:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                return False
+            finally:
+                os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
+        tmp = None
+        step = "fsync directory"
+        fsync_dir(directory)
+        step = "read back"
+        _verify(path, data)
+    except OSError as exc:
+        raise _io_error(step, path, exc, reason) from None
+    finally:
+        if tmp is not None and os.path.lexists(tmp):
+            os.unlink(tmp)  # our own temp file, never the target
+    return True
+
+
+def _mkstemp(directory: Path, name: str) -> tuple[int, str]:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        candidate = str(directory / f"{TEMP_PREFIX}{name[:40]}-{os.urandom(6).hex()}")
+        try:
+            return os.open(candidate, flags, 0o600), candidate
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temp file name", str(directory))
+
+
+def _verify(path: Path, data: bytes) -> None:
+    with open(path, "rb") as handle:
+        back = handle.read(len(data) + 1)
+    if back != data:
+        raise OSError(errno.EIO, "the file read back differs from what was written")
+
+
+def _io_error(step: str, path: Path, exc: OSError, reason: str) -> GateError:
+    detail = exc.strerror or str(exc)
+    return GateError(f"cannot write {path} ({step}): {detail}", code=CANNOT_RUN, reason=reason)
+
+
+def read_bytes_capped(path: Path, cap: int, shown: str) -> bytes | int:
+    """The bytes of the regular file at `path`, or its size (an int) when it is larger than `cap`.
+
+    Never blocks on a FIFO and never reads more than `cap` + 1 bytes.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise GateError("file not found", reason="input-unreadable", path=shown) from None
+    except OSError as exc:
+        raise GateError(f"cannot open: {exc.strerror}", reason="input-unreadable", path=shown) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise GateError("not a regular file", reason="input-unreadable", path=shown)
+        if info.st_size > cap:
+            return info.st_size
+        chunks = []
+        remaining = cap + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+    except OSError as exc:
+        raise GateError(f"cannot read: {exc.strerror}", reason="input-unreadable", path=shown) from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    return len(data) if len(data) > cap else data
+
+
+def decode_text(data: bytes, shown: str) -> str:
+    """UTF-8 text with a leading BOM dropped; binary and undecodable input is refused with its line."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise GateError("UTF-16 text is not supported: save the file as UTF-8", reason="input-unreadable", path=shown, line=1)
+    if data.startswith(BOM):
+        data = data[len(BOM):]
+    nul = data.find(b"\0")
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        raise GateError("binary content (a NUL byte): expected UTF-8 text", reason="input-unreadable", path=shown, line=line)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        bad = data[exc.start]
+        raise GateError(
+            f"not valid UTF-8 (byte 0x{bad:02x}): save the file as UTF-8",
+            reason="input-unreadable",
+            path=shown,
+            line=line,
+        ) from None
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as an editor numbers them: LF or CRLF ends a line, nothing else does."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]

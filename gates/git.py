@@ -1,0 +1,132 @@
+"""The only door to git: every git call of the product goes through this module.
+
+Each call runs with no pager, with `core.fsmonitor` off and with GIT_OPTIONAL_LOCKS=0, so
+that a read never takes git's locks and never runs a program named in `.git/config`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from gates.errors import CANNOT_RUN, GateError
+
+# Variables through which an outer git (a hook's parent, another repository) points a
+# subprocess at a repository. Kept inside a hook, dropped when GATE_ROOT pins the repository.
+REPO_ENV_VARS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_QUARANTINE_PATH",
+)
+
+_SAFE_ARGS = (
+    "git",
+    "--no-pager",
+    "-c", "core.fsmonitor=false",
+    "-c", "core.untrackedCache=false",
+    "-c", "color.ui=false",
+)
+
+
+def _env(base: Mapping[str, str], pinned: bool) -> dict[str, str]:
+    env = {k: v for k, v in base.items() if not (pinned and k in REPO_ENV_VARS)}
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["LC_ALL"] = "C"
+    env.pop("GIT_PAGER", None)
+    env.pop("GIT_EXTERNAL_DIFF", None)
+    return env
+
+
+def _run(args: list[str], cwd: Path, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            [*_SAFE_ARGS, *args],
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="surrogateescape",
+        )
+    except FileNotFoundError:
+        what = f"no such directory: {cwd}" if not cwd.is_dir() else "git is not on PATH"
+        raise GateError(f"cannot run git: {what}", reason="io-error") from None
+    except OSError as exc:
+        raise GateError(f"cannot run git in {cwd}: {exc.strerror}", reason="io-error") from None
+
+
+@dataclass(frozen=True)
+class Repo:
+    """A discovered work tree: where its files and its git dirs are, and its HEAD."""
+
+    toplevel: Path
+    git_dir: Path
+    common_dir: Path
+    head: str | None  # None while the branch has no commit yet
+    env: Mapping[str, str]
+
+    def git(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return _run(list(args), self.toplevel, self.env)
+
+    def resolve_commit(self, rev: str) -> str | None:
+        """The full id of the commit `rev` names, or None when it names none."""
+        if not rev or rev.startswith("-"):
+            return None
+        proc = self.git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
+        out = proc.stdout.strip()
+        return out if proc.returncode == 0 and out else None
+
+    def relpath(self, path: Path) -> str:
+        """`path` as shown to a user: relative to the top of the work tree when inside it."""
+        try:
+            return path.resolve().relative_to(self.toplevel).as_posix()
+        except ValueError:
+            return str(path)
+
+
+def discover(cwd: Path | None = None, environ: Mapping[str, str] | None = None) -> Repo:
+    """Find the repository the way git does; GATE_ROOT pins it and drops inherited GIT_* pointers."""
+    environ = os.environ if environ is None else environ
+    pinned_root = environ.get("GATE_ROOT")
+    if pinned_root:
+        where = Path(pinned_root)
+        if not where.is_dir():
+            raise GateError(f"GATE_ROOT={pinned_root}: not a directory", reason="not-a-repository")
+    else:
+        where = Path.cwd() if cwd is None else cwd
+    env = _env(environ, pinned=bool(pinned_root))
+    proc = _run(
+        ["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--verify", "--quiet", "HEAD"],
+        where,
+        env,
+    )
+    lines = proc.stdout.splitlines()
+    if proc.returncode not in (0, 1) or len(lines) < 3:
+        detail = (proc.stderr.strip().splitlines() or ["git rev-parse failed"])[-1]
+        label = f"GATE_ROOT={pinned_root}" if pinned_root else str(where)
+        raise GateError(
+            f"not inside a git work tree ({label}): {detail.removeprefix('fatal: ')}",
+            reason="not-a-repository",
+        )
+    common = Path(lines[2])
+    if not common.is_absolute():
+        common = where / common
+    head = lines[3].strip() if proc.returncode == 0 and len(lines) > 3 else None
+    return Repo(
+        toplevel=Path(os.path.realpath(lines[0])),
+        git_dir=Path(os.path.realpath(lines[1])),
+        common_dir=Path(os.path.realpath(common)),
+        head=head,
+        env=env,
+    )

@@ -1,0 +1,259 @@
+"""HANDOFF.md as a line-numbered model: title, sections, list items (nested) and the Meta block.
+
+Markdown is read line by line, never rendered. Fenced code blocks and HTML comments are
+skipped; a line's visible text is what is left outside comments.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_ITEM = re.compile(r"^([ \t]*)([-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$")
+_CHECKBOX = re.compile(r"^\[([ xX])\](?:[ \t]+(.*))?$")
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
+_META = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*)[ \t]*:[ \t]*(.*)$")
+_THEMATIC = re.compile(r"^ {0,3}([-*_])([ \t]*\1){2,}[ \t]*$")
+_CONFLICT = re.compile(r"^(<{7}|>{7}|\|{7})(?: |$)")
+
+
+@dataclass
+class Item:
+    line: int
+    indent: int
+    marker: str
+    checked: bool | None  # None: not a task item
+    text: str
+    end_line: int
+    chars: int  # length of the whole item: its line and its continuation lines
+    children: list[Item] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "line": self.line,
+            "text": self.text,
+            "checked": self.checked,
+            "children": [child.to_json() for child in self.children],
+        }
+
+
+@dataclass
+class Section:
+    name: str
+    line: int
+    end_line: int
+    items: list[Item] = field(default_factory=list)  # top-level items; children nest
+    text_lines: list[int] = field(default_factory=list)  # lines with visible text
+
+    def walk(self) -> list[Item]:
+        out: list[Item] = []
+        stack = list(reversed(self.items))
+        while stack:
+            item = stack.pop()
+            out.append(item)
+            stack.extend(reversed(item.children))
+        return out
+
+
+@dataclass
+class MetaEntry:
+    key: str
+    value: str
+    line: int
+
+
+@dataclass
+class Document:
+    path: str
+    lines: list[str]
+    titles: list[tuple[str, int]] = field(default_factory=list)
+    preamble: Section = field(default_factory=lambda: Section("", 1, 1))
+    sections: list[Section] = field(default_factory=list)
+    conflict_markers: list[int] = field(default_factory=list)
+    unclosed: list[tuple[str, int]] = field(default_factory=list)  # ("fence" | "comment", line)
+
+    def section(self, name: str) -> list[Section]:
+        return [s for s in self.sections if s.name.casefold() == name.casefold()]
+
+    def items(self) -> list[Item]:
+        return [item for s in (self.preamble, *self.sections) for item in s.walk()]
+
+    def meta(self, section_name: str) -> list[MetaEntry]:
+        entries = []
+        for section in self.section(section_name)[:1]:
+            for item in section.items:
+                match = _META.match(item.text)
+                if match and item.checked is None:
+                    entries.append(MetaEntry(match.group(1), _unquote(match.group(2)), item.line))
+        return entries
+
+    def to_json(self, meta_section: str) -> tuple[dict[str, Any], dict[tuple[object, ...], int]]:
+        """The model as JSON data for a schema, and the line of each path in it."""
+        lines: dict[tuple[object, ...], int] = {}
+        meta: dict[str, str] = {}
+        for section in self.section(meta_section)[:1]:
+            lines[("meta",)] = section.line
+        for entry in self.meta(meta_section):
+            meta.setdefault(entry.key, entry.value)
+            lines.setdefault(("meta", entry.key), entry.line)
+        sections = []
+        for index, section in enumerate(self.sections):
+            lines[("sections", index)] = section.line
+            _item_lines(section.items, ("sections", index, "items"), lines)
+            sections.append({
+                "name": section.name,
+                "line": section.line,
+                "text": "\n".join(self.lines[n - 1] for n in section.text_lines),
+                "items": [item.to_json() for item in section.items],
+            })
+        title = self.titles[0][0] if self.titles else None
+        if self.titles:
+            lines[("title",)] = self.titles[0][1]
+        return {"title": title, "meta": meta, "sections": sections}, lines
+
+
+def _item_lines(items: list[Item], prefix: tuple[object, ...], lines: dict[tuple[object, ...], int]) -> None:
+    for index, item in enumerate(items):
+        lines[(*prefix, index)] = item.line
+        _item_lines(item.children, (*prefix, index, "children"), lines)
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "`'\"":
+        return value[1:-1].strip()
+    return value
+
+
+def _indent(prefix: str) -> int:
+    return len(prefix.expandtabs(4))
+
+
+class _Parser:
+    def __init__(self, doc: Document) -> None:
+        self.doc = doc
+        self.section = doc.preamble
+        self.fence: tuple[str, int, int] | None = None  # (char, length, line)
+        self.comment_line = 0  # line where an open HTML comment began
+        self.open_items: list[Item] = []  # the current chain of nested items
+        self.last_item_line = 0
+        self.in_conflict = False
+
+    def feed(self, number: int, raw: str) -> None:
+        # Conflict markers first: a merge leaves them wherever it likes, fences included.
+        if _CONFLICT.match(raw) or (self.in_conflict and raw.rstrip() == "======="):
+            self.doc.conflict_markers.append(number)
+            self.in_conflict = not raw.startswith(">")
+            return
+        if self.fence is not None:
+            self._in_fence(number, raw)
+            return
+        visible = self._strip_comments(number, raw)
+        if not visible.strip():
+            return
+        fence = _FENCE.match(visible)
+        if fence and not (fence.group(1)[0] == "`" and "`" in fence.group(2)):
+            self.fence = (fence.group(1)[0], len(fence.group(1)), number)
+            self._continue(number, visible, blocks=True)
+            return
+        heading = _HEADING.match(visible)
+        if heading:
+            self._heading(number, len(heading.group(1)), (heading.group(2) or "").strip())
+        elif (item := _ITEM.match(visible)) and not _THEMATIC.match(visible):
+            self._item(number, item)
+        elif not self._continue(number, visible, blocks=False):
+            self.open_items.clear()
+            self.section.text_lines.append(number)
+
+    def _in_fence(self, number: int, raw: str) -> None:
+        assert self.fence is not None
+        char, length, _ = self.fence
+        stripped = raw.strip()
+        if stripped.startswith(char * length) and not stripped.strip(char):
+            self.fence = None
+        self._touch(number)
+
+    def _strip_comments(self, number: int, raw: str) -> str:
+        out, pos = [], 0
+        while pos < len(raw):
+            if self.comment_line:
+                end = raw.find("-->", pos)
+                if end < 0:
+                    return "".join(out)
+                pos, self.comment_line = end + 3, 0
+            else:
+                start = raw.find("<!--", pos)
+                if start < 0:
+                    out.append(raw[pos:])
+                    break
+                out.append(raw[pos:start])
+                pos, self.comment_line = start + 4, number
+        return "".join(out)
+
+    def _heading(self, number: int, level: int, text: str) -> None:
+        self.open_items.clear()
+        if level == 1:
+            self.doc.titles.append((text, number))
+        elif level == 2:
+            self.section = Section(text, number, number)
+            self.doc.sections.append(self.section)
+        else:
+            self.section.text_lines.append(number)
+        self._touch(number)
+
+    def _item(self, number: int, match: re.Match[str]) -> None:
+        indent = _indent(match.group(1))
+        body = (match.group(3) or "").rstrip()
+        checked: bool | None = None
+        box = _CHECKBOX.match(body)
+        if box:
+            checked = box.group(1) in "xX"
+            body = (box.group(2) or "").rstrip()
+        item = Item(number, indent, match.group(2), checked, body, number, len(match.group(0).strip()))
+        while self.open_items and self.open_items[-1].indent >= indent:
+            self.open_items.pop()
+        (self.open_items[-1].children if self.open_items else self.section.items).append(item)
+        self.open_items.append(item)
+        self.last_item_line = number
+        self._touch(number)
+
+    def _continue(self, number: int, visible: str, *, blocks: bool) -> bool:
+        """Attach a line to the open item: indented under it, or a lazy line right after it."""
+        if not self.open_items:
+            if blocks:
+                self.section.text_lines.append(number)
+            return False
+        item = self.open_items[-1]
+        indented = _indent(visible[: len(visible) - len(visible.lstrip())]) > item.indent
+        lazy = self.last_item_line == number - 1 and not blocks
+        if not (indented or lazy):
+            if blocks:
+                self.open_items.clear()
+                self.section.text_lines.append(number)
+            return False
+        for open_item in self.open_items:
+            open_item.end_line = number
+        item.chars += 1 + len(visible.strip())
+        self.last_item_line = number
+        self._touch(number)
+        return True
+
+    def _touch(self, number: int) -> None:
+        self.section.end_line = number
+
+    def finish(self) -> None:
+        if self.fence is not None:
+            self.doc.unclosed.append(("code fence", self.fence[2]))
+        if self.comment_line:
+            self.doc.unclosed.append(("HTML comment", self.comment_line))
+
+
+def parse(lines: list[str], path: str) -> Document:
+    doc = Document(path=path, lines=lines)
+    parser = _Parser(doc)
+    for number, raw in enumerate(lines, start=1):
+        parser.feed(number, raw)
+    parser.finish()
+    return doc

@@ -1,0 +1,34 @@
+"""handoff-no-checked-items: completed items leave the live file.
+
+A checked task item (`- [x]`, `* [X]`, `+ [x]`, `1. [x]`, nested or not) anywhere in the
+hand-over file is a violation at its line. Unchecked items, text in fenced code blocks or HTML
+comments, and an `[x]` that is not a list item's checkbox are not.
+"""
+
+from __future__ import annotations
+
+from gates.context import Context
+from gates.findings import Finding
+
+ID = "handoff-no-checked-items"
+SUMMARY = "no checked-off task items in the hand-over file"
+
+
+def check(ctx: Context) -> list[Finding]:
+    findings: list[Finding] = []
+    archive = ctx.config.section("archive")["path"]
+    for loaded in ctx.handoffs:
+        if loaded.doc is None:
+            findings.append(Finding(loaded.shown, 1, ID, "not checked: the file is over its size cap (see handoff-structure)"))
+            continue
+        for item in loaded.doc.items():
+            if item.checked:
+                findings.append(Finding(
+                    loaded.doc.path, item.line, ID,
+                    f"checked item '{_short(item.text)}' — completed items move to {archive}",
+                ))
+    return findings
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

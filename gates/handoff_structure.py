@@ -1,0 +1,177 @@
+"""handoff-structure: the hand-over file has its shape.
+
+One level-1 title; the configured sections each exactly once and in order; a Meta block whose
+`ref` names a commit of this repository and whose `updated` is a UTC time not in the future; a
+Current Target that is not empty; no merge-conflict markers; the whole file and each item within
+their size caps; and whatever the project's own schema rejects.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from typing import Any, Iterator
+
+from gates.context import Context, Loaded
+from gates.findings import WARNING, Finding
+from gates.handoff import Document
+
+ID = "handoff-structure"
+SUMMARY = "the hand-over file has its sections, Meta block, target and size limits"
+
+_HEX = re.compile(r"^[0-9a-fA-F]{7,40}$")
+_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|\+00:00)$")
+CLOCK_SKEW = timedelta(minutes=5)
+
+
+def check(ctx: Context) -> list[Finding]:
+    findings: list[Finding] = []
+    for loaded in ctx.handoffs:
+        findings.extend(_check_one(ctx, loaded))
+    return findings
+
+
+def _check_one(ctx: Context, loaded: Loaded) -> Iterator[Finding]:
+    cfg = ctx.config.section("handoff")
+    if loaded.doc is None:
+        yield Finding(loaded.shown, 1, ID, f"file is {loaded.size:,} bytes, over handoff.max_bytes ({cfg['max_bytes']:,}): "
+                      "not parsed — move history to the archive")
+        return
+    doc = loaded.doc
+
+    def at(line: int, message: str, severity: str = "error") -> Finding:
+        return Finding(doc.path, line, ID, message, severity)
+
+    for line in doc.conflict_markers:
+        yield at(line, "merge-conflict marker — resolve the conflict and remove the marker")
+    for kind, line in doc.unclosed:
+        yield at(line, f"unclosed {kind}: everything after it is hidden from the gates — close it")
+    if len(doc.lines) > cfg["max_lines"]:
+        yield at(cfg["max_lines"] + 1, f"file has {len(doc.lines):,} lines, over handoff.max_lines ({cfg['max_lines']:,}) — "
+                 "move history to the archive")
+    for item in doc.items():
+        if item.chars > cfg["max_item_chars"]:
+            yield at(item.line, f"item is {item.chars:,} characters (lines {item.line}-{item.end_line}), over "
+                     f"handoff.max_item_chars ({cfg['max_item_chars']:,}) — split it or move detail to a record")
+    yield from _title(doc, cfg, at)
+    yield from _sections(doc, cfg, at)
+    yield from _meta(ctx, doc, cfg, at)
+    yield from _target(doc, cfg, at)
+    if cfg["schema"]:
+        yield from _project_schema(ctx, doc, cfg, at)
+
+
+def _title(doc: Document, cfg: dict[str, Any], at: Any) -> Iterator[Finding]:
+    want = cfg["title"]
+    if not doc.titles:
+        yield at(1, f"no level-1 title — start the file with '# {want or 'Handoff'}'")
+        return
+    for _, line in doc.titles[1:]:
+        yield at(line, "a second level-1 title — use one '# ' heading; sections are '## '")
+    text, line = doc.titles[0]
+    if want is not None and text.casefold() != want.casefold():
+        yield at(line, f"title is '{text}', expected '{want}' (handoff.title)")
+
+
+def _sections(doc: Document, cfg: dict[str, Any], at: Any) -> Iterator[Finding]:
+    expected = cfg["sections"]
+    last_line = len(doc.lines) or 1
+    found_lines: list[int] = []
+    for name in expected:
+        matches = doc.section(name)
+        if not matches:
+            yield at(last_line, f"missing section '## {name}' (handoff.sections)")
+            continue
+        for extra in matches[1:]:
+            yield at(extra.line, f"section '## {name}' appears again (first at line {matches[0].line}) — merge them")
+        found_lines.append(matches[0].line)
+        if len(found_lines) > 1 and found_lines[-1] < found_lines[-2]:
+            previous = next(n for n in reversed(expected[: expected.index(name)]) if doc.section(n))
+            yield at(matches[0].line, f"section '## {name}' is out of order: it belongs after '## {previous}'")
+            found_lines[-1] = found_lines[-2]
+
+
+def _meta(ctx: Context, doc: Document, cfg: dict[str, Any], at: Any) -> Iterator[Finding]:
+    name = cfg["meta_section"]
+    sections = doc.section(name)
+    if not sections:
+        return  # reported as a missing section
+    entries = doc.meta(name)
+    seen: dict[str, int] = {}
+    for entry in entries:
+        if entry.key in seen:
+            yield at(entry.line, f"Meta key '{entry.key}' appears again (first at line {seen[entry.key]})")
+        seen.setdefault(entry.key, entry.line)
+    by_key = {e.key: e for e in reversed(entries)}
+    anchor = sections[0].line
+    ref = by_key.get("ref")
+    if ref is None:
+        yield at(anchor, "Meta has no '- ref: <sha of HEAD>' — add the commit this hand-over was written against")
+    else:
+        yield from _ref(ctx, ref.value, ref.line, at)
+    updated = by_key.get("updated")
+    if updated is None:
+        yield at(anchor, "Meta has no '- updated: <UTC time>' — add e.g. '- updated: 2026-11-30T08:00:00Z'")
+    else:
+        yield from _updated(ctx, updated.value, updated.line, at)
+
+
+def _ref(ctx: Context, value: str, line: int, at: Any) -> Iterator[Finding]:
+    if not _HEX.match(value):
+        yield at(line, f"Meta ref '{value[:60]}' is not a commit id (7-40 hex digits)")
+        return
+    if ctx.repo.head is None:
+        yield at(line, "this branch has no commit yet: Meta ref cannot be checked until the first commit", WARNING)
+        return
+    if ctx.repo.resolve_commit(value) is None:
+        yield at(line, f"Meta ref {value} does not name a commit in this repository — set it to HEAD "
+                 f"({ctx.repo.head[:12]}) when you write the hand-over")
+
+
+def _updated(ctx: Context, value: str, line: int, at: Any) -> Iterator[Finding]:
+    when = parse_utc(value)
+    if when is None:
+        yield at(line, f"Meta updated '{value[:60]}' is not a UTC time like 2026-11-30T08:00:00Z")
+    elif when > ctx.now + CLOCK_SKEW:
+        yield at(line, f"Meta updated {value} is in the future (now {ctx.now:%Y-%m-%dT%H:%M:%SZ})")
+
+
+def parse_utc(value: str) -> datetime | None:
+    if not _UTC.match(value):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _target(doc: Document, cfg: dict[str, Any], at: Any) -> Iterator[Finding]:
+    for section in doc.section(cfg["target_section"])[:1]:
+        if not section.text_lines and not section.items:
+            yield at(section.line, f"'## {section.name}' is empty — say in one sentence what is being worked on")
+
+
+def _project_schema(ctx: Context, doc: Document, cfg: dict[str, Any], at: Any) -> Iterator[Finding]:
+    from gates import schemas
+
+    schema = load_project_schema(ctx, cfg["schema"])
+    model, lines = doc.to_json(cfg["meta_section"])
+    for line, message in schemas.validate(schema, model, lines):
+        yield at(line, f"schema {cfg['schema']}: {message}")
+
+
+def load_project_schema(ctx: Context, relative: str) -> dict[str, Any]:
+    from gates import dataio, fsio, schemas
+    from gates.errors import GateError
+
+    data = fsio.read_bytes_capped(ctx.repo.toplevel / relative, 1 << 20, relative)
+    if isinstance(data, int):
+        raise GateError(f"schema is {data:,} bytes, over the 1 MiB cap", reason="config-invalid", path=relative)
+    try:
+        schema = dataio.load_json(fsio.decode_text(data, relative))
+    except dataio.DataError as exc:
+        raise GateError(exc.message, reason="config-invalid", path=relative, line=exc.line or None) from None
+    problem = schemas.check_schema(schema) if isinstance(schema, dict) else "a schema must be a JSON object"
+    if problem:
+        raise GateError(f"not a valid JSON Schema: {problem}", reason="config-invalid", path=relative)
+    return schema

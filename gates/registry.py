@@ -1,0 +1,12 @@
+"""Every gate, under its id. The id is the hook id, the config key and the module name."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from gates import handoff_no_checked_items, handoff_structure
+
+GATES: dict[str, ModuleType] = {
+    module.ID: module
+    for module in (handoff_structure, handoff_no_checked_items)
+}

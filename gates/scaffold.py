@@ -1,0 +1,83 @@
+"""`gate init`: the starting files. Never overwrites: an existing file is skipped and said so."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from gates import fsio
+from gates.config import CONFIG_NAME, Config
+from gates.git import Repo
+
+UNBORN_REF = "0000000"
+
+
+def handoff_template(config: Config, head: str | None, now: datetime) -> str:
+    cfg = config.section("handoff")
+    archive = config.section("archive")["path"]
+    guidance = {
+        cfg["target_section"]: "Set up handoff-gate: replace this line with what is being worked on now, in one sentence.",
+        "Open Threads": "<!-- - [ ] <item> — next: <concrete next step> -->",
+        "Decisions": "<!-- What was decided and why, one line each; long records go to their own files. -->",
+        "Dead Ends": "<!-- What was tried and did not work, so that nobody tries it again. -->",
+        "Verified": "<!-- What was checked, and how. -->",
+        "Assumed": "<!-- What is believed but not checked. -->",
+        "Key References": "<!-- Files, commands and documents the next session needs. -->",
+    }
+    out = [
+        f"# {cfg['title'] or 'Handoff'}",
+        "",
+        "<!-- The hand-over state of this project: read it first, write it last, commit it at close-out.",
+        f"     Completed items do not stay here: they move to {archive}. -->",
+    ]
+    for name in cfg["sections"]:
+        out += ["", f"## {name}"]
+        if name.casefold() == cfg["meta_section"].casefold():
+            out += [f"- ref: {head or UNBORN_REF}", f"- updated: {now:%Y-%m-%dT%H:%M:%SZ}"]
+        elif name in guidance:
+            out.append(guidance[name])
+    return "\n".join(out) + "\n"
+
+
+ARCHIVE_TEMPLATE = """# Archive
+
+Completed items moved out of the hand-over file, oldest first. This file only grows at its end.
+"""
+
+CONFIG_TEMPLATE = """# handoff-gate configuration. Every key is optional; the values shown are the defaults.
+# Reference: `gate schema config`, and the README's "Configuration" section.
+#
+# handoff:
+#   path: HANDOFF.md            # the hand-over file, relative to the repository root
+#   title: Handoff              # its one level-1 heading (null accepts any)
+#   sections: [Meta, Current Target, Open Threads, Decisions, Dead Ends, Verified, Assumed, Key References]
+#   meta_section: Meta          # holds '- ref: <sha>' and '- updated: <UTC time>'
+#   target_section: Current Target
+#   schema: null                # a stricter JSON Schema for the parsed model (see `gate schema handoff`)
+#   max_lines: 600
+#   max_bytes: 65536
+#   max_item_chars: 600         # one item with its continuation lines
+# archive:
+#   path: ARCHIVE.md
+# gates:                        # which gates `gate check` runs
+#   handoff-structure: true
+#   handoff-no-checked-items: true
+"""
+
+
+def init(repo: Repo, config: Config, now: datetime) -> list[tuple[str, bool]]:
+    """Write the files that are missing; returns (path, written) for each."""
+    files: list[tuple[Path, str]] = [
+        (repo.toplevel / config.section("handoff")["path"], handoff_template(config, repo.head, now)),
+        (repo.toplevel / config.section("archive")["path"], ARCHIVE_TEMPLATE),
+        (repo.toplevel / CONFIG_NAME, CONFIG_TEMPLATE),
+    ]
+    results = []
+    for path, content in files:
+        if path.exists() or path.is_symlink():
+            results.append((repo.relpath(path), False))
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        written = fsio.write_atomic(path, content.encode("utf-8"), exclusive=True)
+        results.append((repo.relpath(path), written))
+    return results

@@ -1,0 +1,58 @@
+"""The one place that knows the layout under `<git-common-dir>/gate/`.
+
+Every worktree of a clone shares this directory; it lives inside git's own directory, so it
+is never committed.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from gates.errors import GateError
+from gates.git import Repo
+
+
+@dataclass(frozen=True)
+class Layout:
+    root: Path
+
+    @property
+    def flags(self) -> Path:
+        return self.root / "flags"
+
+    @property
+    def flags_acked(self) -> Path:
+        return self.root / "flags" / "acked"
+
+    @property
+    def lost_found(self) -> Path:
+        return self.root / "lost+found"
+
+
+def layout(repo: Repo) -> Layout:
+    return Layout(repo.common_dir / "gate")
+
+
+def ensure_dir(lay: Layout, path: Path) -> Path:
+    """Create `path` under the state dir, refusing any step that could be turned against us."""
+    rel = path.relative_to(lay.root)
+    current = lay.root
+    for part in ("", *rel.parts):
+        current = current / part if part else current
+        _ensure_one(current)
+    return path
+
+
+def _ensure_one(path: Path) -> None:
+    try:
+        path.mkdir(exist_ok=True)
+        info = os.lstat(path)
+    except OSError as exc:
+        raise GateError(f"cannot create state directory {path}: {exc.strerror}", reason="io-error") from None
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise GateError(f"refusing state directory {path}: not a plain directory (a symlink?)", reason="state-unsafe")
+    if info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX:
+        raise GateError(f"refusing state directory {path}: writable by every user", reason="state-unsafe")

@@ -1,0 +1,113 @@
+"""Real git repositories in temp dirs, and the `gate` command run as a process and in-process."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from gates.cli import main
+from gates.git import REPO_ENV_VARS
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+_BIN = Path(sys.executable).parent
+GATE_BIN = str(_BIN / "gate") if (_BIN / "gate").exists() else shutil.which("gate")
+
+
+@pytest.fixture(autouse=True)
+def clean_git_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No user or system git config, a fixed identity, and no inherited repository pointers."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    for name, value in (("NAME", "Gate Test"), ("EMAIL", "gate@example.invalid")):
+        monkeypatch.setenv(f"GIT_AUTHOR_{name}", value)
+        monkeypatch.setenv(f"GIT_COMMITTER_{name}", value)
+    for name in (*REPO_ENV_VARS, "GATE_ROOT", "GITHUB_ACTIONS"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, f"git {' '.join(args)} failed: {proc.stderr}"
+    return proc.stdout.strip()
+
+
+def init_repo(path: Path, *extra: str) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main", "--template=", *extra)
+    return path
+
+
+def commit_all(path: Path, message: str = "work") -> str:
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "--no-verify", "--allow-empty", "-m", message)
+    return git(path, "rev-parse", "HEAD")
+
+
+def now_stamp() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def handoff_text(head: str, *, target: str = "Build the thing.", threads: str = "- [ ] next item — next: write it") -> str:
+    return f"""# Handoff
+
+## Meta
+- ref: {head}
+- updated: {now_stamp()}
+
+## Current Target
+{target}
+
+## Open Threads
+{threads}
+
+## Decisions
+## Dead Ends
+## Verified
+## Assumed
+## Key References
+"""
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A repository with one commit and a valid HANDOFF.md (committed) naming that commit."""
+    path = init_repo(tmp_path / "repo")
+    (path / "README").write_text("hello\n")
+    head = commit_all(path, "first")
+    (path / "HANDOFF.md").write_text(handoff_text(head))
+    commit_all(path, "handoff")
+    return path
+
+
+def run_gate(cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """The installed `gate` command as a separate process."""
+    assert GATE_BIN, "the gate console script is not installed"
+    return subprocess.run(
+        [GATE_BIN, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=timeout, stdin=subprocess.DEVNULL
+    )
+
+
+def call_gate(cwd: Path, *args: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
+    """`gate` in this process: (exit code, stdout, stderr)."""
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def flag_records(common_dir: Path, sub: str = "") -> list[dict[str, object]]:
+    folder = common_dir / "gate" / "flags" / sub
+    if not folder.is_dir():
+        return []
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
