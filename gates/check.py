@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -38,6 +39,8 @@ def select(config: Config, only: list[str], skip: list[str]) -> list[str]:
 
 def load_handoff(repo: Repo, config: Config, path: Path) -> Loaded:
     shown = repo.relpath(path)
+    if not os.path.lexists(path):
+        raise GateError("file not found — create it with `gate init`", reason="input-unreadable", path=shown)
     data = fsio.read_bytes_capped(path, config.section("handoff")["max_bytes"], shown)
     if isinstance(data, int):
         return Loaded(shown, data, None)

@@ -1,7 +1,7 @@
 """YAML and JSON read as data, never as code, with the line of every value kept.
 
-YAML is composed by ruamel.yaml's safe loader into nodes and turned into plain data here, so
-no constructor ever runs: tags outside YAML's core schema, aliases, merge keys, duplicate keys,
+YAML is read as ruamel.yaml's parser events and turned into plain data here, so no
+constructor ever runs: tags outside YAML's core schema, aliases, merge keys, duplicate keys,
 NaN and deep nesting are refused with the line where they stand.
 """
 
@@ -27,60 +27,100 @@ class DataError(Exception):
 
 
 def load_yaml(text: str) -> tuple[Any, dict[Path_, int]]:
-    """Plain data (dict, list, str, int, float, bool, None) and the line of every path in it."""
+    """Plain data (dict, list, str, int, float, bool, None) and the line of every path in it.
+
+    Built from the parser's events without recursion, so no depth of nesting can overflow.
+    """
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+    yaml = YAML(typ="safe", pure=True)
+    builder = _Builder(yaml.resolver)
     try:
-        node = YAML(typ="safe", pure=True).compose(text)
+        for event in yaml.parse(text):
+            builder.feed(event)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 0
         raise DataError(f"invalid YAML: {exc.problem or exc.context}", line) from None
     except YAMLError as exc:
         raise DataError(f"invalid YAML: {exc}") from None
-    except RecursionError:
-        raise DataError("invalid YAML: nested too deeply") from None
-    lines: dict[Path_, int] = {}
-    if node is None:
-        return None, lines
-    return _Builder(lines).build(node, (), 0), lines
+    return builder.root, builder.lines
+
+
+class _Frame:
+    def __init__(self, container: dict[str, Any] | list[Any], path: Path_) -> None:
+        self.container = container
+        self.path = path
+        self.key: str | None = None
+        self.key_line = 0
 
 
 class _Builder:
-    def __init__(self, lines: dict[Path_, int]) -> None:
-        self.lines = lines
-        self.seen: set[int] = set()
+    def __init__(self, resolver: Any) -> None:
+        self.resolver = resolver
+        self.lines: dict[Path_, int] = {}
+        self.stack: list[_Frame] = []
+        self.root: Any = None
+        self.documents = 0
 
-    def build(self, node: Any, path: Path_, depth: int) -> Any:
-        line = node.start_mark.line + 1
-        self.lines[path] = line
-        if id(node) in self.seen:
+    def feed(self, event: Any) -> None:
+        from ruamel.yaml import events
+        from ruamel.yaml.nodes import ScalarNode
+
+        line = event.start_mark.line + 1
+        if isinstance(event, events.DocumentStartEvent):
+            self.documents += 1
+            if self.documents > 1:
+                raise DataError("more than one YAML document: expected one", line)
+        elif isinstance(event, events.AliasEvent):
             raise DataError("YAML aliases are not allowed", line)
-        self.seen.add(id(node))
-        if depth > MAX_DEPTH:
-            raise DataError(f"nested deeper than {MAX_DEPTH} levels", line)
-        tag = str(node.tag)
-        if tag == f"{_CORE}map":
-            return self._mapping(node, path, depth)
-        if tag == f"{_CORE}seq":
-            return [self.build(item, (*path, i), depth + 1) for i, item in enumerate(node.value)]
-        if tag in _SCALAR_TAGS:
-            return _scalar(tag.removeprefix(_CORE), node.value, line)
-        raise DataError(f"YAML tag {tag.replace(_CORE, '!!')} is not allowed: plain data only", line)
+        elif isinstance(event, events.ScalarEvent):
+            tag = str(event.tag) if event.tag else str(self.resolver.resolve(ScalarNode, event.value, event.implicit))
+            if tag not in _SCALAR_TAGS:
+                raise DataError(_tag_message(tag), line)
+            self._add(_scalar(tag.removeprefix(_CORE), event.value, line), event.value, tag, line)
+        elif isinstance(event, (events.MappingStartEvent, events.SequenceStartEvent)):
+            mapping = isinstance(event, events.MappingStartEvent)
+            if event.tag and str(event.tag) != f"{_CORE}{'map' if mapping else 'seq'}":
+                raise DataError(_tag_message(str(event.tag)), line)
+            if len(self.stack) >= MAX_DEPTH:
+                raise DataError(f"nested deeper than {MAX_DEPTH} levels", line)
+            container: dict[str, Any] | list[Any] = {} if mapping else []
+            path = self._add(container, None, "", line)
+            self.stack.append(_Frame(container, path))
+        elif isinstance(event, events.CollectionEndEvent):
+            self.stack.pop()
 
-    def _mapping(self, node: Any, path: Path_, depth: int) -> dict[str, Any]:
-        result: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            key_line = key_node.start_mark.line + 1
-            if str(key_node.tag) not in _SCALAR_TAGS or str(key_node.tag).endswith(("merge", "null")):
-                raise DataError("mapping keys must be plain scalars (no merge keys)", key_line)
-            key = str(key_node.value)
-            if key in result:
-                raise DataError(f"duplicate key '{key}'", key_line)
-            result[key] = self.build(value_node, (*path, key), depth + 1)
-            self.lines[(*path, key)] = key_line
-        return result
+    def _add(self, value: Any, raw: str | None, tag: str, line: int) -> Path_:
+        if not self.stack:
+            self.root = value
+            self.lines[()] = line
+            return ()
+        frame = self.stack[-1]
+        if isinstance(frame.container, list):
+            path = (*frame.path, len(frame.container))
+            frame.container.append(value)
+            self.lines[path] = line
+            return path
+        if frame.key is None:
+            if raw is None or tag.endswith("null"):
+                raise DataError("mapping keys must be plain scalars", line)
+            if raw in frame.container:
+                raise DataError(f"duplicate key '{raw}'", line)
+            frame.key, frame.key_line = raw, line
+            return frame.path
+        path = (*frame.path, frame.key)
+        frame.container[frame.key] = value
+        self.lines[path] = frame.key_line
+        frame.key = None
+        return path
+
+
+def _tag_message(tag: str) -> str:
+    if tag == f"{_CORE}merge":
+        return "YAML merge keys (<<) are not allowed: plain data only"
+    return f"YAML tag {tag.replace(_CORE, '!!')} is not allowed: plain data only"
 
 
 def _scalar(kind: str, raw: str, line: int) -> Any:

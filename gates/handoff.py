@@ -157,6 +157,7 @@ class _Parser:
         if fence and not (fence.group(1)[0] == "`" and "`" in fence.group(2)):
             self.fence = (fence.group(1)[0], len(fence.group(1)), number)
             self._continue(number, visible, blocks=True)
+            self._touch(number)
             return
         heading = _HEADING.match(visible)
         if heading:
@@ -166,6 +167,7 @@ class _Parser:
         elif not self._continue(number, visible, blocks=False):
             self.open_items.clear()
             self.section.text_lines.append(number)
+        self._touch(number)
 
     def _in_fence(self, number: int, raw: str) -> None:
         assert self.fence is not None

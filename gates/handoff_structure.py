@@ -75,12 +75,11 @@ def _title(doc: Document, cfg: dict[str, Any], at: Any) -> Iterator[Finding]:
 
 def _sections(doc: Document, cfg: dict[str, Any], at: Any) -> Iterator[Finding]:
     expected = cfg["sections"]
-    last_line = len(doc.lines) or 1
     found_lines: list[int] = []
-    for name in expected:
+    for index, name in enumerate(expected):
         matches = doc.section(name)
         if not matches:
-            yield at(last_line, f"missing section '## {name}' (handoff.sections)")
+            yield _missing(doc, expected, index, at)
             continue
         for extra in matches[1:]:
             yield at(extra.line, f"section '## {name}' appears again (first at line {matches[0].line}) — merge them")
@@ -89,6 +88,15 @@ def _sections(doc: Document, cfg: dict[str, Any], at: Any) -> Iterator[Finding]:
             previous = next(n for n in reversed(expected[: expected.index(name)]) if doc.section(n))
             yield at(matches[0].line, f"section '## {name}' is out of order: it belongs after '## {previous}'")
             found_lines[-1] = found_lines[-2]
+
+
+def _missing(doc: Document, expected: list[str], index: int, at: Any) -> Finding:
+    """Point where the missing section belongs: before the next present one, else at the end."""
+    for name in expected[index + 1:]:
+        if doc.section(name):
+            following = doc.section(name)[0]
+            return at(following.line, f"missing section '## {expected[index]}' — add it before '## {following.name}'")
+    return at(len(doc.lines) or 1, f"missing section '## {expected[index]}' — add it at the end")
 
 
 def _meta(ctx: Context, doc: Document, cfg: dict[str, Any], at: Any) -> Iterator[Finding]:

@@ -1,0 +1,142 @@
+"""Repository discovery: subdirectories, linked worktrees, --separate-git-dir, hooks, GATE_ROOT."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import commit_all, flag_records, git, handoff_text, init_repo, run_gate
+from gates.errors import GateError
+from gates.git import discover
+
+
+def test_from_a_subdirectory(repo: Path) -> None:
+    sub = repo / "a" / "b"
+    sub.mkdir(parents=True)
+    found = discover(sub, {})
+    assert found.toplevel == repo.resolve()
+    assert found.common_dir == (repo / ".git").resolve()
+    proc = run_gate(sub, "check")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "passed" in proc.stdout
+
+
+def test_linked_worktree_shares_the_state_dir(repo: Path, tmp_path: Path) -> None:
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(linked))
+    found = discover(linked, {})
+    assert found.toplevel == linked.resolve()
+    assert found.git_dir == (repo / ".git" / "worktrees" / "linked").resolve()
+    assert found.common_dir == (repo / ".git").resolve()
+    (linked / "HANDOFF.md").write_text(handoff_text(found.head or "", threads="- [x] done"))
+    proc = run_gate(linked, "check")
+    assert proc.returncode == 1
+    # The flag written from the linked worktree is seen from the main one.
+    records = flag_records(repo / ".git")
+    assert [r["reason"] for r in records] == ["handoff-no-checked-items"]
+    assert records[0]["worktree"] == str(linked.resolve())
+    shown = run_gate(repo, "flags")
+    assert "HANDOFF.md:11: [handoff-no-checked-items] checked item 'done'" in shown.stdout
+
+
+def test_separate_git_dir(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    init_repo(work, f"--separate-git-dir={tmp_path / 'store.git'}")
+    assert (work / ".git").is_file()
+    (work / "x").write_text("x")
+    head = commit_all(work)
+    (work / "HANDOFF.md").write_text(handoff_text(head))
+    found = discover(work, {})
+    assert found.common_dir == (tmp_path / "store.git").resolve()
+    proc = run_gate(work, "check")
+    assert proc.returncode == 0, proc.stderr
+    (work / "HANDOFF.md").write_text(handoff_text(head, threads="- [X] done"))
+    assert run_gate(work, "check").returncode == 1
+    assert (tmp_path / "store.git" / "gate" / "flags").is_dir()
+    assert not (work / "gate").exists()
+
+
+def test_outside_a_repository_is_exit_3(tmp_path: Path) -> None:
+    lonely = tmp_path / "lonely"
+    lonely.mkdir()
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)}
+    proc = run_gate(lonely, "check", env=env)
+    assert proc.returncode == 3
+    assert proc.stderr.startswith("gate: not inside a git work tree")
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 2  # the error, and that no flag could be written
+
+
+def test_bare_repository_is_exit_3(tmp_path: Path) -> None:
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    proc = run_gate(bare, "check")
+    assert proc.returncode == 3
+    assert "not inside a git work tree" in proc.stderr
+
+
+def test_gate_root_pins_the_repository_and_drops_inherited_pointers(repo: Path, tmp_path: Path) -> None:
+    other = init_repo(tmp_path / "other")
+    (other / "y").write_text("y")
+    commit_all(other)
+    env = {
+        **os.environ,
+        "GATE_ROOT": str(repo),
+        "GIT_DIR": str(other / ".git"),
+        "GIT_INDEX_FILE": str(other / ".git" / "index"),
+    }
+    found = discover(other, env)
+    assert found.toplevel == repo.resolve()
+    assert "GIT_DIR" not in found.env and "GIT_INDEX_FILE" not in found.env
+    proc = run_gate(other, "check", env=env)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_gate_root_that_is_not_a_repository(tmp_path: Path) -> None:
+    env = {**os.environ, "GATE_ROOT": str(tmp_path / "missing")}
+    proc = run_gate(tmp_path, "check", env=env)
+    assert proc.returncode == 3
+    assert "GATE_ROOT" in proc.stderr
+    with pytest.raises(GateError) as caught:
+        discover(tmp_path, {"GATE_ROOT": str(tmp_path / "missing")})
+    assert caught.value.reason == "not-a-repository"
+
+
+def test_git_dir_from_the_environment_is_respected(repo: Path, tmp_path: Path) -> None:
+    # Inside a hook git sets GIT_DIR; the gate judges that repository, not the one of its cwd.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    found = discover(elsewhere, {**os.environ, "GIT_DIR": str(repo / ".git")})
+    assert found.common_dir == (repo / ".git").resolve()
+    assert found.toplevel == elsewhere.resolve()  # git's rule: with GIT_DIR alone, the cwd is the work tree
+
+
+def _install_hook(repo: Path, body: str) -> None:
+    hooks = repo / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    hook = hooks / "pre-commit"
+    hook.write_text(f"#!/bin/sh\n{body}\n")
+    hook.chmod(hook.stat().st_mode | stat.S_IXUSR)
+
+
+@pytest.mark.parametrize("all_flag", [False, True], ids=["commit", "commit-a"])
+def test_inside_a_real_git_hook(repo: Path, all_flag: bool) -> None:
+    from conftest import GATE_BIN
+
+    _install_hook(repo, f'exec "{GATE_BIN}" check')
+    (repo / "HANDOFF.md").write_text(handoff_text(git(repo, "rev-parse", "HEAD"), threads="- [x] finished"))
+    args = ["commit", "-q", "-m", "bad"] + (["-a"] if all_flag else [])
+    if not all_flag:
+        git(repo, "add", "HANDOFF.md")
+    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "[handoff-no-checked-items] checked item 'finished'" in proc.stdout + proc.stderr
+    (repo / "HANDOFF.md").write_text(handoff_text(git(repo, "rev-parse", "HEAD")))
+    git(repo, "add", "HANDOFF.md")
+    git(repo, *(["commit", "-q", "-m", "good"] + (["-a"] if all_flag else [])))
+    assert git(repo, "log", "-1", "--format=%s") == "good"
+    assert git(repo, "status", "--porcelain") == ""

@@ -1,0 +1,85 @@
+"""The package as users get it: hook manifest, ids that agree everywhere, schemas in a plain install."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, handoff_text, init_repo, commit_all
+from gates.registry import GATES
+
+
+def _manifest() -> list[dict[str, object]]:
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe", pure=True).load((ROOT / ".pre-commit-hooks.yaml").read_text())
+
+
+def test_every_gate_has_a_hook_that_runs_exactly_check_only_id() -> None:
+    hooks = {hook["id"]: hook for hook in _manifest()}
+    assert set(hooks) == {"gate", *GATES}
+    assert hooks["gate"]["entry"] == "gate check"
+    for gate_id in GATES:
+        assert hooks[gate_id]["entry"] == f"gate check --only {gate_id}"
+    for hook in hooks.values():
+        assert hook["language"] == "python"
+        assert hook["pass_filenames"] is False and hook["always_run"] is True
+        assert hook["minimum_pre_commit_version"] == "3.2.0"
+        assert set(hook["stages"]) <= {"pre-commit", "pre-merge-commit", "pre-push", "manual", "commit-msg"}
+
+
+def test_ids_module_names_and_readme_agree() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for gate_id, module in GATES.items():
+        assert module.__name__ == f"gates.{gate_id.replace('-', '_')}"
+        assert module.__doc__ and module.__doc__.startswith(f"{gate_id}: ")
+        assert f"`{gate_id}`" in readme, gate_id
+    assert "`gate`" in readme
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    command = next(line for line in ci.splitlines() if line.startswith("python3 -m venv"))
+    assert f"\n{command}\n" in readme
+
+
+def test_config_schema_knows_every_gate() -> None:
+    from gates import schemas
+
+    assert set(schemas.load("config")["properties"]["gates"]["properties"]) == set(GATES)
+
+
+@pytest.mark.slow
+def test_a_plain_install_into_a_fresh_venv_finds_its_schemas(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True)
+    for name in filter(None, tracked.stdout.split("\0")):
+        if (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    install = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(source)], capture_output=True, text=True)
+    assert install.returncode == 0, install.stderr[-2000:]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    where = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import gates.schemas as s; print(s.schema_path('config'))"],
+        cwd=elsewhere, capture_output=True, text=True, check=True,
+    )
+    assert where.stdout.strip().startswith(str(venv))
+    for name in ("config", "handoff", "flag", "check-result"):
+        shown = subprocess.run([str(venv / "bin" / "gate"), "schema", name], cwd=elsewhere, capture_output=True, text=True)
+        assert shown.returncode == 0 and json.loads(shown.stdout)["$schema"]
+    repo = init_repo(tmp_path / "repo")
+    (repo / "x").write_text("x")
+    (repo / "HANDOFF.md").write_text(handoff_text(commit_all(repo)))
+    (repo / ".gate.yaml").write_text("handoff:\n  max_lines: 100\n")  # validated with the shipped schema
+    check = subprocess.run([str(venv / "bin" / "gate"), "check"], cwd=repo, capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
