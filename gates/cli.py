@@ -12,11 +12,22 @@ import shlex
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from gates import __version__
-from gates.errors import CANNOT_RUN, INTERNAL, INTERRUPTED, OK, USAGE, VIOLATION, GateError
+from gates.errors import (
+    CANNOT_RUN,
+    INTERNAL,
+    INTERRUPTED,
+    OK,
+    USAGE,
+    VIOLATION,
+    GateError,
+)
 from gates.git import Repo
+
+if TYPE_CHECKING:
+    from gates.config import Config
 
 
 class Run:
@@ -34,7 +45,7 @@ class Run:
             self._repo = discover()
         return self._repo
 
-    def config(self):  # type: ignore[no-untyped-def]
+    def config(self) -> Config:
         from gates import config
 
         return config.load(self.repo())

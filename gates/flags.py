@@ -111,15 +111,18 @@ def _read(path: Path) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
+def _flag_files(folder: Path) -> list[Path]:
+    """The flag files of a folder; a writer's temp files (dot names) are not flags."""
+    return sorted(p for p in folder.glob("*.json") if not p.name.startswith("."))
+
+
 def pending(repo: Repo) -> list[dict[str, Any]]:
     """Every unacknowledged flag, oldest first. A flag that cannot be read is shown as one, never dropped."""
     lay = state.layout(repo)
     if not lay.flags.is_dir():
         return []
     out = []
-    for path in lay.flags.glob("*.json"):
-        if path.name.startswith("."):
-            continue  # a writer's temp file
+    for path in _flag_files(lay.flags):
         record = _read(path)
         if record is None or not isinstance(record.get("message"), str):
             record = {
@@ -144,7 +147,7 @@ def acknowledge(repo: Repo, ids: list[str] | None) -> list[str]:
     acked_dir = state.ensure_dir(lay, lay.flags_acked)
     moved = []
     with _locked(lay.flags):
-        names = [f"{i}.json" for i in ids] if ids else sorted(p.name for p in lay.flags.glob("*.json") if not p.name.startswith("."))
+        names = [f"{i}.json" for i in ids] if ids else [p.name for p in _flag_files(lay.flags)]
         for name in names:
             try:
                 os.rename(lay.flags / name, acked_dir / name)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from gates.errors import CANNOT_RUN, GateError
+from gates.errors import GateError
 
 # Variables through which an outer git (a hook's parent, another repository) points a
 # subprocess at a repository. Kept inside a hook, dropped when GATE_ROOT pins the repository.

@@ -178,7 +178,8 @@ class _Parser:
         self._touch(number)
 
     def _strip_comments(self, number: int, raw: str) -> str:
-        out, pos = [], 0
+        out: list[str] = []
+        pos = 0
         while pos < len(raw):
             if self.comment_line:
                 end = raw.find("-->", pos)

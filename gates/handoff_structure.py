@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from gates.context import Context, Loaded
 from gates.findings import WARNING, Finding
@@ -22,6 +22,7 @@ SUMMARY = "the hand-over file has its sections, Meta block, target and size limi
 _HEX = re.compile(r"^[0-9a-fA-F]{7,40}$")
 _UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|\+00:00)$")
 CLOCK_SKEW = timedelta(minutes=5)
+At = Callable[..., Finding]  # (line, message[, severity]) -> a finding of this gate in this file
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -61,7 +62,7 @@ def _check_one(ctx: Context, loaded: Loaded) -> Iterator[Finding]:
         yield from _project_schema(ctx, doc, cfg, at)
 
 
-def _title(doc: Document, cfg: dict[str, Any], at: Any) -> Iterator[Finding]:
+def _title(doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:
     want = cfg["title"]
     if not doc.titles:
         yield at(1, f"no level-1 title — start the file with '# {want or 'Handoff'}'")
@@ -73,7 +74,7 @@ def _title(doc: Document, cfg: dict[str, Any], at: Any) -> Iterator[Finding]:
         yield at(line, f"title is '{text}', expected '{want}' (handoff.title)")
 
 
-def _sections(doc: Document, cfg: dict[str, Any], at: Any) -> Iterator[Finding]:
+def _sections(doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:
     expected = cfg["sections"]
     found_lines: list[int] = []
     for index, name in enumerate(expected):
@@ -90,7 +91,7 @@ def _sections(doc: Document, cfg: dict[str, Any], at: Any) -> Iterator[Finding]:
             found_lines[-1] = found_lines[-2]
 
 
-def _missing(doc: Document, expected: list[str], index: int, at: Any) -> Finding:
+def _missing(doc: Document, expected: list[str], index: int, at: At) -> Finding:
     """Point where the missing section belongs: before the next present one, else at the end."""
     for name in expected[index + 1:]:
         if doc.section(name):
@@ -99,7 +100,7 @@ def _missing(doc: Document, expected: list[str], index: int, at: Any) -> Finding
     return at(len(doc.lines) or 1, f"missing section '## {expected[index]}' — add it at the end")
 
 
-def _meta(ctx: Context, doc: Document, cfg: dict[str, Any], at: Any) -> Iterator[Finding]:
+def _meta(ctx: Context, doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:
     name = cfg["meta_section"]
     sections = doc.section(name)
     if not sections:
@@ -124,7 +125,7 @@ def _meta(ctx: Context, doc: Document, cfg: dict[str, Any], at: Any) -> Iterator
         yield from _updated(ctx, updated.value, updated.line, at)
 
 
-def _ref(ctx: Context, value: str, line: int, at: Any) -> Iterator[Finding]:
+def _ref(ctx: Context, value: str, line: int, at: At) -> Iterator[Finding]:
     if not _HEX.match(value):
         yield at(line, f"Meta ref '{value[:60]}' is not a commit id (7-40 hex digits)")
         return
@@ -136,7 +137,7 @@ def _ref(ctx: Context, value: str, line: int, at: Any) -> Iterator[Finding]:
                  f"({ctx.repo.head[:12]}) when you write the hand-over")
 
 
-def _updated(ctx: Context, value: str, line: int, at: Any) -> Iterator[Finding]:
+def _updated(ctx: Context, value: str, line: int, at: At) -> Iterator[Finding]:
     when = parse_utc(value)
     if when is None:
         yield at(line, f"Meta updated '{value[:60]}' is not a UTC time like 2026-11-30T08:00:00Z")
@@ -153,13 +154,13 @@ def parse_utc(value: str) -> datetime | None:
         return None
 
 
-def _target(doc: Document, cfg: dict[str, Any], at: Any) -> Iterator[Finding]:
+def _target(doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:
     for section in doc.section(cfg["target_section"])[:1]:
         if not section.text_lines and not section.items:
             yield at(section.line, f"'## {section.name}' is empty — say in one sentence what is being worked on")
 
 
-def _project_schema(ctx: Context, doc: Document, cfg: dict[str, Any], at: Any) -> Iterator[Finding]:
+def _project_schema(ctx: Context, doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:
     from gates import schemas
 
     schema = load_project_schema(ctx, cfg["schema"])
@@ -182,4 +183,5 @@ def load_project_schema(ctx: Context, relative: str) -> dict[str, Any]:
     problem = schemas.check_schema(schema) if isinstance(schema, dict) else "a schema must be a JSON object"
     if problem:
         raise GateError(f"not a valid JSON Schema: {problem}", reason="config-invalid", path=relative)
+    assert isinstance(schema, dict)
     return schema

@@ -30,7 +30,8 @@ def schema_path(name: str) -> Path:
 
 @lru_cache(maxsize=None)
 def load(name: str) -> dict[str, Any]:
-    return json.loads(schema_path(name).read_text(encoding="utf-8"))
+    schema: dict[str, Any] = json.loads(schema_path(name).read_text(encoding="utf-8"))
+    return schema
 
 
 def check_schema(schema: dict[str, Any]) -> str | None:
@@ -40,7 +41,7 @@ def check_schema(schema: dict[str, Any]) -> str | None:
     try:
         validators.validator_for(schema).check_schema(schema)
     except exceptions.SchemaError as exc:
-        return exc.message
+        return str(exc.message)
     return None
 
 

@@ -10,7 +10,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from conftest import flag_records, git, handoff_text, run_gate
 
 
@@ -51,7 +50,7 @@ def test_huge_handoff_is_refused_by_the_cap_before_it_is_read(repo: Path) -> Non
     proc = run_gate(repo, "check", timeout=30)
     assert proc.returncode == 1
     assert proc.stdout.splitlines()[:2] == [
-        f"HANDOFF.md:1: [handoff-no-checked-items] not checked: the file is over its size cap (see handoff-structure)",
+        "HANDOFF.md:1: [handoff-no-checked-items] not checked: the file is over its size cap (see handoff-structure)",
         f"HANDOFF.md:1: [handoff-structure] file is {size:,} bytes, over handoff.max_bytes (65,536): "
         "not parsed — move history to the archive",
     ]

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import call_gate, flag_records, git, handoff_text, run_gate
+
 from gates import schemas
 
 

@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import commit_all, flag_records, git, handoff_text, init_repo, run_gate
+
 from gates.errors import GateError
 from gates.git import discover
 

@@ -12,8 +12,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, commit_all, init_repo
+
 from gates import check, config
 from gates.git import discover
 

@@ -48,7 +48,8 @@ def test_init_follows_the_configured_names(tmp_path: Path) -> None:
     )
     commit_all(repo)
     proc = run_gate(repo, "init")
-    assert proc.stdout.splitlines() == ["wrote docs/STATE.md", "wrote docs/OLD.md", "skipped .gate.yaml: it exists, left unchanged"]
+    assert proc.stdout.splitlines() == [
+        "wrote docs/STATE.md", "wrote docs/OLD.md", "skipped .gate.yaml: it exists, left unchanged"]
     text = (repo / "docs" / "STATE.md").read_text()
     assert "# State\n" in text and "## Now\n" in text and "## Log\n" in text and "## Decisions" not in text
     assert run_gate(repo, "check").returncode == 0

@@ -9,15 +9,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, commit_all, handoff_text, init_repo
 
-from conftest import ROOT, handoff_text, init_repo, commit_all
 from gates.registry import GATES
 
 
 def _manifest() -> list[dict[str, object]]:
-    from ruamel.yaml import YAML
+    # pre-commit's own loader: it validates the manifest against the framework's schema.
+    from pre_commit.clientlib import load_manifest
 
-    return YAML(typ="safe", pure=True).load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    return load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))
 
 
 def test_every_gate_has_a_hook_that_runs_exactly_check_only_id() -> None:
