@@ -27,6 +27,7 @@ from gates.errors import (
 from gates.git import Repo
 
 if TYPE_CHECKING:
+    from gates.claims import Holder
     from gates.config import Config
 
 
@@ -37,6 +38,7 @@ class Run:
         self.command = shlex.join(["gate", *argv])
         self._repo: Repo | None = None
         self.reasons: list[tuple[str, str]] = []
+        self.events: list[tuple[str, str]] = []
 
     def repo(self) -> Repo:
         if self._repo is None:
@@ -51,17 +53,25 @@ class Run:
         return config.load(self.repo())
 
     def fail(self, reason: str, message: str) -> None:
+        """A reason this run failed: flagged when it ends with exit 1, 3 or 4."""
         self.reasons.append((reason, message))
 
+    def notice(self, reason: str, message: str) -> None:
+        """An event the next session must hear of even though the run succeeds (a claim broken, say)."""
+        self.events.append((reason, message))
+
     def write_flags(self, code: int) -> int:
-        if code not in (VIOLATION, CANNOT_RUN, INTERNAL) or not self.reasons:
+        pending = list(self.events)
+        if code in (VIOLATION, CANNOT_RUN, INTERNAL):
+            pending += self.reasons
+        if not pending:
             return code
         if self._repo is None:
             print("gate: no flag written: not inside a repository", file=sys.stderr)
             return code
         from gates import flags
 
-        for reason, message in self.reasons:
+        for reason, message in pending:
             try:
                 flags.raise_flag(self._repo, reason, message, command=self.command, exit_code=code)
             except GateError as exc:
@@ -89,10 +99,12 @@ def cmd_check(args: argparse.Namespace, run: Run) -> int:
         raise
     code = VIOLATION if result.errors else OK
     sys.stdout.write(report.as_json(result, code) if args.format == "json" else report.text(result))
+    from gates.registry import GATES
+
     for gate_id in gate_ids:
         lines = [f.render() for f in result.errors if f.gate == gate_id]
         if lines:
-            run.fail(gate_id, "\n".join(lines))
+            run.fail(getattr(GATES[gate_id], "FLAG_REASON", gate_id), "\n".join(lines))
     return code
 
 
@@ -154,6 +166,94 @@ def cmd_init(args: argparse.Namespace, run: Run) -> int:
     return OK
 
 
+def _claim_setup(args: argparse.Namespace, run: Run) -> tuple[Repo, str, Holder, datetime]:
+    from gates import claims
+
+    repo = run.repo()
+    session = args.session if args.session is not None else os.environ.get("GATE_SESSION") or None
+    holder = claims.holder_of(repo, session)
+    return repo, run.config().section("handoff")["path"], holder, _now()
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def cmd_claim(args: argparse.Namespace, run: Run) -> int:
+    from gates import claims
+
+    note = claims.check_note(args.note)
+    ttl_text = args.ttl if args.ttl is not None else run.config().section("claims")["ttl"]
+    ttl = claims.parse_duration(ttl_text) if ttl_text else None
+    repo, state_rel, holder, now = _claim_setup(args, run)
+    outcome = claims.claim(repo, state_rel, holder, ttl, note, now)
+    assert outcome.record is not None
+    if outcome.kind == "denied":
+        message = (f"denied: {state_rel} is claimed by {claims.describe(outcome.record)} — the first mover wins: "
+                   "fold your update into a later session")
+        print(message)
+        run.fail("claim-denied", message)
+        return VIOLATION
+    if outcome.kind == "taken-over":
+        assert outcome.previous is not None
+        message = (f"took over the claim on {state_rel}: the previous claim by {claims.describe(outcome.previous)} was "
+                   f"abandoned ({outcome.why}); its record is kept in {outcome.evidence}")
+        print(message)
+        run.notice("claim-taken-over", message)
+    verb = {"renewed": "renewed", "granted": "claimed", "taken-over": "claimed"}[outcome.kind]
+    print(f"{verb} {state_rel} for {claims.describe(outcome.record)}")
+    return OK
+
+
+def cmd_release(args: argparse.Namespace, run: Run) -> int:
+    from gates import claims
+
+    if args.force and not args.reason:
+        raise GateError("--force needs --reason TEXT: say why the claim is broken", code=USAGE, reason="usage")
+    reason = claims.check_note(args.reason) if args.force else None
+    repo, state_rel, holder, now = _claim_setup(args, run)
+    outcome = claims.release(repo, state_rel, holder, now, force_reason=reason)
+    if outcome.kind == "none":
+        message = f"not released: nobody holds a claim on {state_rel}"
+        print(message)
+        run.fail("release-denied", message)
+        return VIOLATION
+    assert outcome.record is not None
+    holder_text = claims.describe(outcome.record)
+    if outcome.kind == "not-holder":
+        message = (f"not released: this worktree does not hold the claim on {state_rel}; {holder_text} does — "
+                   "`gate release --force --reason TEXT` breaks it if that session is gone")
+        print(message)
+        run.fail("release-denied", message)
+        return VIOLATION
+    if outcome.kind == "broken":
+        message = (f"broke the claim on {state_rel} by {holder_text}: {outcome.why!r}; its record is kept in "
+                   f"{outcome.evidence}")
+        print(message)
+        run.notice("claim-broken", message)
+        return OK
+    print(f"released {state_rel} (record kept in {outcome.evidence})")
+    return OK
+
+
+def cmd_claims(args: argparse.Namespace, run: Run) -> int:
+    import json
+
+    from gates import claims
+
+    listed = claims.list_all(run.repo(), _now())
+    if args.format == "json":
+        sys.stdout.write(json.dumps({"version": 1, "claims": listed}, indent=2, ensure_ascii=False) + "\n")
+        return OK
+    if not listed:
+        print("no claims")
+    for record in listed:
+        state = "live" if record["live"] else "ABANDONED"
+        print(f"{record.get('path')}: {state} ({record['liveness']}); age {record.get('age_seconds')}s; "
+              f"{claims.describe(record) if 'token' in record else record.get('problem')}")
+    return OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gate",
@@ -190,6 +290,19 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--ack-all", action="store_true", help="acknowledge every flag")
 
     add("init", cmd_init, "write HANDOFF.md, ARCHIVE.md and .gate.yaml where they are missing")
+
+    claim = add("claim", cmd_claim, "claim the state file for this worktree (first mover wins)")
+    claim.add_argument("--note", help="what this session is doing (shown to anyone denied)")
+    claim.add_argument("--ttl", help="how long the claim lives without renewal: 90s, 15m, 2h, 1d (default: claims.ttl)")
+    claim.add_argument("--session", help="a session id; default $GATE_SESSION")
+
+    release = add("release", cmd_release, "release this worktree's claim, or break another's with --force")
+    release.add_argument("--force", action="store_true", help="break another worktree's claim")
+    release.add_argument("--reason", help="why the claim is broken (required with --force)")
+    release.add_argument("--session", help="a session id; default $GATE_SESSION")
+
+    listing = add("claims", cmd_claims, "list every claim with holder, age, TTL and liveness")
+    listing.add_argument("--format", choices=("text", "json"), default="text")
     return parser
 
 

@@ -40,7 +40,8 @@ DEFAULTS: dict[str, Any] = {
         "max_item_chars": 600,
     },
     "archive": {"path": "ARCHIVE.md"},
-    "gates": {"handoff-structure": True, "handoff-no-checked-items": True},
+    "claims": {"require": False, "ttl": None},
+    "gates": {"handoff-structure": True, "handoff-no-checked-items": True, "handoff-claim": True},
 }
 
 

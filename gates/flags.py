@@ -7,31 +7,33 @@ into one flag with a count. Acknowledging moves a flag to `flags/acked/`; nothin
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
 import re
 import secrets
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from gates import dataio, fsio, state
 from gates.errors import USAGE, GateError
 from gates.git import Repo
 from gates.registry import GATES
 
-# Reasons that are not gate ids. A gate's violations are flagged under the gate's own id.
-ERROR_REASONS = frozenset({
+# Reasons that are not gate ids. A gate's violations are flagged under its FLAG_REASON, or its id.
+EVENT_REASONS = frozenset({
     "config-invalid",
     "input-unreadable",
     "io-error",
     "state-unsafe",
     "internal-error",
+    "claim-denied",
+    "release-denied",
+    "claim-broken",
+    "claim-taken-over",
 })
-REASONS = frozenset(GATES) | ERROR_REASONS
+REASONS = frozenset(GATES) | EVENT_REASONS
 ID_PATTERN = re.compile(r"^\d{8}T\d{6}Z-[a-z][a-z+-]{0,63}-[0-9a-f]{8}$")
 MAX_FLAG_BYTES = 1 << 20
 MAX_MESSAGE_CHARS = 64 * 1024
@@ -49,16 +51,6 @@ def _key(reason: str, message: str, worktree: str) -> str:
     return hashlib.sha256("\0".join((reason, message, worktree)).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-@contextmanager
-def _locked(directory: Path) -> Iterator[None]:
-    fd = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC, 0o666)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
 def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code: int, now: datetime | None = None) -> str:
     """Write (or count again) the flag for `reason`; returns its id."""
     if reason not in REASONS:
@@ -68,7 +60,7 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
     now = now or utc_now()
     message = message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS] + "\n… (cut)"
     key = _key(reason, message, str(repo.toplevel))
-    with _locked(directory):
+    with fsio.locked(directory):
         for path in sorted(directory.glob(f"*-{reason}-*.json")):
             record = _read(path)
             if record is not None and record.get("key") == key and record.get("reason") == reason:
@@ -102,8 +94,8 @@ def _write(path: Path, record: dict[str, Any]) -> None:
 
 def _read(path: Path) -> dict[str, Any] | None:
     try:
-        data = fsio.read_bytes_capped(path, MAX_FLAG_BYTES, path.name)
-        if isinstance(data, int):
+        data = fsio.read_state_file(path, MAX_FLAG_BYTES)
+        if data is None:
             return None
         record = dataio.load_json(fsio.decode_text(data, path.name))
     except (GateError, dataio.DataError):
@@ -146,7 +138,7 @@ def acknowledge(repo: Repo, ids: list[str] | None) -> list[str]:
             raise GateError(f"no such flag: {flag_id[:80]!r} (see `gate flags`)", code=USAGE, reason="usage")
     acked_dir = state.ensure_dir(lay, lay.flags_acked)
     moved = []
-    with _locked(lay.flags):
+    with fsio.locked(lay.flags):
         names = [f"{i}.json" for i in ids] if ids else [p.name for p in _flag_files(lay.flags)]
         for name in names:
             try:

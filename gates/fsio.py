@@ -9,9 +9,13 @@ the result read back and compared. Readers skip the temp files (their names star
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
+import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from gates.errors import CANNOT_RUN, GateError
 
@@ -112,6 +116,24 @@ def _io_error(step: str, path: Path, exc: OSError, reason: str) -> GateError:
     return GateError(f"cannot write {path} ({step}): {detail}", code=CANNOT_RUN, reason=reason)
 
 
+@contextmanager
+def locked(directory: Path) -> Iterator[None]:
+    """Serialise read-modify-write sequences of gate processes on one state folder.
+
+    flock is released by the kernel when its holder dies, so a crash never leaves it held.
+    """
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
+    try:
+        fd = os.open(directory / ".lock", flags, 0o666 & ~_umask())
+    except OSError as exc:
+        raise _io_error("open lock", directory / ".lock", exc, "io-error") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def read_bytes_capped(path: Path, cap: int, shown: str) -> bytes | int:
     """The bytes of the regular file at `path`, or its size (an int) when it is larger than `cap`.
 
@@ -129,20 +151,54 @@ def read_bytes_capped(path: Path, cap: int, shown: str) -> bytes | int:
             raise GateError("not a regular file", reason="input-unreadable", path=shown)
         if info.st_size > cap:
             return info.st_size
-        chunks = []
-        remaining = cap + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
+        data = _read_up_to(fd, cap + 1)
     except OSError as exc:
         raise GateError(f"cannot read: {exc.strerror}", reason="input-unreadable", path=shown) from None
     finally:
         os.close(fd)
-    data = b"".join(chunks)
     return len(data) if len(data) > cap else data
+
+
+def _read_up_to(fd: int, limit: int) -> bytes:
+    chunks = []
+    while limit > 0:
+        chunk = os.read(fd, min(limit, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        limit -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_state_file(path: Path, cap: int) -> bytes | None:
+    """A file the gate itself wrote under its state dir, or None when there is none.
+
+    A symlink, a FIFO, a device, a hard-linked file or an oversized file there was planted, not
+    written by us: it is refused (`state-unsafe`), never followed, never blocked on.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0) | os.O_CLOEXEC
+    for attempt in range(20):
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise GateError(f"refusing {path}: a symlink where the gate keeps its own files", reason="state-unsafe") from None
+            raise _io_error("open", path, exc, "io-error") from None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise GateError(f"refusing {path}: not a regular file", reason="state-unsafe")
+            if info.st_size > cap:
+                raise GateError(f"refusing {path}: {info.st_size:,} bytes, over the {cap:,}-byte cap", reason="state-unsafe")
+            if info.st_nlink == 1:
+                return _read_up_to(fd, cap + 1)
+        finally:
+            os.close(fd)
+        # A writer publishing with link() has two names for a moment; a planted hard link keeps them.
+        time.sleep(0.005 * (attempt + 1))
+    raise GateError(f"refusing {path}: it has other hard links", reason="state-unsafe")
 
 
 def decode_text(data: bytes, shown: str) -> str:

@@ -87,6 +87,19 @@ class Repo:
         out = proc.stdout.strip()
         return out if proc.returncode == 0 and out else None
 
+    def branch(self) -> str | None:
+        """The checked-out branch's short name, or None on a detached HEAD."""
+        proc = self.git("symbolic-ref", "--short", "--quiet", "HEAD")
+        return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+    def is_staged(self, relative: str) -> bool:
+        """Whether the commit being made changes `relative` (the index, or GIT_INDEX_FILE in a hook, against HEAD)."""
+        base = ["diff", "--cached", "--quiet", "--no-ext-diff", "--no-textconv", "--no-renames"]
+        proc = self.git("--literal-pathspecs", *base, "--", relative)
+        if proc.returncode not in (0, 1):
+            raise GateError(f"git diff --cached failed: {proc.stderr.strip()[:200]}", reason="io-error")
+        return proc.returncode == 1
+
     def relpath(self, path: Path) -> str:
         """`path` as shown to a user: relative to the top of the work tree when inside it."""
         try:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from gates import handoff_no_checked_items, handoff_structure
+from gates import handoff_claim, handoff_no_checked_items, handoff_structure
 
 GATES: dict[str, ModuleType] = {
     module.ID: module
-    for module in (handoff_structure, handoff_no_checked_items)
+    for module in (handoff_structure, handoff_no_checked_items, handoff_claim)
 }

@@ -59,9 +59,13 @@ CONFIG_TEMPLATE = """# handoff-gate configuration. Every key is optional; the va
 #   max_item_chars: 600         # one item with its continuation lines
 # archive:
 #   path: ARCHIVE.md
+# claims:
+#   require: false              # true: a commit of the hand-over file needs this worktree's claim
+#   ttl: null                   # default TTL of `gate claim` (90s, 15m, 2h, 1d); null: none
 # gates:                        # which gates `gate check` runs
 #   handoff-structure: true
 #   handoff-no-checked-items: true
+#   handoff-claim: true
 """
 
 

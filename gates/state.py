@@ -7,8 +7,10 @@ is never committed.
 from __future__ import annotations
 
 import os
+import secrets
 import stat
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from gates.errors import GateError
@@ -28,8 +30,29 @@ class Layout:
         return self.root / "flags" / "acked"
 
     @property
+    def claims(self) -> Path:
+        return self.root / "claims"
+
+    @property
+    def claims_released(self) -> Path:
+        return self.root / "claims" / "released"
+
+    @property
     def lost_found(self) -> Path:
         return self.root / "lost+found"
+
+
+def new_evidence_dir(lay: Layout, when: datetime) -> Path:
+    """A fresh, unguessable folder in lost+found: a move into it can never overwrite anything."""
+    parent = ensure_dir(lay, lay.lost_found)
+    for _ in range(100):
+        candidate = parent / f"{when:%Y%m%dT%H%M%SZ}-{secrets.token_hex(6)}"
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        return candidate
+    raise GateError(f"cannot create a folder in {parent}", reason="io-error")
 
 
 def layout(repo: Repo) -> Layout:

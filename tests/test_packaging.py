@@ -59,7 +59,8 @@ def test_config_schema_knows_every_gate() -> None:
 @pytest.mark.slow
 def test_a_plain_install_into_a_fresh_venv_finds_its_schemas(tmp_path: Path) -> None:
     source = tmp_path / "src"
-    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True)
+    listing = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+    tracked = subprocess.run(listing, cwd=ROOT, capture_output=True, text=True, check=True)
     for name in filter(None, tracked.stdout.split("\0")):
         if (ROOT / name).is_file():
             (source / name).parent.mkdir(parents=True, exist_ok=True)

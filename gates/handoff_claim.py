@@ -1,0 +1,47 @@
+"""handoff-claim: a commit that changes the state file is denied while another live worktree holds its claim.
+
+With `claims.require: true`, a commit of the state file from a worktree that holds no claim is
+denied too. An abandoned claim (its worktree gone, or its TTL expired) only warns.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from gates import claims, state
+from gates.context import Context
+from gates.findings import WARNING, Finding
+
+ID = "handoff-claim"
+SUMMARY = "no commit of the state file while another live worktree holds its claim"
+FLAG_REASON = "claim-denied"
+
+
+def check(ctx: Context) -> list[Finding]:
+    state_rel = ctx.config.section("handoff")["path"]
+    require = bool(ctx.config.section("claims")["require"])
+    record = claims.read(state.layout(ctx.repo), state_rel)
+    if (record is None and not require) or not ctx.repo.is_staged(state_rel):
+        return []
+    here = {"git_dir": str(ctx.repo.git_dir), "worktree": str(ctx.repo.toplevel)}
+    if record is None:
+        return [Finding(state_rel, 1, ID, f"this commit changes {state_rel} but this worktree holds no claim "
+                        "(claims.require) — run `gate claim` first")]
+    if all(record.get(key) == value for key, value in here.items()):
+        return []
+    return _other_holder(ctx, state_rel, record, require, ctx.now)
+
+
+def _other_holder(ctx: Context, state_rel: str, record: dict[str, object], require: bool, now: datetime) -> list[Finding]:
+    live, why = claims.liveness(record, now)
+    holder = claims.describe(record)
+    if live:
+        return [Finding(state_rel, 1, ID, f"{state_rel} is claimed by {holder} — leave it to that session: unstage it "
+                        f"(`git restore --staged {state_rel}`) and fold your notes into a later session, or, if that "
+                        "session is gone, `gate release --force --reason TEXT`")]
+    found = [Finding(state_rel, 1, ID, f"the claim on {state_rel} by {holder} is abandoned ({why}): "
+                     "`gate claim` takes it over", WARNING)]
+    if require:
+        found.append(Finding(state_rel, 1, ID, f"this commit changes {state_rel} but this worktree holds no claim "
+                             "(claims.require) — run `gate claim` first"))
+    return found

@@ -1,0 +1,335 @@
+"""Exclusive claims on the state file across worktrees: first mover wins, the second is denied."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from conftest import GATE_BIN, call_gate, flag_records, git, handoff_text, run_gate
+
+from gates import claims, state
+from gates.git import discover
+
+
+@pytest.fixture
+def trees(repo: Path, tmp_path: Path) -> list[Path]:
+    """The main worktree and two linked ones of one clone."""
+    out = [repo]
+    for name in ("wt-a", "wt-b"):
+        git(repo, "worktree", "add", "-q", "-b", name, str(tmp_path / name))
+        out.append(tmp_path / name)
+    return out
+
+
+def _record(repo: Path) -> dict[str, object] | None:
+    return claims.read(state.layout(discover(repo, {})), "HANDOFF.md")
+
+
+def test_grant_renew_and_deny_naming_the_holder(trees: list[Path]) -> None:
+    main, other, _ = trees
+    first = run_gate(main, "claim", "--note", "closing out issue 3", "--ttl", "2h", "--session", "s-1")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith("claimed HANDOFF.md for worktree ")
+    record = _record(main)
+    assert record is not None and record["ttl_seconds"] == 7200 and record["session"] == "s-1"
+    renew = run_gate(main, "claim", "--session", "s-1")
+    assert renew.returncode == 0 and renew.stdout.startswith("renewed HANDOFF.md")
+    renewed = _record(main)
+    assert renewed is not None
+    assert (renewed["token"], renewed["since"], renewed["ttl_seconds"], renewed["note"]) == (
+        record["token"], record["since"], 7200, "closing out issue 3")
+    denied = run_gate(other, "claim", "--session", "s-2")
+    assert denied.returncode == 1
+    for part in (f"worktree {main.resolve()}", "branch main", "session s-1", f"host {os.uname().nodename}",
+                 f"since {record['since']}", "TTL 2h", "note: 'closing out issue 3'"):
+        assert part in denied.stdout, part
+    assert [r["reason"] for r in flag_records(main / ".git")] == ["claim-denied"]
+
+
+def test_a_different_session_in_the_same_worktree_is_another_holder(trees: list[Path]) -> None:
+    main = trees[0]
+    assert run_gate(main, "claim", "--session", "one").returncode == 0
+    assert run_gate(main, "claim", "--session", "two").returncode == 1
+    assert run_gate(main, "claim").returncode == 1  # no session is not session "one"
+    env = {**os.environ, "GATE_SESSION": "one"}
+    assert run_gate(main, "claim", env=env).returncode == 0
+
+
+def test_release_by_holder_non_holder_and_nobody(trees: list[Path]) -> None:
+    main, other, _ = trees
+    assert run_gate(main, "claim").returncode == 0
+    refused = run_gate(other, "release")
+    assert refused.returncode == 1 and "does not hold the claim" in refused.stdout
+    assert _record(main) is not None
+    released = run_gate(main, "release")
+    assert released.returncode == 0
+    assert _record(main) is None
+    kept = list((main / ".git" / "gate" / "claims" / "released").glob("*.json"))
+    assert len(kept) == 1 and json.loads(kept[0].read_text())["worktree"] == str(main.resolve())
+    nothing = run_gate(main, "release")
+    assert nothing.returncode == 1 and "nobody holds a claim" in nothing.stdout
+    assert sorted(r["reason"] for r in flag_records(main / ".git")) == ["release-denied", "release-denied"]
+
+
+def test_force_release_moves_the_record_to_lost_and_found(trees: list[Path]) -> None:
+    main, other, _ = trees
+    assert run_gate(main, "claim", "--note", "mine").returncode == 0
+    token = (_record(main) or {})["token"]
+    assert run_gate(other, "release", "--force").returncode == 2
+    broken = run_gate(other, "release", "--force", "--reason", "that session crashed")
+    assert broken.returncode == 0, broken.stdout + broken.stderr
+    assert _record(main) is None
+    [evidence] = (main / ".git" / "gate" / "lost+found").iterdir()
+    manifest = json.loads((evidence / "manifest.json").read_text())
+    assert manifest["action"] == "claim-broken" and manifest["reason"] == "that session crashed"
+    assert manifest["by"]["worktree"] == str(other.resolve())
+    moved = json.loads((evidence / manifest["items"][0]["moved_to"]).read_text())
+    assert moved["token"] == token
+    [flag] = flag_records(main / ".git")
+    assert flag["reason"] == "claim-broken" and "that session crashed" in flag["message"]
+    assert run_gate(other, "claim").returncode == 0
+
+
+def test_one_claim_from_every_worktree(trees: list[Path]) -> None:
+    main, a, b = trees
+    assert run_gate(a, "claim", "--session", "x").returncode == 0
+    for tree in trees:
+        listed = json.loads(run_gate(tree, "claims", "--format", "json").stdout)["claims"]
+        assert [(c["worktree"], c["session"], c["live"]) for c in listed] == [(str(a.resolve()), "x", True)]
+    assert run_gate(b, "claim").returncode == 1
+    assert run_gate(main, "claim").returncode == 1
+
+
+def test_takeover_after_the_holder_worktree_is_removed(trees: list[Path]) -> None:
+    main, a, _ = trees
+    assert run_gate(a, "claim").returncode == 0
+    git(main, "worktree", "remove", "--force", str(a))
+    listing = run_gate(main, "claims")
+    assert "ABANDONED (its worktree was removed" in listing.stdout
+    taken = run_gate(main, "claim")
+    assert taken.returncode == 0
+    assert taken.stdout.startswith("took over the claim on HANDOFF.md")
+    assert (_record(main) or {})["worktree"] == str(main.resolve())
+    [flag] = flag_records(main / ".git")
+    assert flag["reason"] == "claim-taken-over"
+    [evidence] = (main / ".git" / "gate" / "lost+found").iterdir()
+    assert json.loads((evidence / "manifest.json").read_text())["action"] == "claim-taken-over"
+
+
+def test_ttl_expiry_with_an_injected_clock(trees: list[Path], capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from gates import cli
+
+    main, a, _ = trees
+    start = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
+    monkeypatch.setattr(cli, "_now", lambda: start)
+    assert call_gate(a, "claim", "--ttl", "15m", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
+    monkeypatch.setattr(cli, "_now", lambda: start + timedelta(minutes=14, seconds=59))
+    assert call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)[0] == 1
+    monkeypatch.setattr(cli, "_now", lambda: start + timedelta(minutes=15))
+    code, out, _ = call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0 and "its TTL expired at 2026-11-30T08:15:00Z" in out
+
+
+def test_without_a_ttl_a_live_claim_is_never_broken_by_age(trees: list[Path]) -> None:
+    main, a, _ = trees
+    found = discover(a, {})
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    holder = claims.holder_of(found, None)
+    assert claims.claim(found, "HANDOFF.md", holder, None, None, start).kind == "granted"
+    later = start + timedelta(days=3650)
+    other = claims.holder_of(discover(main, {}), None)
+    assert claims.claim(discover(main, {}), "HANDOFF.md", other, None, None, later).kind == "denied"
+
+
+def _stage_handoff(tree: Path, line: str = "- [ ] more — next: x") -> None:
+    text = handoff_text(git(tree, "rev-parse", "HEAD"), threads=line)
+    (tree / "HANDOFF.md").write_text(text)
+    git(tree, "add", "HANDOFF.md")
+
+
+def _hook(tree: Path) -> None:
+    common = Path(git(tree, "rev-parse", "--path-format=absolute", "--git-common-dir"))
+    (common / "hooks").mkdir(exist_ok=True)
+    hook = common / "hooks" / "pre-commit"
+    hook.write_text(f'#!/bin/sh\nexec "{GATE_BIN}" check\n')
+    hook.chmod(0o755)
+
+
+def test_the_hook_denies_a_real_commit_from_a_second_worktree(trees: list[Path]) -> None:
+    main, a, _ = trees
+    _hook(main)
+    assert run_gate(main, "claim", "--note", "closing out").returncode == 0
+    _stage_handoff(a)
+    denied = subprocess.run(["git", "commit", "-q", "-m", "mine"], cwd=a, capture_output=True, text=True)
+    assert denied.returncode == 1
+    assert "[handoff-claim] HANDOFF.md is claimed by worktree " + str(main.resolve()) in denied.stdout + denied.stderr
+    assert "claim-denied" in [r["reason"] for r in flag_records(main / ".git")]
+    # A commit from the second worktree that leaves the state file alone is fine.
+    git(a, "restore", "--staged", "HANDOFF.md")
+    (a / "other.txt").write_text("x")
+    git(a, "add", "other.txt")
+    git(a, "commit", "-q", "-m", "other work")
+    # The holder commits its close-out.
+    _stage_handoff(main)
+    git(main, "commit", "-q", "-m", "close-out")
+
+
+def test_claims_require_denies_a_commit_without_a_claim(trees: list[Path]) -> None:
+    main = trees[0]
+    _hook(main)
+    (main / ".gate.yaml").write_text("claims:\n  require: true\n")
+    _stage_handoff(main)
+    denied = subprocess.run(["git", "commit", "-q", "-m", "x"], cwd=main, capture_output=True, text=True)
+    assert denied.returncode == 1 and "holds no claim (claims.require)" in denied.stderr + denied.stderr
+    assert run_gate(main, "claim").returncode == 0
+    git(main, "commit", "-q", "-m", "x")
+
+
+def test_an_abandoned_claim_only_warns(trees: list[Path]) -> None:
+    main, a, _ = trees
+    assert run_gate(a, "claim").returncode == 0
+    git(main, "worktree", "remove", "--force", str(a))
+    _stage_handoff(main)
+    proc = run_gate(main, "check", "--only", "handoff-claim")
+    assert proc.returncode == 0
+    assert "[handoff-claim warning] the claim on HANDOFF.md by worktree" in proc.stdout
+
+
+@pytest.mark.parametrize("session", ["../x", "a/b", "a..b", "-rf", "x\x1b[31m", "x\u202eevil", "", "x" * 129])
+def test_bad_session_ids_are_refused(trees: list[Path], session: str, capsys: pytest.CaptureFixture[str],
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    code, _, err = call_gate(trees[0], "claim", f"--session={session}", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 2 and err.startswith("gate: session id") and "\n" == err[-1] and err.count("\n") == 1
+    assert not (trees[0] / ".git" / "gate" / "claims").exists() or _record(trees[0]) is None
+
+
+@pytest.mark.parametrize("note", ["nul\x00byte", "bell\x07", "new\nline", "bidi\u2067x", "x" * 501])
+def test_bad_notes_are_refused(trees: list[Path], note: str, capsys: pytest.CaptureFixture[str],
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    code, _, err = call_gate(trees[0], "claim", "--note", note, capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 2 and err.startswith("gate: note refused")
+    assert _record(trees[0]) is None
+
+
+def test_a_note_with_slashes_is_only_text(trees: list[Path]) -> None:
+    assert run_gate(trees[0], "claim", "--note", "fixing ../../src/x.py").returncode == 0
+    assert (_record(trees[0]) or {})["note"] == "fixing ../../src/x.py"
+    assert sorted(p.name for p in (trees[0] / ".git" / "gate" / "claims").iterdir()) == [
+        ".lock", claims.claim_path(state.layout(discover(trees[0], {})), "HANDOFF.md").name]
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in root.rglob("*") if p.is_file() and not p.is_symlink()}
+
+
+def test_planted_symlink_fifo_and_hard_link_at_the_claim_location(trees: list[Path], tmp_path: Path) -> None:
+    main = trees[0]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.json").write_text('{"token": "x"}')
+    before = _snapshot(outside)
+    lay = state.layout(discover(main, {}))
+    state.ensure_dir(lay, lay.claims)
+    path = claims.claim_path(lay, "HANDOFF.md")
+    for plant in ("symlink", "fifo", "hardlink"):
+        if plant == "symlink":
+            os.symlink(outside / "victim.json", path)
+        elif plant == "fifo":
+            os.mkfifo(path)
+        else:
+            os.link(outside / "victim.json", path)
+        proc = run_gate(main, "claim", timeout=20)
+        assert proc.returncode == 3, (plant, proc.stdout, proc.stderr)
+        assert proc.stderr.startswith("gate: refusing ") and "Traceback" not in proc.stderr
+        listing = run_gate(main, "claims", timeout=20)
+        assert listing.returncode == 0 and "refusing" in listing.stdout
+        path.unlink()
+    assert _snapshot(outside) == before
+    assert "state-unsafe" in [r["reason"] for r in flag_records(main / ".git")]
+
+
+def test_a_symlinked_claims_folder_is_refused(trees: list[Path], tmp_path: Path) -> None:
+    main = trees[0]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (main / ".git" / "gate").mkdir()
+    os.symlink(outside, main / ".git" / "gate" / "claims")
+    proc = run_gate(main, "claim")
+    assert proc.returncode == 3 and "not a plain directory" in proc.stderr
+    assert list(outside.iterdir()) == []
+
+
+def test_a_state_file_outside_the_repository_is_refused(trees: list[Path]) -> None:
+    (trees[0] / ".gate.yaml").write_text("handoff:\n  path: /etc/passwd\n")
+    proc = run_gate(trees[0], "claim")
+    assert proc.returncode == 3 and proc.stderr.startswith("gate: .gate.yaml:2: handoff.path:")
+
+
+DRIVER = """
+import sys
+from gates.cli import main
+print("ready", flush=True)
+sys.stdin.readline()
+sys.exit(main(["claim", "--session", sys.argv[1]]))
+"""
+
+
+@pytest.mark.slow
+def test_race_32_processes_from_3_worktrees_exactly_one_winner_per_round(trees: list[Path], tmp_path: Path) -> None:
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER)
+    claims_dir = trees[0] / ".git" / "gate" / "claims"
+    stop = threading.Event()
+    seen = {"reads": 0, "partial": []}
+
+    def reader() -> None:
+        while not stop.is_set():
+            for path in list(claims_dir.glob("*.json")) if claims_dir.is_dir() else []:
+                try:
+                    text = path.read_text()
+                except FileNotFoundError:
+                    continue
+                try:
+                    record = json.loads(text)
+                    assert isinstance(record["token"], str) and record["session"]
+                    seen["reads"] += 1
+                except (ValueError, KeyError, AssertionError):
+                    seen["partial"].append(text)
+
+    watcher = threading.Thread(target=reader)
+    watcher.start()
+    try:
+        for round_no in range(20):
+            procs = []
+            for i in range(32):
+                session = f"r{round_no}-p{i}"
+                procs.append((session, trees[i % 3], subprocess.Popen(
+                    [sys.executable, str(driver), session], cwd=trees[i % 3], stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+            for _, _, proc in procs:
+                assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+            for _, _, proc in procs:  # the barrier: every process goes at once
+                assert proc.stdin is not None
+                proc.stdin.write("go\n")
+                proc.stdin.flush()
+            results = [(session, tree, proc.wait(timeout=60), proc.stdout.read() if proc.stdout else "")
+                       for session, tree, proc in procs]
+            winners = [(s, t) for s, t, code, _ in results if code == 0]
+            assert len(winners) == 1, [(s, c) for s, _, c, _ in results]
+            winner, tree = winners[0]
+            for session, _, code, out in results:
+                if session != winner:
+                    assert code == 1 and f"session {winner}" in out, out
+            assert run_gate(tree, "release", "--session", winner).returncode == 0
+    finally:
+        stop.set()
+        watcher.join()
+    assert seen["partial"] == []
+    assert seen["reads"] > 0
