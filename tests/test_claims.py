@@ -122,6 +122,21 @@ def test_takeover_after_the_holder_worktree_is_removed(trees: list[Path]) -> Non
     assert json.loads((evidence / "manifest.json").read_text())["action"] == "claim-taken-over"
 
 
+@pytest.mark.parametrize("prune", [False, True], ids=["folder-deleted", "pruned"])
+def test_takeover_after_the_holder_worktree_folder_is_deleted(trees: list[Path], prune: bool) -> None:
+    import shutil
+
+    main, _, b = trees
+    assert run_gate(b, "claim").returncode == 0
+    shutil.rmtree(b)
+    if prune:
+        git(main, "worktree", "prune")
+    taken = run_gate(main, "claim")
+    assert taken.returncode == 0, taken.stdout
+    why = "its git directory is gone" if prune else "its worktree folder no longer exists"
+    assert why in taken.stdout
+
+
 def test_ttl_expiry_with_an_injected_clock(trees: list[Path], capsys: pytest.CaptureFixture[str],
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     from gates import cli
