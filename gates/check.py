@@ -21,6 +21,7 @@ class CheckResult:
     gates: list[str]
     files: list[str]
     findings: list[Finding] = field(default_factory=list)
+    events: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Finding]:
@@ -56,4 +57,5 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[Path], now:
     for gate_id in gate_ids:
         result.findings.extend(GATES[gate_id].check(ctx))
     result.findings.sort(key=lambda f: (f.path, f.line, f.gate, f.message))
+    result.events = ctx.events
     return result

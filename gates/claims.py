@@ -32,27 +32,13 @@ from gates.git import Repo
 
 MAX_RECORD_BYTES = 64 * 1024
 MAX_NOTE_CHARS = 500
-MAX_TTL = timedelta(days=30)
 _SESSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}$")
-_DURATION = re.compile(r"^(?:(\d{1,6})d)?(?:(\d{1,6})h)?(?:(\d{1,6})m)?(?:(\d{1,7})s)?$")
 # C0/C1 controls, and the bidi and zero-width controls that make text read differently than it is.
 _UNSAFE_TEXT = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 
 
 def _usage(message: str) -> GateError:
     return GateError(message, code=USAGE, reason="usage")
-
-
-def parse_duration(text: str) -> timedelta:
-    """`90s`, `15m`, `2h`, `1d`, `1h30m`: more than nothing, at most 30 days."""
-    match = _DURATION.match(text.strip().lower()) if text else None
-    if not match or not any(match.groups()):
-        raise _usage(f"--ttl {text[:40]!r}: expected a duration like 90s, 15m, 2h, 1d or 1h30m")
-    days, hours, minutes, seconds = (int(part or 0) for part in match.groups())
-    ttl = timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
-    if not timedelta(0) < ttl <= MAX_TTL:
-        raise _usage(f"--ttl {text}: must be more than 0 and at most 30d")
-    return ttl
 
 
 def check_session(session: str | None) -> str | None:

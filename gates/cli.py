@@ -29,6 +29,7 @@ from gates.git import Repo
 if TYPE_CHECKING:
     from gates.claims import Holder
     from gates.config import Config
+    from gates.locks import Moved
 
 
 class Run:
@@ -105,6 +106,8 @@ def cmd_check(args: argparse.Namespace, run: Run) -> int:
         lines = [f.render() for f in result.errors if f.gate == gate_id]
         if lines:
             run.fail(getattr(GATES[gate_id], "FLAG_REASON", gate_id), "\n".join(lines))
+    for reason, message in result.events:
+        run.notice(reason, message)
     return code
 
 
@@ -184,7 +187,9 @@ def cmd_claim(args: argparse.Namespace, run: Run) -> int:
 
     note = claims.check_note(args.note)
     ttl_text = args.ttl if args.ttl is not None else run.config().section("claims")["ttl"]
-    ttl = claims.parse_duration(ttl_text) if ttl_text else None
+    from gates.config import parse_duration
+
+    ttl = parse_duration(ttl_text, "--ttl" if args.ttl is not None else "claims.ttl") if ttl_text else None
     repo, state_rel, holder, now = _claim_setup(args, run)
     outcome = claims.claim(repo, state_rel, holder, ttl, note, now)
     assert outcome.record is not None
@@ -254,6 +259,54 @@ def cmd_claims(args: argparse.Namespace, run: Run) -> int:
     return OK
 
 
+def cmd_locks(args: argparse.Namespace, run: Run) -> int:
+    import json
+
+    from gates import locks, state
+    from gates.config import parse_duration
+
+    repo = run.repo()
+    if args.restore:
+        for path in locks.restore(repo, args.restore):
+            print(f"restored {path}")
+        return OK
+    threshold = parse_duration(run.config().section("locks")["threshold"], "locks.threshold").total_seconds()
+    found = locks.find(repo, deep=True)
+    if found:
+        locks.judge(repo, found, threshold, locks.filesystem_now(state.layout(repo)))
+    moves = [locks.quarantine(repo, lock, threshold, _now()) for lock in found
+             if args.quarantine and lock.verdict == locks.STALE]
+    if args.format == "json":
+        document = {"version": 1, "locks": [lock.to_json() for lock in found],
+                    "moved": [{"path": str(m.lock.path), "to": str(m.target) if m.target else None,
+                               "problem": m.problem} for m in moves]}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        if not found:
+            print("no lock files")
+        for lock in found:
+            print(f"{lock.verdict:10} {lock.shown}  {lock.size} bytes, {int(lock.age)}s old — {lock.reason}")
+    return _report_moves(moves, run, quiet=args.format == "json")
+
+
+def _report_moves(moves: list[Moved], run: Run, quiet: bool) -> int:
+    code = OK
+    for moved in moves:
+        if moved.target is not None and moved.evidence_dir is not None and not moved.problem:
+            message = (f"moved {moved.lock.path} to {moved.target}; "
+                       f"`gate locks --restore {moved.evidence_dir.name}` puts it back")
+            run.notice("stale-lock-quarantined", message)
+        elif moved.problem.startswith("gone"):
+            message = f"{moved.lock.path}: {moved.problem}"
+        else:
+            message = f"not moved: {moved.lock.path}: {moved.problem}"
+            run.fail("lock-quarantine-failed", message)
+            code = VIOLATION
+        if not quiet:
+            print(message)
+    return code
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gate",
@@ -303,6 +356,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     listing = add("claims", cmd_claims, "list every claim with holder, age, TTL and liveness")
     listing.add_argument("--format", choices=("text", "json"), default="text")
+
+    lock_cmd = add("locks", cmd_locks, "list git lock files with a verdict: fresh, live, stale or ineligible")
+    lock_cmd.add_argument("--format", choices=("text", "json"), default="text")
+    lock_actions = lock_cmd.add_mutually_exclusive_group()
+    lock_actions.add_argument("--quarantine", action="store_true", help="move every stale lock into lost+found")
+    lock_actions.add_argument("--restore", metavar="ID", help="put a quarantined lock back when its place is free")
     return parser
 
 

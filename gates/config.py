@@ -7,11 +7,13 @@ imported only when the file exists.
 from __future__ import annotations
 
 import copy
+import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from gates import dataio, fsio, schemas
-from gates.errors import CANNOT_RUN, GateError
+from gates.errors import CANNOT_RUN, USAGE, GateError
 from gates.git import Repo
 
 CONFIG_NAME = ".gate.yaml"
@@ -41,7 +43,8 @@ DEFAULTS: dict[str, Any] = {
     },
     "archive": {"path": "ARCHIVE.md"},
     "claims": {"require": False, "ttl": None},
-    "gates": {"handoff-structure": True, "handoff-no-checked-items": True, "handoff-claim": True},
+    "locks": {"quarantine": True, "threshold": "15m", "deep": False},
+    "gates": {"handoff-structure": True, "handoff-no-checked-items": True, "handoff-claim": True, "git-stale-locks": True},
 }
 
 
@@ -85,6 +88,7 @@ def load(repo: Repo) -> Config:
         raise _bad(f"{message}{more}", shown, line)
     _overlay(config, parsed)
     _check_sections(config, lines, shown)
+    _check_durations(config, lines, shown)
     config.source = shown
     return config
 
@@ -104,6 +108,33 @@ def _check_sections(config: Config, lines: dict[tuple[object, ...], int], shown:
         if handoff[key].casefold() not in names:
             line = lines.get(("handoff", key)) or lines.get(("handoff", "sections"))
             raise _bad(f"handoff.{key} '{handoff[key]}' is not one of handoff.sections", shown, line)
+
+
+_DURATION = re.compile(r"^(?:(\d{1,6})d)?(?:(\d{1,6})h)?(?:(\d{1,6})m)?(?:(\d{1,7})s)?$")
+MAX_DURATION = timedelta(days=30)
+
+
+def parse_duration(text: str, label: str) -> timedelta:
+    """`90s`, `15m`, `2h`, `1d`, `1h30m`: more than nothing, at most 30 days. `label` names the setting."""
+    match = _DURATION.match(text.strip().lower()) if text else None
+    if not match or not any(match.groups()):
+        raise GateError(f"{label} {text[:40]!r}: expected a duration like 90s, 15m, 2h, 1d or 1h30m",
+                        code=USAGE, reason="usage")
+    days, hours, minutes, seconds = (int(part or 0) for part in match.groups())
+    duration = timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+    if not timedelta(0) < duration <= MAX_DURATION:
+        raise GateError(f"{label} {text}: must be more than 0 and at most 30d", code=USAGE, reason="usage")
+    return duration
+
+
+def _check_durations(config: Config, lines: dict[tuple[object, ...], int], shown: str) -> None:
+    for section, key in (("claims", "ttl"), ("locks", "threshold")):
+        value = config.section(section)[key]
+        if value is not None:
+            try:
+                parse_duration(value, f"{section}.{key}")
+            except GateError as exc:
+                raise _bad(exc.message, shown, lines.get((section, key))) from None
 
 
 def repo_file(repo: Repo, relative: str) -> Path:

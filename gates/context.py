@@ -25,4 +25,4 @@ class Context:
     config: Config
     handoffs: list[Loaded]
     now: datetime
-    notes: list[str] = field(default_factory=list)
+    events: list[tuple[str, str]] = field(default_factory=list)  # (flag reason, message) to flag even on success

@@ -32,6 +32,10 @@ EVENT_REASONS = frozenset({
     "release-denied",
     "claim-broken",
     "claim-taken-over",
+    "stale-lock-quarantined",
+    "lock-held-live",
+    "lock-quarantine-failed",
+    "lock-restore-denied",
 })
 REASONS = frozenset(GATES) | EVENT_REASONS
 ID_PATTERN = re.compile(r"^\d{8}T\d{6}Z-[a-z][a-z+-]{0,63}-[0-9a-f]{8}$")

@@ -102,10 +102,12 @@ class Repo:
 
     def relpath(self, path: Path) -> str:
         """`path` as shown to a user: relative to the top of the work tree when inside it."""
+        # The folder is resolved, the name is not: a symlink is shown where it is, not where it points.
+        where = Path(os.path.realpath(path.parent)) / path.name
         try:
-            return path.resolve().relative_to(self.toplevel).as_posix()
+            return where.relative_to(self.toplevel).as_posix()
         except ValueError:
-            return str(path)
+            return str(where)
 
 
 def discover(cwd: Path | None = None, environ: Mapping[str, str] | None = None) -> Repo:

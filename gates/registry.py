@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from gates import handoff_claim, handoff_no_checked_items, handoff_structure
+from gates import git_stale_locks, handoff_claim, handoff_no_checked_items, handoff_structure
 
 GATES: dict[str, ModuleType] = {
     module.ID: module
-    for module in (handoff_structure, handoff_no_checked_items, handoff_claim)
+    for module in (handoff_structure, handoff_no_checked_items, handoff_claim, git_stale_locks)
 }

@@ -62,10 +62,15 @@ CONFIG_TEMPLATE = """# handoff-gate configuration. Every key is optional; the va
 # claims:
 #   require: false              # true: a commit of the hand-over file needs this worktree's claim
 #   ttl: null                   # default TTL of `gate claim` (90s, 15m, 2h, 1d); null: none
+# locks:
+#   quarantine: true            # move stale git lock files into lost+found
+#   threshold: 15m              # a lock younger than this is never stale
+#   deep: false                 # true: also walk refs/ on every check
 # gates:                        # which gates `gate check` runs
 #   handoff-structure: true
 #   handoff-no-checked-items: true
 #   handoff-claim: true
+#   git-stale-locks: true
 """
 
 

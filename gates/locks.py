@@ -1,0 +1,322 @@
+"""Git's lock files: find them, judge them, and move the stale ones aside into lost+found.
+
+A lock is `stale` only when every piece of evidence says its holder is gone: old by mtime and
+ctime against the filesystem's own clock, a plain regular file of ours with one link on a local
+filesystem, open in no process, no git process of this user working in the repository or one of
+its worktrees (a prepared `git update-ref --stdin` transaction holds zero-byte ref locks with no
+open descriptor), and a `~pid.lock` companion, if any, naming a dead process. Any doubt is `live`.
+A move never deletes and never overwrites: it pins the file, renames it into a fresh folder,
+checks that the very file it judged moved, and writes a manifest.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from gates import dataio, fsio, procscan, state
+from gates.errors import USAGE, VIOLATION, GateError
+from gates.git import Repo
+
+# Lock names git is known to leave at the top of a git dir; anything under refs/ ending in .lock.
+KNOWN_TOP = frozenset({
+    "index.lock", "HEAD.lock", "ORIG_HEAD.lock", "FETCH_HEAD.lock", "MERGE_HEAD.lock", "CHERRY_PICK_HEAD.lock",
+    "REVERT_HEAD.lock", "AUTO_MERGE.lock", "config.lock", "config.worktree.lock", "packed-refs.lock", "shallow.lock",
+})
+COMPANION = re.compile(r"^(?P<base>.+)~pid\.lock$")
+_PID_LINE = re.compile(r"^pid (\d{1,10})\s*$")
+FRESH, LIVE, STALE, INELIGIBLE = "fresh", "live", "stale", "ineligible"
+
+
+@dataclass
+class Lock:
+    path: Path
+    shown: str  # relative to the common dir, as the quarantine keeps it
+    size: int = 0
+    age: float = 0.0
+    verdict: str = LIVE
+    reason: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict)
+    ident: tuple[int, int] = (0, 0)
+    mtime: float = 0.0
+    ctime: float = 0.0
+    companion: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": str(self.path), "shown": self.shown, "size": self.size, "age_seconds": round(self.age, 1),
+                "verdict": self.verdict, "reason": self.reason, "evidence": self.evidence}
+
+
+def _admin_dirs(repo: Repo) -> list[Path]:
+    dirs = [repo.common_dir]
+    worktrees = repo.common_dir / "worktrees"
+    if worktrees.is_dir() and not worktrees.is_symlink():
+        dirs += sorted(p for p in worktrees.iterdir() if p.is_dir() and not p.is_symlink())
+    return dirs
+
+
+def find(repo: Repo, deep: bool) -> list[Lock]:
+    """Lock files at the top of the common dir and each worktree admin dir; under refs/ when `deep`."""
+    found: list[Lock] = []
+    for directory in _admin_dirs(repo):
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            continue
+        found += [_lock(repo, directory / name) for name in names if name.endswith(".lock")]
+    refs = repo.common_dir / "refs"
+    if deep and refs.is_dir() and not refs.is_symlink():
+        for top, dirs, files in os.walk(refs):  # never follows a symlinked directory
+            dirs.sort()
+            found += [_lock(repo, Path(top) / name) for name in sorted(files) if name.endswith(".lock")]
+    return found
+
+
+def _lock(repo: Repo, path: Path) -> Lock:
+    shown = path.relative_to(repo.common_dir).as_posix()
+    return Lock(path, shown, companion=bool(COMPANION.match(path.name)))
+
+
+def filesystem_now(lay: state.Layout) -> float:
+    """The filesystem's own clock: the mtime a file just touched in the state dir gets."""
+    probe = state.ensure_dir(lay, lay.root) / ".clock"
+    fd = os.open(probe, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC, 0o644)
+    try:
+        os.utime(fd, None)
+        return os.fstat(fd).st_mtime
+    finally:
+        os.close(fd)
+
+
+def judge(repo: Repo, locks: list[Lock], threshold: float, fs_now: float) -> None:
+    """Give every lock its verdict; one scan of the processes serves them all."""
+    candidates = [lock for lock in locks if _eligible(lock)]
+    for lock in candidates:
+        lock.age = fs_now - max(lock.mtime, lock.ctime)
+        if lock.age < threshold:
+            lock.verdict, lock.reason = FRESH, f"younger than the threshold ({int(threshold)}s)"
+    aged = [lock for lock in candidates if lock.verdict != FRESH]
+    if not aged:
+        return
+    roots = _repo_roots(repo)
+    found = procscan.scan({lock.ident for lock in aged}, roots)
+    for lock in aged:
+        _verdict(lock, found, locks)
+
+
+def _eligible(lock: Lock) -> bool:
+    try:
+        info = os.lstat(lock.path)
+    except FileNotFoundError:
+        lock.verdict, lock.reason = INELIGIBLE, "gone meanwhile"
+        return False
+    lock.size, lock.mtime, lock.ctime = info.st_size, info.st_mtime, info.st_ctime
+    lock.ident = (info.st_dev, info.st_ino)
+    problem = None
+    if stat.S_ISLNK(info.st_mode):
+        problem = "a symlink"
+    elif not stat.S_ISREG(info.st_mode):
+        problem = "not a regular file (a FIFO, socket, device or directory)"
+    elif info.st_nlink != 1:
+        problem = f"has {info.st_nlink} hard links"
+    elif info.st_uid != os.geteuid():
+        problem = f"owned by another user (uid {info.st_uid})"
+    elif lock.companion:
+        problem = "a ~pid.lock companion: evidence about its lock, never moved on its own"
+    elif not lock.shown.startswith("refs/") and lock.path.name not in KNOWN_TOP:
+        problem = "not a lock name git is known to leave"
+    else:
+        kind = procscan.filesystem_type(str(lock.path))
+        if procscan.is_network_fs(kind):
+            problem = f"on a network filesystem ({kind}): reported, never moved"
+    if problem:
+        lock.verdict, lock.reason = INELIGIBLE, problem
+        return False
+    return True
+
+
+def _repo_roots(repo: Repo) -> list[str]:
+    """The repository's directories a git process could be working in: work trees and git dirs."""
+    roots = {str(repo.toplevel), str(repo.common_dir)}
+    for admin in _admin_dirs(repo)[1:]:
+        roots.add(str(admin))
+        try:
+            gitfile = (admin / "gitdir").read_text(errors="replace").strip()
+        except OSError:
+            continue
+        if gitfile:
+            roots.add(os.path.realpath(os.path.dirname(gitfile)))
+    return sorted(roots)
+
+
+def _verdict(lock: Lock, found: procscan.Scan, locks: list[Lock]) -> None:
+    evidence: dict[str, Any] = {"scan_complete": found.complete}
+    lock.evidence = evidence
+    holders = found.open_by.get(lock.ident, [])
+    companion = _companion(lock, locks)
+    if companion is not None:
+        evidence["companion"] = companion
+    if not found.complete:
+        evidence["doubts"] = found.doubts
+        lock.verdict, lock.reason = LIVE, f"liveness cannot be established ({found.doubts[0]})"
+    elif holders:
+        evidence["open_by"] = holders
+        lock.verdict, lock.reason = LIVE, f"held open by process {', '.join(map(str, holders))}"
+    elif found.git_in_repo:
+        evidence["git_processes"] = [{"pid": pid, "cwd": cwd} for pid, cwd in found.git_in_repo]
+        pids = ", ".join(str(pid) for pid, _ in found.git_in_repo)
+        lock.verdict, lock.reason = LIVE, f"git process {pids} is working in this repository"
+    elif companion is not None and companion["alive"] is not False:
+        lock.verdict, lock.reason = LIVE, f"its ~pid.lock companion names process {companion.get('pid')}, not known dead"
+    else:
+        lock.verdict, lock.reason = STALE, "no holder: not open anywhere, no git process in the repository"
+
+
+def _companion(lock: Lock, locks: list[Lock]) -> dict[str, Any] | None:
+    stem = lock.path.name.removesuffix(".lock")
+    partner = lock.path.with_name(f"{stem}~pid.lock")
+    if not any(other.path == partner for other in locks) and not partner.exists():
+        return None
+    data = fsio.read_state_file(partner, 4096) if partner.is_file() and not partner.is_symlink() else None
+    match = _PID_LINE.match(data.decode("ascii", "replace")) if data is not None else None
+    if not match:
+        return {"path": str(partner), "pid": None, "alive": None}
+    pid = int(match.group(1))
+    return {"path": str(partner), "pid": pid, "alive": procscan.pid_alive(pid)}
+
+
+@dataclass
+class Moved:
+    lock: Lock
+    evidence_dir: Path | None
+    target: Path | None
+    problem: str = ""  # why it was not moved, when it was not
+
+
+def quarantine(repo: Repo, lock: Lock, threshold: float, when: datetime) -> Moved:
+    """Move one stale lock aside, judging it again while pinned. Serialised by an flock on lost+found."""
+    lay = state.layout(repo)
+    folder = state.ensure_dir(lay, lay.lost_found)
+    with fsio.locked(folder):
+        try:
+            pin = os.open(lock.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return Moved(lock, None, None, "gone: moved or released by someone else")
+        except OSError as exc:
+            return Moved(lock, None, None, f"cannot be pinned: {exc.strerror}")
+        try:
+            return _move_pinned(repo, lay, lock, pin, threshold, when)
+        finally:
+            os.close(pin)
+
+
+def _move_pinned(repo: Repo, lay: state.Layout, lock: Lock, pin: int, threshold: float, when: datetime) -> Moved:
+    pinned = os.fstat(pin)
+    again = Lock(lock.path, lock.shown, companion=lock.companion)
+    judge(repo, [again], threshold, filesystem_now(lay))
+    if again.verdict != STALE or again.ident != (pinned.st_dev, pinned.st_ino):
+        return Moved(again, None, None, f"no longer stale: {again.reason or 'it changed'}")
+    content = os.pread(pin, 1 << 20, 0)
+    evidence_dir = state.new_evidence_dir(lay, when)
+    target = evidence_dir / lock.shown
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.rename(lock.path, target)
+    except OSError as exc:
+        _remove_empty(target.parent, evidence_dir)  # only the folders made for this move
+        if exc.errno == errno.ENOENT:
+            return Moved(again, None, None, "gone: moved or released by someone else")
+        why = "on another filesystem than lost+found (EXDEV): left in place" if exc.errno == errno.EXDEV else exc.strerror
+        return Moved(again, None, None, f"cannot be moved: {why}")
+    moved = os.lstat(target)
+    if (moved.st_dev, moved.st_ino) != (pinned.st_dev, pinned.st_ino):
+        return _put_back(again, evidence_dir, target)
+    fsio.fsync_dir(lock.path.parent)
+    fsio.fsync_dir(target.parent)
+    _manifest(evidence_dir, again, target, content, when)
+    return Moved(again, evidence_dir, target)
+
+
+def _remove_empty(folder: Path, up_to: Path) -> None:
+    while True:
+        os.rmdir(folder)
+        if folder == up_to:
+            return
+        folder = folder.parent
+
+
+def _put_back(lock: Lock, evidence_dir: Path, target: Path) -> Moved:
+    """We moved a file that is not the one we judged: restore it when its place is free."""
+    try:
+        os.link(target, lock.path)
+        os.unlink(target)  # one name again, at its own place
+        return Moved(lock, None, None, "replaced while being moved: put back")
+    except OSError:
+        return Moved(lock, evidence_dir, target, "replaced while being moved, and its place is taken: kept in lost+found")
+
+
+def _manifest(evidence_dir: Path, lock: Lock, target: Path, content: bytes, when: datetime) -> None:
+    manifest = {
+        "version": 1,
+        "kind": "git-lock",
+        "action": "quarantined",
+        "when": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "items": [{
+            "original": str(lock.path),
+            "moved_to": target.relative_to(evidence_dir).as_posix(),
+            "size": lock.size,
+            "mtime": datetime.fromtimestamp(lock.mtime, timezone.utc).isoformat(),
+            "ctime": datetime.fromtimestamp(lock.ctime, timezone.utc).isoformat(),
+            "sha256": hashlib.sha256(content).hexdigest(),
+            "reason": lock.reason,
+            "evidence": lock.evidence,
+        }],
+    }
+    fsio.write_atomic(evidence_dir / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
+
+
+_EVIDENCE_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{12}$")
+
+
+def restore(repo: Repo, evidence_id: str) -> list[str]:
+    """Put the locks of one quarantine back where they were, each only when its place is free."""
+    lay = state.layout(repo)
+    folder = lay.lost_found / evidence_id
+    if not _EVIDENCE_ID.match(evidence_id) or not (folder / "manifest.json").is_file():
+        raise GateError(f"no quarantine {evidence_id[:60]!r} in {lay.lost_found}", code=USAGE, reason="usage")
+    data = fsio.read_state_file(folder / "manifest.json", 1 << 20) or b"{}"
+    try:
+        manifest = dataio.load_json(fsio.decode_text(data, str(folder / "manifest.json")))
+    except dataio.DataError as exc:
+        raise GateError(f"{folder / 'manifest.json'}: {exc.message}", reason="state-unsafe") from None
+    if not isinstance(manifest, dict) or manifest.get("kind") != "git-lock":
+        raise GateError(f"{evidence_id} is not a lock quarantine", code=USAGE, reason="usage")
+    restored = []
+    with fsio.locked(state.ensure_dir(lay, lay.lost_found)):
+        for item in manifest["items"]:
+            original = Path(item["original"])
+            source = folder / item["moved_to"]
+            if not _inside_git(repo, original) or ".." in Path(item["moved_to"]).parts:
+                raise GateError(f"manifest of {evidence_id} names a path outside the repository", reason="state-unsafe")
+            try:
+                os.link(source, original)
+            except FileExistsError:
+                raise GateError(f"{original} exists: not restored (its place is taken)", code=VIOLATION,
+                                reason="lock-restore-denied") from None
+            os.unlink(source)
+            restored.append(str(original))
+        manifest["action"] = "restored"
+        fsio.write_atomic(folder / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
+    return restored
+
+
+def _inside_git(repo: Repo, path: Path) -> bool:
+    return str(path).startswith(str(repo.common_dir) + "/")
