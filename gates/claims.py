@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from gates import dataio, fsio, state
+from gates import dataio, fsio, journal, state
 from gates.errors import USAGE, GateError
 from gates.git import Repo
 
@@ -195,6 +195,30 @@ def _encode(record: dict[str, Any]) -> bytes:
 
 
 def claim(repo: Repo, state_rel: str, holder: Holder, ttl: timedelta | None, note: str | None, now: datetime) -> Outcome:
+    outcome = _claim(repo, state_rel, holder, ttl, note, now)
+    _journal(repo, outcome, now)
+    return outcome
+
+
+def release(repo: Repo, state_rel: str, holder: Holder, now: datetime, force_reason: str | None = None) -> Outcome:
+    outcome = _release(repo, state_rel, holder, now, force_reason)
+    _journal(repo, outcome, now)
+    return outcome
+
+
+def _journal(repo: Repo, outcome: Outcome, now: datetime) -> None:
+    actions = {"granted": "claim-granted", "renewed": "claim-renewed", "taken-over": "claim-taken-over",
+               "released": "claim-released", "broken": "claim-broken"}
+    if outcome.kind in actions and outcome.record is not None:
+        details = {key: outcome.record.get(key) for key in ("path", "worktree", "session", "token")}
+        if outcome.why:
+            details["why"] = outcome.why
+        if outcome.evidence is not None:
+            details["evidence"] = str(outcome.evidence)
+        journal.append(repo, actions[outcome.kind], details, now)
+
+
+def _claim(repo: Repo, state_rel: str, holder: Holder, ttl: timedelta | None, note: str | None, now: datetime) -> Outcome:
     lay = state.layout(repo)
     folder = state.ensure_dir(lay, lay.claims)
     path = claim_path(lay, state_rel)
@@ -222,7 +246,7 @@ def claim(repo: Repo, state_rel: str, holder: Holder, ttl: timedelta | None, not
         return Outcome("taken-over" if current else "granted", record, previous=current, why=why, evidence=evidence)
 
 
-def release(repo: Repo, state_rel: str, holder: Holder, now: datetime, force_reason: str | None = None) -> Outcome:
+def _release(repo: Repo, state_rel: str, holder: Holder, now: datetime, force_reason: str | None) -> Outcome:
     lay = state.layout(repo)
     folder = state.ensure_dir(lay, lay.claims)
     path = claim_path(lay, state_rel)

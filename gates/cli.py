@@ -12,7 +12,7 @@ import shlex
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from gates import __version__
 from gates.errors import (
@@ -307,6 +307,76 @@ def _report_moves(moves: list[Moved], run: Run, quiet: bool) -> int:
     return code
 
 
+def cmd_brief(args: argparse.Namespace, run: Run) -> int:
+    """Exit 0 whatever it finds; non-zero only when it cannot run at all, after printing what it could."""
+    from gates import brief
+
+    try:
+        repo = run.repo()
+        config = run.config()
+    except GateError as exc:
+        text = f"# Session brief\n\nThe gate cannot run here: {exc.render()}\n"
+        sys.stdout.write(brief.claude_envelope(text) + "\n" if args.format == "claude" else text)
+        raise
+    parts = brief.sections(repo, config, _now())
+    header = f"# Session brief: {repo.toplevel} (branch {repo.branch() or 'detached'}, HEAD {(repo.head or 'none')[:12]})"
+    full = brief.render(parts, header)
+    if args.format == "json":
+        import json
+
+        document = {"version": 1, "sections": [{"title": p.title, "text": p.body} for p in parts], "text": full}
+        sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    elif args.format == "claude":
+        where = _save_brief(brief, repo, full)
+        pointer = f"the full brief is in {where} (or run `gate brief`)"
+        sys.stdout.write(brief.claude_envelope(brief.fit(parts, header, brief.CLAUDE_LIMIT, pointer)) + "\n")
+    else:
+        sys.stdout.write(full)
+    return OK
+
+
+def _save_brief(brief_module: Any, repo: Repo, text: str) -> str:
+    try:
+        return str(brief_module.save_full(repo, text))
+    except GateError as exc:
+        return f"`gate brief` (it could not be saved: {exc.message})"
+
+
+def cmd_stamp(args: argparse.Namespace, run: Run) -> int:
+    from gates import stamp
+
+    shown, digest = stamp.stamp(run.repo(), run.config(), _now(), args.expect)
+    print(f"stamped {shown}: ref {run.repo().head}, sha256 {digest}")
+    return OK
+
+
+def cmd_journal(args: argparse.Namespace, run: Run) -> int:
+    import json
+
+    from gates import journal
+
+    repo = run.repo()
+    if args.verify:
+        verdict = journal.verify(repo)
+        if not verdict.ok:
+            message = f"journal broken: {verdict.problem}"
+            print(message)
+            run.fail("journal-broken", message)
+            return VIOLATION
+        print(f"journal intact: {verdict.entries} entries, each chained to the one before")
+        return OK
+    rows, _ = journal.read_all(repo)
+    for number, entry, raw in rows:
+        if args.format == "json":
+            print(raw)
+        elif entry is None:
+            print(f"line {number}: (not an entry) {raw[:200]}")
+        else:
+            print(f"{entry.get('seq'):>5} {entry.get('time')} {entry.get('action')} "
+                  f"{json.dumps(entry.get('details'), ensure_ascii=False)}")
+    return OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gate",
@@ -356,6 +426,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     listing = add("claims", cmd_claims, "list every claim with holder, age, TTL and liveness")
     listing.add_argument("--format", choices=("text", "json"), default="text")
+
+    brief = add("brief", cmd_brief, "the session-start briefing: flags, the tripwire, the claim, the hand-over")
+    brief.add_argument("--format", choices=("text", "json", "claude"), default="text",
+                       help="claude: the JSON a Claude Code SessionStart hook expects")
+
+    stamp = add("stamp", cmd_stamp, "close-out: set Meta ref to HEAD and updated to now, atomically")
+    stamp.add_argument("--expect", metavar="SHA256", help="refuse unless the file still has this content hash")
+
+    journal = add("journal", cmd_journal, "print the audit journal of every action the gate took")
+    journal.add_argument("--verify", action="store_true", help="check the hash chain; exit 1 at the first bad entry")
+    journal.add_argument("--format", choices=("text", "json"), default="text")
 
     lock_cmd = add("locks", cmd_locks, "list git lock files with a verdict: fresh, live, stale or ineligible")
     lock_cmd.add_argument("--format", choices=("text", "json"), default="text")

@@ -44,7 +44,14 @@ DEFAULTS: dict[str, Any] = {
     "archive": {"path": "ARCHIVE.md"},
     "claims": {"require": False, "ttl": None},
     "locks": {"quarantine": True, "threshold": "15m", "deep": False},
-    "gates": {"handoff-structure": True, "handoff-no-checked-items": True, "handoff-claim": True, "git-stale-locks": True},
+    "fresh": {"max_behind": 3, "fresh_days": 7, "strict": False},
+    "gates": {
+        "handoff-structure": True,
+        "handoff-no-checked-items": True,
+        "handoff-fresh": True,
+        "handoff-claim": True,
+        "git-stale-locks": True,
+    },
 }
 
 

@@ -12,11 +12,12 @@ import json
 import os
 import re
 import secrets
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from gates import dataio, fsio, state
+from gates import dataio, fsio, journal, state
 from gates.errors import USAGE, GateError
 from gates.git import Repo
 from gates.registry import GATES
@@ -36,6 +37,8 @@ EVENT_REASONS = frozenset({
     "lock-held-live",
     "lock-quarantine-failed",
     "lock-restore-denied",
+    "journal-broken",
+    "stamp-denied",
 })
 REASONS = frozenset(GATES) | EVENT_REASONS
 ID_PATTERN = re.compile(r"^\d{8}T\d{6}Z-[a-z][a-z+-]{0,63}-[0-9a-f]{8}$")
@@ -80,6 +83,7 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
             "reason": reason,
             "message": message,
             "first_seen": stamp(now),
+            "created_ns": time.time_ns(),  # orders flags raised within one second
             "last_seen": stamp(now),
             "count": 1,
             "worktree": str(repo.toplevel),
@@ -89,6 +93,7 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
             "key": key,
         }
         _write(directory / f"{flag_id}.json", record)
+    journal.append(repo, "flag-raised", {"id": flag_id, "reason": reason, "command": command}, now)
     return flag_id
 
 
@@ -127,7 +132,7 @@ def pending(repo: Repo) -> list[dict[str, Any]]:
                 "message": f"flag file {path} cannot be read as a flag: inspect it, then `gate flags --ack {path.stem}`",
             }
         out.append(record)
-    return sorted(out, key=lambda r: (str(r.get("first_seen", "")), str(r.get("id", ""))))
+    return sorted(out, key=lambda r: (str(r.get("first_seen", "")), int(r.get("created_ns") or 0), str(r.get("id", ""))))
 
 
 def acknowledge(repo: Repo, ids: list[str] | None) -> list[str]:
@@ -152,4 +157,6 @@ def acknowledge(repo: Repo, ids: list[str] | None) -> list[str]:
             moved.append(name.removesuffix(".json"))
         fsio.fsync_dir(lay.flags)
         fsio.fsync_dir(acked_dir)
+    if moved:
+        journal.append(repo, "flags-acknowledged", {"ids": moved})
     return moved

@@ -23,7 +23,7 @@ TEMP_PREFIX = ".tmp-"
 BOM = b"\xef\xbb\xbf"
 
 
-def _umask() -> int:
+def umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
@@ -54,7 +54,7 @@ def write_atomic(path: Path, data: bytes, *, exclusive: bool = False, reason: st
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except FileNotFoundError:
-        mode = 0o666 & ~_umask()
+        mode = 0o666 & ~umask()
     except OSError as exc:
         raise _io_error("stat", path, exc, reason) from None
     step = "create temp file"
@@ -116,6 +116,23 @@ def _io_error(step: str, path: Path, exc: OSError, reason: str) -> GateError:
     return GateError(f"cannot write {path} ({step}): {detail}", code=CANNOT_RUN, reason=reason)
 
 
+def append_line(path: Path, data: bytes, *, reason: str) -> None:
+    """Append one record with a single O_APPEND write, then fsync: concurrent appenders never interleave."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o666 & ~umask())
+    except OSError as exc:
+        raise _io_error("open for append", path, exc, reason) from None
+    try:
+        if os.write(fd, data) != len(data):
+            raise _io_error("append", path, OSError(errno.EIO, "short write: the record is torn"), reason)
+        os.fsync(fd)
+    except OSError as exc:
+        raise _io_error("append", path, exc, reason) from None
+    finally:
+        os.close(fd)
+
+
 @contextmanager
 def locked(directory: Path) -> Iterator[None]:
     """Serialise read-modify-write sequences of gate processes on one state folder.
@@ -124,7 +141,7 @@ def locked(directory: Path) -> Iterator[None]:
     """
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
     try:
-        fd = os.open(directory / ".lock", flags, 0o666 & ~_umask())
+        fd = os.open(directory / ".lock", flags, 0o666 & ~umask())
     except OSError as exc:
         raise _io_error("open lock", directory / ".lock", exc, "io-error") from None
     try:

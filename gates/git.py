@@ -100,6 +100,26 @@ class Repo:
             raise GateError(f"git diff --cached failed: {proc.stderr.strip()[:200]}", reason="io-error")
         return proc.returncode == 1
 
+    def first_parent_distance(self, commit: str, limit: int) -> int | None:
+        """How many first-parent steps HEAD is past `commit`, if `commit` is among HEAD's first `limit` + 1."""
+        proc = self.git("rev-list", "--first-parent", f"--max-count={limit + 1}", "HEAD", "--")
+        chain = proc.stdout.split()
+        return chain.index(commit) if commit in chain else None
+
+    def commits_between(self, ancestor: str) -> int | None:
+        """First-parent commits from `ancestor` to HEAD, or None when `ancestor` is not in HEAD's history."""
+        if self.git("merge-base", "--is-ancestor", ancestor, "HEAD").returncode != 0:
+            return None
+        proc = self.git("rev-list", "--first-parent", "--count", f"{ancestor}..HEAD", "--")
+        return int(proc.stdout.strip() or 0)
+
+    def is_shallow(self) -> bool:
+        return self.git("rev-parse", "--is-shallow-repository").stdout.strip() == "true"
+
+    def log_oneline(self, count: int) -> list[str]:
+        proc = self.git("log", "--no-decorate", f"--max-count={count}", "--format=%h %s", "HEAD", "--")
+        return proc.stdout.splitlines() if proc.returncode == 0 else []
+
     def relpath(self, path: Path) -> str:
         """`path` as shown to a user: relative to the top of the work tree when inside it."""
         # The folder is resolved, the name is not: a symlink is shown where it is, not where it points.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
@@ -17,6 +18,17 @@ _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 _META = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*)[ \t]*:[ \t]*(.*)$")
 _THEMATIC = re.compile(r"^ {0,3}([-*_])([ \t]*\1){2,}[ \t]*$")
 _CONFLICT = re.compile(r"^(<{7}|>{7}|\|{7})(?: |$)")
+_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|\+00:00)$")
+
+
+def parse_utc(value: str) -> datetime | None:
+    """An ISO-8601 UTC time as the Meta block writes it (`Z` or `+00:00`), or None."""
+    if not _UTC.match(value):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 @dataclass
@@ -88,6 +100,10 @@ class Document:
                 if match and item.checked is None:
                     entries.append(MetaEntry(match.group(1), _unquote(match.group(2)), item.line))
         return entries
+
+    def meta_value(self, section_name: str, key: str) -> MetaEntry | None:
+        """The first `- key: value` of the Meta section (duplicates are handoff-structure's to report)."""
+        return next((entry for entry in self.meta(section_name) if entry.key == key), None)
 
     def to_json(self, meta_section: str) -> tuple[dict[str, Any], dict[tuple[object, ...], int]]:
         """The model as JSON data for a schema, and the line of each path in it."""

@@ -9,9 +9,10 @@ their size caps; and whatever the project's own schema rejects.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, Callable, Iterator
 
+from gates import handoff
 from gates.context import Context, Loaded
 from gates.findings import WARNING, Finding
 from gates.handoff import Document
@@ -20,8 +21,8 @@ ID = "handoff-structure"
 SUMMARY = "the hand-over file has its sections, Meta block, target and size limits"
 
 _HEX = re.compile(r"^[0-9a-fA-F]{7,40}$")
-_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|\+00:00)$")
 CLOCK_SKEW = timedelta(minutes=5)
+SHALLOW_ADVICE = "fetch more history to check it (`git fetch --deepen=100`, or `git fetch --unshallow`)"
 At = Callable[..., Finding]  # (line, message[, severity]) -> a finding of this gate in this file
 
 
@@ -133,25 +134,19 @@ def _ref(ctx: Context, value: str, line: int, at: At) -> Iterator[Finding]:
         yield at(line, "this branch has no commit yet: Meta ref cannot be checked until the first commit", WARNING)
         return
     if ctx.repo.resolve_commit(value) is None:
+        if ctx.repo.is_shallow():
+            yield at(line, f"Meta ref {value} is not in this shallow clone: {SHALLOW_ADVICE}", WARNING)
+            return
         yield at(line, f"Meta ref {value} does not name a commit in this repository — set it to HEAD "
                  f"({ctx.repo.head[:12]}) when you write the hand-over")
 
 
 def _updated(ctx: Context, value: str, line: int, at: At) -> Iterator[Finding]:
-    when = parse_utc(value)
+    when = handoff.parse_utc(value)
     if when is None:
         yield at(line, f"Meta updated '{value[:60]}' is not a UTC time like 2026-11-30T08:00:00Z")
     elif when > ctx.now + CLOCK_SKEW:
         yield at(line, f"Meta updated {value} is in the future (now {ctx.now:%Y-%m-%dT%H:%M:%SZ})")
-
-
-def parse_utc(value: str) -> datetime | None:
-    if not _UTC.match(value):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def _target(doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:

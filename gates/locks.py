@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from gates import dataio, fsio, procscan, state
+from gates import dataio, fsio, journal, procscan, state
 from gates.errors import USAGE, VIOLATION, GateError
 from gates.git import Repo
 
@@ -242,6 +242,7 @@ def _move_pinned(repo: Repo, lay: state.Layout, lock: Lock, pin: int, threshold:
     fsio.fsync_dir(lock.path.parent)
     fsio.fsync_dir(target.parent)
     _manifest(evidence_dir, again, target, content, when)
+    journal.append(repo, "lock-quarantined", {"path": str(lock.path), "to": str(target), "reason": again.reason}, when)
     return Moved(again, evidence_dir, target)
 
 
@@ -315,6 +316,7 @@ def restore(repo: Repo, evidence_id: str) -> list[str]:
             restored.append(str(original))
         manifest["action"] = "restored"
         fsio.write_atomic(folder / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
+    journal.append(repo, "lock-restored", {"quarantine": evidence_id, "paths": restored})
     return restored
 
 

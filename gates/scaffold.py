@@ -62,6 +62,10 @@ CONFIG_TEMPLATE = """# handoff-gate configuration. Every key is optional; the va
 # claims:
 #   require: false              # true: a commit of the hand-over file needs this worktree's claim
 #   ttl: null                   # default TTL of `gate claim` (90s, 15m, 2h, 1d); null: none
+# fresh:
+#   max_behind: 3               # first-parent commits HEAD may be past the Meta ref
+#   fresh_days: 7               # an older 'updated' is stale: a warning, or a violation with strict
+#   strict: false
 # locks:
 #   quarantine: true            # move stale git lock files into lost+found
 #   threshold: 15m              # a lock younger than this is never stale
@@ -69,6 +73,7 @@ CONFIG_TEMPLATE = """# handoff-gate configuration. Every key is optional; the va
 # gates:                        # which gates `gate check` runs
 #   handoff-structure: true
 #   handoff-no-checked-items: true
+#   handoff-fresh: true
 #   handoff-claim: true
 #   git-stale-locks: true
 """

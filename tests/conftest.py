@@ -106,7 +106,13 @@ def call_gate(cwd: Path, *args: str, capsys: pytest.CaptureFixture[str], monkeyp
 
 
 def flag_records(common_dir: Path, sub: str = "") -> list[dict[str, object]]:
+    """Every flag in the folder; each must follow the shipped flag schema."""
+    from gates import schemas
+
     folder = common_dir / "gate" / "flags" / sub
     if not folder.is_dir():
         return []
-    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    records = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    for record in records:
+        assert schemas.validate(schemas.load("flag"), record, {}) == [], record
+    return records

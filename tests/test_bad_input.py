@@ -49,12 +49,14 @@ def test_huge_handoff_is_refused_by_the_cap_before_it_is_read(repo: Path) -> Non
     size = (repo / "HANDOFF.md").stat().st_size
     proc = run_gate(repo, "check", timeout=30)
     assert proc.returncode == 1
-    assert proc.stdout.splitlines()[:2] == [
+    assert proc.stdout.splitlines()[:3] == [
+        "HANDOFF.md:1: [handoff-fresh] not checked: the file is over its size cap (see handoff-structure)",
         "HANDOFF.md:1: [handoff-no-checked-items] not checked: the file is over its size cap (see handoff-structure)",
         f"HANDOFF.md:1: [handoff-structure] file is {size:,} bytes, over handoff.max_bytes (65,536): "
         "not parsed — move history to the archive",
     ]
-    assert sorted(r["reason"] for r in flag_records(repo / ".git")) == ["handoff-no-checked-items", "handoff-structure"]
+    assert sorted(r["reason"] for r in flag_records(repo / ".git")) == [
+        "handoff-fresh", "handoff-no-checked-items", "handoff-structure"]
 
 
 def test_fifo_does_not_hang(repo: Path) -> None:

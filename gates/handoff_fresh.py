@@ -1,0 +1,104 @@
+"""handoff-fresh: the hand-over describes the world git is in now.
+
+The Meta `ref` must be HEAD or an ancestor of HEAD at most `fresh.max_behind` first-parent
+commits behind; a ref that is not in HEAD's history (rebased away, another branch, an unknown
+object) is a violation. When the commit being made changes the hand-over file, its Meta `ref`
+must be HEAD itself (the new commit's parent). An `updated` older than `fresh.fresh_days` is a
+warning, or a violation with `fresh.strict`. In a shallow clone a ref that cannot be resolved
+is a warning that says how to fetch more history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Iterator
+
+from gates import handoff
+from gates.context import Context, Loaded
+from gates.findings import WARNING, Finding
+from gates.git import Repo
+from gates.handoff_structure import SHALLOW_ADVICE
+
+ID = "handoff-fresh"
+SUMMARY = "the Meta ref is HEAD or a recent ancestor, and the hand-over is not stale"
+
+
+@dataclass(frozen=True)
+class Relation:
+    """Where a Meta ref stands against HEAD: current, N behind, not in this history, or unknown here."""
+
+    kind: str  # current | behind | elsewhere | shallow | unborn
+    behind: int = 0
+    commit: str | None = None
+
+    def verdict(self) -> str:
+        return {
+            "current": "current (the Meta ref is HEAD)",
+            "behind": f"{self.behind} commit{'s' if self.behind != 1 else ''} behind HEAD",
+            "elsewhere": "NOT IN THIS HISTORY (rebased away, another branch, or an unknown commit)",
+            "shallow": f"unknown: not in this shallow clone — {SHALLOW_ADVICE}",
+            "unborn": "unknown: this branch has no commit yet",
+        }[self.kind]
+
+
+def relation(repo: Repo, ref: str, limit: int) -> Relation:
+    if repo.head is None:
+        return Relation("unborn")
+    commit = repo.resolve_commit(ref)
+    if commit is None:
+        return Relation("shallow" if repo.is_shallow() else "elsewhere")
+    near = repo.first_parent_distance(commit, limit)
+    if near is not None:
+        return Relation("current" if near == 0 else "behind", near, commit)
+    far = repo.commits_between(commit)
+    return Relation("elsewhere", 0, commit) if far is None else Relation("behind", far, commit)
+
+
+def check(ctx: Context) -> list[Finding]:
+    findings: list[Finding] = []
+    for loaded in ctx.handoffs:
+        findings.extend(_check_one(ctx, loaded))
+    return findings
+
+
+def _check_one(ctx: Context, loaded: Loaded) -> Iterator[Finding]:
+    if loaded.doc is None:
+        yield Finding(loaded.shown, 1, ID, "not checked: the file is over its size cap (see handoff-structure)")
+        return
+    cfg, fresh = ctx.config.section("handoff"), ctx.config.section("fresh")
+    ref = loaded.doc.meta_value(cfg["meta_section"], "ref")
+    if ref is None or not ref.value:
+        yield Finding(loaded.shown, 1, ID, "no Meta ref: freshness cannot be judged — add '- ref: <sha of HEAD>'")
+    else:
+        yield from _ref(ctx, loaded.shown, ref, fresh)
+    updated = loaded.doc.meta_value(cfg["meta_section"], "updated")
+    when = handoff.parse_utc(updated.value) if updated else None
+    if updated is not None and when is not None:
+        yield from _age(ctx.now, loaded.shown, updated.line, when, fresh)
+
+
+def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: dict[str, Any]) -> Iterator[Finding]:
+    found = relation(ctx.repo, ref.value, fresh["max_behind"])
+    if found.kind == "elsewhere":
+        yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is not in HEAD's history (rebased away, another "
+                      "branch, or an unknown commit): the hand-over describes another world — re-read git, then "
+                      "`gate stamp`")
+    elif found.kind == "shallow":
+        yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is not in this shallow clone: {SHALLOW_ADVICE}", WARNING)
+    elif found.kind == "behind" and found.behind > fresh["max_behind"]:
+        yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is {found.behind} commits behind HEAD, more than "
+                      f"fresh.max_behind ({fresh['max_behind']}): sessions committed without updating the hand-over — "
+                      "bring it up to date, then `gate stamp`")
+    if found.kind != "unborn" and ctx.repo.is_staged(shown) and found.commit != ctx.repo.head:
+        assert ctx.repo.head is not None
+        yield Finding(shown, ref.line, ID, f"this commit changes {shown}, so its Meta ref must be HEAD "
+                      f"({ctx.repo.head[:12]}), not {ref.value} — run `gate stamp` and stage the file again")
+
+
+def _age(now: datetime, shown: str, line: int, when: datetime, fresh: dict[str, Any]) -> Iterator[Finding]:
+    days = (now - when).days
+    if days > fresh["fresh_days"]:
+        severity = "error" if fresh["strict"] else WARNING
+        yield Finding(shown, line, ID, f"the hand-over was last updated {days} days ago, more than fresh.fresh_days "
+                      f"({fresh['fresh_days']}): treat it as stale until it is brought up to date", severity)

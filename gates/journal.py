@@ -1,0 +1,132 @@
+"""The audit journal: one JSON line per state-changing action, each carrying the hash of the one before.
+
+`<git-common-dir>/gate/journal.jsonl` is appended under an flock, one whole line per write, then
+fsynced; `journal.head` (written atomically) remembers the last sequence number and hash, so
+that entries cut from the end are detected as well as edited, removed or reordered ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from gates import dataio, fsio, state
+from gates.git import Repo
+
+GENESIS = "0" * 64
+TAIL_BYTES = 1 << 16
+
+
+def _paths(repo: Repo) -> tuple[state.Layout, Path, Path]:
+    lay = state.layout(repo)
+    return lay, lay.root / "journal.jsonl", lay.root / "journal.head"
+
+
+def entry_hash(entry: dict[str, Any]) -> str:
+    body = {key: value for key, value in entry.items() if key != "hash"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def append(repo: Repo, action: str, details: dict[str, Any], now: datetime | None = None) -> dict[str, Any]:
+    """Record one action. Safe with concurrent writers: the read of the last entry and the append are one step."""
+    lay, path, head = _paths(repo)
+    state.ensure_dir(lay, lay.root)
+    when = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    with fsio.locked(lay.root):
+        last, torn = _last_entry(path)
+        entry: dict[str, Any] = {
+            "seq": (last["seq"] + 1) if last else 1,
+            "time": when,
+            "action": action,
+            "worktree": str(repo.toplevel),
+            "details": details,
+            "prev": last["hash"] if last else GENESIS,
+        }
+        entry["hash"] = entry_hash(entry)
+        line = ("\n" if torn else "") + json.dumps(entry, ensure_ascii=False) + "\n"
+        fsio.append_line(path, line.encode("utf-8", "surrogateescape"), reason="journal-broken")
+        fsio.write_atomic(head, (json.dumps({"seq": entry["seq"], "hash": entry["hash"]}) + "\n").encode())
+    return entry
+
+
+def _last_entry(path: Path) -> tuple[dict[str, Any] | None, bool]:
+    """The last whole entry, and whether the file ends in a torn (unterminated) line."""
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - TAIL_BYTES))
+            tail = handle.read()
+    except FileNotFoundError:
+        return None, False
+    torn = bool(tail) and not tail.endswith(b"\n")
+    for raw in reversed(tail.split(b"\n")):
+        try:
+            entry = dataio.load_json(raw.decode("utf-8"))
+        except (dataio.DataError, UnicodeDecodeError):
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("seq"), int) and isinstance(entry.get("hash"), str):
+            return entry, torn
+    return None, torn
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    entries: int
+    problem: str = ""
+    line: int = 0
+
+
+def read_all(repo: Repo) -> tuple[list[tuple[int, dict[str, Any] | None, str]], dict[str, Any] | None]:
+    """Every line as (line number, entry or None, raw text), and the head record."""
+    _, path, head = _paths(repo)
+    rows: list[tuple[int, dict[str, Any] | None, str]] = []
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        data = b""
+    raws = data.decode("utf-8", "replace").split("\n")
+    if raws and raws[-1] == "":
+        raws.pop()
+    for number, raw in enumerate(raws, start=1):
+        try:
+            parsed = dataio.load_json(raw)
+        except dataio.DataError:
+            parsed = None
+        rows.append((number, parsed if isinstance(parsed, dict) else None, raw))
+    head_data = fsio.read_state_file(head, 4096)
+    head_record = None
+    if head_data is not None:
+        try:
+            loaded = dataio.load_json(head_data.decode("utf-8", "replace"))
+            head_record = loaded if isinstance(loaded, dict) else None
+        except dataio.DataError:
+            head_record = {"seq": -1, "hash": "unreadable"}
+    return rows, head_record
+
+
+def verify(repo: Repo) -> Verdict:
+    rows, head = read_all(repo)
+    prev, seq = GENESIS, 0
+    for number, entry, _ in rows:
+        if entry is None:
+            return Verdict(False, seq, f"line {number} is not a journal entry (edited, or torn by a crash)", number)
+        if entry.get("hash") != entry_hash(entry):
+            return Verdict(False, seq, f"entry {entry.get('seq')} at line {number} was edited (its hash does not match)",
+                           number)
+        if entry.get("prev") != prev or entry.get("seq") != seq + 1:
+            return Verdict(False, seq, f"entry {entry.get('seq')} at line {number} does not follow entry {seq} "
+                           "(one was removed, or they were reordered)", number)
+        prev, seq = str(entry["hash"]), int(entry["seq"])
+    if head is not None and (not isinstance(head.get("seq"), int) or head["seq"] > seq):
+        return Verdict(False, seq, f"the journal ends at entry {seq} but journal.head names entry {head.get('seq')}: "
+                       "entries were cut from its end", len(rows) + 1)
+    if head is not None and head["seq"] == seq and head.get("hash") != prev:
+        return Verdict(False, seq, f"the last entry {seq} is not the one journal.head recorded", len(rows))
+    return Verdict(True, seq)

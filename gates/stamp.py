@@ -1,0 +1,71 @@
+"""`gate stamp`: the close-out step. Meta `ref` becomes HEAD and `updated` becomes now, atomically.
+
+Only the values of those two items change; every other byte (line ends, a BOM, backticks around
+a value) is kept. With an expected content hash, a writer working from a stale read is stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import datetime
+
+from gates import fsio, handoff, journal
+from gates.config import Config
+from gates.errors import VIOLATION, GateError
+from gates.git import Repo
+
+_VALUE = re.compile(r"^(?P<lead>\s*(?:[-*+]|\d{1,9}[.)])\s+)(?P<key>[A-Za-z][A-Za-z0-9_-]*)(?P<sep>\s*:\s*)"
+                    r"(?P<quote>`?)(?P<value>.*?)(?P=quote)(?P<trail>\s*)$")
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _denied(message: str) -> GateError:
+    return GateError(message, code=VIOLATION, reason="stamp-denied")
+
+
+def stamp(repo: Repo, config: Config, now: datetime, expect: str | None) -> tuple[str, str]:
+    """Rewrite the Meta block; returns (path shown, sha256 of the new content)."""
+    cfg = config.section("handoff")
+    path = repo.toplevel / cfg["path"]
+    shown = repo.relpath(path)
+    data = fsio.read_bytes_capped(path, cfg["max_bytes"], shown)
+    if isinstance(data, int):
+        raise _denied(f"{shown} is {data:,} bytes, over handoff.max_bytes: not stamped")
+    if expect is not None and content_hash(data) != expect.lower():
+        raise _denied(f"{shown} changed since it was read (sha256 {content_hash(data)}, expected {expect}): "
+                      "read it again, fold your update in, then stamp")
+    if repo.head is None:
+        raise _denied("this branch has no commit yet: there is no HEAD to stamp")
+    new = _rewrite(data, shown, cfg["meta_section"], {"ref": repo.head, "updated": now.strftime("%Y-%m-%dT%H:%M:%SZ")})
+    fsio.write_atomic(path, new)
+    digest = content_hash(new)
+    journal.append(repo, "stamp", {"path": shown, "ref": repo.head, "sha256": digest}, now)
+    return shown, digest
+
+
+def _rewrite(data: bytes, shown: str, meta_section: str, values: dict[str, str]) -> bytes:
+    bom = data.startswith(fsio.BOM)
+    eol = "\r\n" if b"\r\n" in data else "\n"
+    lines = fsio.split_lines(fsio.decode_text(data, shown))
+    doc = handoff.parse(lines, shown)
+    sections = doc.section(meta_section)
+    if not sections:
+        raise _denied(f"{shown} has no '## {meta_section}' section to stamp (see `gate init`)")
+    insert_at = sections[0].line  # after the heading, for a key that is missing
+    for key, value in values.items():
+        entry = doc.meta_value(meta_section, key)
+        if entry is None:
+            lines.insert(insert_at, f"- {key}: {value}")
+            doc = handoff.parse(lines, shown)
+            continue
+        match = _VALUE.match(lines[entry.line - 1])
+        if match is None:
+            raise _denied(f"{shown}:{entry.line}: Meta {key} is not a '- {key}: value' line that can be stamped")
+        lines[entry.line - 1] = (f"{match['lead']}{match['key']}{match['sep']}{match['quote']}{value}"
+                                 f"{match['quote']}{match['trail']}")
+    text = eol.join(lines) + (eol if data.endswith(b"\n") or not data else "")
+    return (fsio.BOM if bom else b"") + text.encode("utf-8")

@@ -1,0 +1,156 @@
+"""The hash-chained journal, and `gate stamp`, the close-out step."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import flag_records, git, handoff_text, run_gate
+
+from gates import journal
+from gates.git import discover
+
+
+def _journal(repo: Path) -> Path:
+    return repo / ".git" / "gate" / "journal.jsonl"
+
+
+def _some_actions(repo: Path) -> None:
+    assert run_gate(repo, "claim").returncode == 0
+    assert run_gate(repo, "stamp").returncode == 0
+    assert run_gate(repo, "release").returncode == 0
+    (repo / ".gate.yaml").write_text("bogus: 1\n")
+    assert run_gate(repo, "check").returncode == 3  # a flag
+    (repo / ".gate.yaml").unlink()
+    assert run_gate(repo, "flags", "--ack-all").returncode == 0
+
+
+def test_every_action_is_journalled_and_the_chain_verifies(repo: Path) -> None:
+    _some_actions(repo)
+    entries = [json.loads(line) for line in _journal(repo).read_text().splitlines()]
+    assert [e["action"] for e in entries] == [
+        "claim-granted", "stamp", "claim-released", "flag-raised", "flags-acknowledged"]
+    assert [e["seq"] for e in entries] == [1, 2, 3, 4, 5]
+    assert entries[0]["prev"] == "0" * 64 and all(b["prev"] == a["hash"] for a, b in zip(entries, entries[1:], strict=False))
+    proc = run_gate(repo, "journal", "--verify")
+    assert proc.returncode == 0 and proc.stdout == "journal intact: 5 entries, each chained to the one before\n"
+    listing = run_gate(repo, "journal")
+    assert listing.stdout.splitlines()[1].split()[2] == "stamp"
+
+
+def _verify_fails(repo: Path, expected: str) -> None:
+    proc = run_gate(repo, "journal", "--verify")
+    assert proc.returncode == 1
+    assert proc.stdout == f"journal broken: {expected}\n"
+    assert "journal-broken" in [r["reason"] for r in flag_records(repo / ".git")]
+
+
+def test_an_edited_entry_is_named(repo: Path) -> None:
+    _some_actions(repo)
+    lines = _journal(repo).read_text().splitlines()
+    lines[1] = lines[1].replace('"stamp"', '"stomp"')
+    _journal(repo).write_text("\n".join(lines) + "\n")
+    _verify_fails(repo, "entry 2 at line 2 was edited (its hash does not match)")
+
+
+def test_a_removed_entry_is_named(repo: Path) -> None:
+    _some_actions(repo)
+    lines = _journal(repo).read_text().splitlines()
+    del lines[2]
+    _journal(repo).write_text("\n".join(lines) + "\n")
+    _verify_fails(repo, "entry 4 at line 3 does not follow entry 2 (one was removed, or they were reordered)")
+
+
+def test_reordered_entries_are_named(repo: Path) -> None:
+    _some_actions(repo)
+    lines = _journal(repo).read_text().splitlines()
+    lines[1], lines[2] = lines[2], lines[1]
+    _journal(repo).write_text("\n".join(lines) + "\n")
+    _verify_fails(repo, "entry 3 at line 2 does not follow entry 1 (one was removed, or they were reordered)")
+
+
+def test_a_truncated_journal_is_detected(repo: Path) -> None:
+    _some_actions(repo)
+    lines = _journal(repo).read_text().splitlines()
+    _journal(repo).write_text("\n".join(lines[:3]) + "\n")
+    _verify_fails(repo, "the journal ends at entry 3 but journal.head names entry 5: entries were cut from its end")
+
+
+def test_a_torn_last_line_is_detected_and_appends_go_on(repo: Path) -> None:
+    _some_actions(repo)
+    data = _journal(repo).read_bytes()
+    _journal(repo).write_bytes(data[:-20])
+    _verify_fails(repo, "line 5 is not a journal entry (edited, or torn by a crash)")
+    assert run_gate(repo, "claim").returncode == 0
+    after = [json.loads(line) for line in _journal(repo).read_text().splitlines()[5:]]
+    assert [(e["seq"], e["action"]) for e in after] == [(5, "flag-raised"), (6, "claim-granted")]
+    assert after[0]["prev"] == json.loads(_journal(repo).read_text().splitlines()[3])["hash"]
+
+
+APPENDER = """
+import sys
+from pathlib import Path
+from gates import journal
+from gates.git import discover
+repo = discover(Path(sys.argv[1]), {})
+for i in range(25):
+    journal.append(repo, "test", {"writer": sys.argv[2], "i": i})
+"""
+
+
+@pytest.mark.slow
+def test_sixteen_concurrent_appenders_leave_a_chain_that_verifies(repo: Path, tmp_path: Path) -> None:
+    script = tmp_path / "appender.py"
+    script.write_text(APPENDER)
+    procs = [subprocess.Popen([sys.executable, str(script), str(repo), str(n)]) for n in range(16)]
+    assert [p.wait(timeout=120) for p in procs] == [0] * 16
+    verdict = journal.verify(discover(repo, {}))
+    assert verdict.ok and verdict.entries == 16 * 25, verdict
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_stamp_sets_ref_and_updated_and_keeps_every_other_byte(repo: Path) -> None:
+    head = git(repo, "rev-parse", "HEAD")
+    text = handoff_text("abc1234").replace("- ref: abc1234", "- ref: `abc1234`  ")
+    text = text.replace(text.split("- updated: ")[1].split("\n")[0], "2026-01-01T00:00:00Z")
+    raw = b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode()
+    (repo / "HANDOFF.md").write_bytes(raw)
+    proc = run_gate(repo, "stamp")
+    assert proc.returncode == 0
+    new = (repo / "HANDOFF.md").read_bytes()
+    assert proc.stdout == f"stamped HANDOFF.md: ref {head}, sha256 {_sha(repo / 'HANDOFF.md')}\n"
+    assert new.startswith(b"\xef\xbb\xbf# Handoff\r\n")
+    assert f"- ref: `{head}`  \r\n".encode() in new
+    before, after = raw.split(b"\r\n"), new.split(b"\r\n")
+    assert [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b] == [3, 4]
+    assert len(before) == len(after)
+    assert run_gate(repo, "check").returncode == 0
+
+
+def test_stamp_with_the_right_and_a_wrong_expect(repo: Path) -> None:
+    path = repo / "HANDOFF.md"
+    wrong = run_gate(repo, "stamp", "--expect", "0" * 64)
+    assert wrong.returncode == 1
+    assert wrong.stderr.startswith("gate: HANDOFF.md changed since it was read (sha256 ")
+    assert "stamp-denied" in [r["reason"] for r in flag_records(repo / ".git")]
+    right = run_gate(repo, "stamp", "--expect", _sha(path))
+    assert right.returncode == 0 and right.stdout.endswith(f"sha256 {_sha(path)}\n")
+
+
+def test_stamp_adds_missing_meta_items_and_refuses_without_a_meta_section(repo: Path) -> None:
+    head = git(repo, "rev-parse", "HEAD")
+    path = repo / "HANDOFF.md"
+    path.write_text(handoff_text(head).replace(f"- ref: {head}\n", ""))
+    assert run_gate(repo, "stamp").returncode == 0
+    assert f"## Meta\n- ref: {head}\n- updated: " in path.read_text()
+    path.write_text("# Handoff\n\n## Current Target\nx\n")
+    proc = run_gate(repo, "stamp")
+    assert proc.returncode == 1 and "has no '## Meta' section to stamp" in proc.stderr
+    assert path.read_text() == "# Handoff\n\n## Current Target\nx\n"
