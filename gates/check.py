@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from gates import fsio, handoff
+from gates import changes, fsio, handoff
 from gates.config import Config
 from gates.context import Context, Loaded
 from gates.errors import USAGE, GateError
@@ -49,13 +49,20 @@ def load_handoff(repo: Repo, config: Config, path: Path) -> Loaded:
     return Loaded(shown, len(data), handoff.parse(lines, shown))
 
 
-def run(repo: Repo, config: Config, gate_ids: list[str], files: list[Path], now: datetime | None = None) -> CheckResult:
+def run(repo: Repo, config: Config, gate_ids: list[str], files: list[Path], now: datetime | None = None,
+        range_spec: str | None = None) -> CheckResult:
     paths = files or [repo.toplevel / config.section("handoff")["path"]]
     loaded = [load_handoff(repo, config, path) for path in paths]
-    ctx = Context(repo=repo, config=config, handoffs=loaded, now=now or datetime.now(timezone.utc))
+    history = repo.history()
+    found = changes.in_range(repo, history, range_spec) if range_spec else changes.staged(repo, history)
+    ctx = Context(repo=repo, config=config, handoffs=loaded, now=now or datetime.now(timezone.utc), changes=found,
+                  range_spec=range_spec)
     result = CheckResult(gates=list(gate_ids), files=[item.shown for item in loaded])
-    for gate_id in gate_ids:
-        result.findings.extend(GATES[gate_id].check(ctx))
+    try:
+        for gate_id in gate_ids:
+            result.findings.extend(GATES[gate_id].check(ctx))
+    finally:
+        history.close()
     result.findings.sort(key=lambda f: (f.path, f.line, f.gate, f.message))
     result.events = ctx.events
     return result

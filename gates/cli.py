@@ -93,13 +93,18 @@ def cmd_check(args: argparse.Namespace, run: Run) -> int:
         config = run.config()
         gate_ids = check.select(config, args.only, args.skip)
         files = [Path(f).absolute() for f in args.files]
-        result = check.run(run.repo(), config, gate_ids, files)
+        fixed = _fix(run, config, gate_ids) if args.fix else []
+        result = check.run(run.repo(), config, gate_ids, files, range_spec=args.range)
     except GateError as exc:
         if args.format == "json" and exc.code != USAGE:
             sys.stdout.write(report.as_json(None, exc.code, exc))
         raise
-    code = VIOLATION if result.errors else OK
+    code = VIOLATION if result.errors or fixed else OK
+    if fixed and args.format != "json":
+        print("\n".join(fixed))
     sys.stdout.write(report.as_json(result, code) if args.format == "json" else report.text(result))
+    if fixed:
+        run.fail("autofix-applied", "\n".join(fixed))
     from gates.registry import GATES
 
     for gate_id in gate_ids:
@@ -109,6 +114,23 @@ def cmd_check(args: argparse.Namespace, run: Run) -> int:
     for reason, message in result.events:
         run.notice(reason, message)
     return code
+
+
+def _fix(run: Run, config: Config, gate_ids: list[str]) -> list[str]:
+    """What pre-commit fixers do: change the files, say so, and make the run exit 1 so they are staged again."""
+    from gates import archive, tables
+
+    said = []
+    if "handoff-no-checked-items" in gate_ids:
+        moves = archive.archive(run.repo(), config, _now())
+        if moves:
+            said.append(f"fixed: moved {len(moves)} checked item(s) to {config.section('archive')['path']}: "
+                        + "; ".join(m.item.text[:60] for m in moves) + " — stage both files again")
+    if "handoff-tables" in gate_ids:
+        stale, _ = tables.render_file(run.repo(), config, write=True)
+        if stale:
+            said.append(f"fixed: rendered {len(stale)} table(s) in {config.section('handoff')['path']} — stage it again")
+    return said
 
 
 def cmd_config(args: argparse.Namespace, run: Run) -> int:
@@ -377,6 +399,52 @@ def cmd_journal(args: argparse.Namespace, run: Run) -> int:
     return OK
 
 
+def cmd_archive(args: argparse.Namespace, run: Run) -> int:
+    from gates import archive
+
+    config = run.config()
+    moves = archive.archive(run.repo(), config, _now())
+    target = config.section("archive")["path"]
+    for move in moves:
+        print(f"moved {config.section('handoff')['path']}:{move.item.line}-{move.item.end_line} "
+              f"({move.section}) to {target}: {move.item.text[:80]}")
+    if not moves:
+        print("nothing to archive: no checked items")
+    return OK
+
+
+def cmd_render(args: argparse.Namespace, run: Run) -> int:
+    from gates import tables
+
+    stale, diff = tables.render_file(run.repo(), run.config(), write=not args.diff)
+    if args.diff:
+        sys.stdout.writelines(line + "\n" for line in diff)
+    elif stale:
+        print(f"rendered {len(stale)} table(s): {', '.join(stale)}")
+    else:
+        print("every table is up to date")
+    return OK
+
+
+def cmd_record(args: argparse.Namespace, run: Run) -> int:
+    from gates import records
+
+    path = records.new(run.repo(), run.config(), " ".join(args.title), _now())
+    print(run.repo().relpath(path))
+    return OK
+
+
+def cmd_mailbox(args: argparse.Namespace, run: Run) -> int:
+    from gates import mailbox
+
+    package = mailbox.take(run.repo(), run.config(), _now())
+    if package is None:
+        print("the mailbox is empty: no work package")
+        return OK
+    sys.stdout.write(package if package.endswith("\n") else package + "\n")
+    return OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gate",
@@ -396,6 +464,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--only", type=_ids, default=[], metavar="ID[,ID]", help="run only these gates")
     check.add_argument("--skip", type=_ids, default=[], metavar="ID[,ID]", help="do not run these gates")
     check.add_argument("--format", choices=("text", "json"), default="text")
+    check.add_argument("--fix", action="store_true", help="archive checked items and render tables, then exit 1 if "
+                       "anything changed (stage the files again)")
+    check.add_argument("--range", metavar="BASE..HEAD", help="judge every commit of this range (for CI on a pull request)")
     check.add_argument("files", nargs="*", metavar="FILE", help="hand-over files to check instead of the configured one")
 
     config = add("config", cmd_config, "print the effective configuration")
@@ -437,6 +508,15 @@ def build_parser() -> argparse.ArgumentParser:
     journal = add("journal", cmd_journal, "print the audit journal of every action the gate took")
     journal.add_argument("--verify", action="store_true", help="check the hash chain; exit 1 at the first bad entry")
     journal.add_argument("--format", choices=("text", "json"), default="text")
+
+    add("archive", cmd_archive, "move every checked item (with its children) to the archive")
+    render = add("render", cmd_render, "regenerate the table regions of the hand-over file from the records")
+    render.add_argument("--diff", action="store_true", help="show what would change; write nothing")
+    record = add("record", cmd_record, "make records: `gate record new TITLE`")
+    record.add_argument("action", choices=("new",))
+    record.add_argument("title", nargs="+")
+    box = add("mailbox", cmd_mailbox, "the work-package mailbox: `gate mailbox take` prints it and clears it")
+    box.add_argument("action", choices=("take",))
 
     lock_cmd = add("locks", cmd_locks, "list git lock files with a verdict: fresh, live, stale or ineligible")
     lock_cmd.add_argument("--format", choices=("text", "json"), default="text")

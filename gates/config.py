@@ -42,6 +42,10 @@ DEFAULTS: dict[str, Any] = {
         "max_item_chars": 600,
     },
     "archive": {"path": "ARCHIVE.md"},
+    "append_only": {"files": ["ARCHIVE.md"]},
+    "records": {"path": "decisions", "prefix": "D"},
+    "mailbox": {"path": "WORKPACKAGE.md", "sentinel": "No work package.", "sections": ["Goal", "Plan", "Done when"]},
+    "heartbeat": {"journal": None},
     "claims": {"require": False, "ttl": None},
     "locks": {"quarantine": True, "threshold": "15m", "deep": False},
     "fresh": {"max_behind": 3, "fresh_days": 7, "strict": False},
@@ -51,6 +55,11 @@ DEFAULTS: dict[str, Any] = {
         "handoff-fresh": True,
         "handoff-claim": True,
         "git-stale-locks": True,
+        "append-only": True,
+        "records-immutable": True,
+        "handoff-tables": True,
+        "mailbox": True,
+        "heartbeat": False,
     },
 }
 

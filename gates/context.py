@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from gates.changes import Change
 from gates.config import Config
 from gates.git import Repo
 from gates.handoff import Document
@@ -25,4 +26,6 @@ class Context:
     config: Config
     handoffs: list[Loaded]
     now: datetime
+    changes: list[Change] = field(default_factory=list)  # what the change-judging gates judge
+    range_spec: str | None = None  # set under `gate check --range`: changes are those commits
     events: list[tuple[str, str]] = field(default_factory=list)  # (flag reason, message) to flag even on success

@@ -39,6 +39,7 @@ EVENT_REASONS = frozenset({
     "lock-restore-denied",
     "journal-broken",
     "stamp-denied",
+    "autofix-applied",
 })
 REASONS = frozenset(GATES) | EVENT_REASONS
 ID_PATTERN = re.compile(r"^\d{8}T\d{6}Z-[a-z][a-z+-]{0,63}-[0-9a-f]{8}$")

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Iterator, Mapping
 
 from gates.errors import GateError
 
@@ -120,6 +121,50 @@ class Repo:
         proc = self.git("log", "--no-decorate", f"--max-count={count}", "--format=%h %s", "HEAD", "--")
         return proc.stdout.splitlines() if proc.returncode == 0 else []
 
+    def git_bytes(self, *args: str) -> subprocess.CompletedProcess[bytes]:
+        try:
+            return subprocess.run([*_SAFE_ARGS, *args], cwd=self.toplevel, env=dict(self.env),
+                                  stdin=subprocess.DEVNULL, capture_output=True)
+        except OSError as exc:
+            raise GateError(f"cannot run git: {exc.strerror}", reason="io-error") from None
+
+    def index_blob(self, path: str) -> bytes | None:
+        """The staged content of `path` (the index, or GIT_INDEX_FILE in a hook), or None when it is not staged."""
+        proc = self.git_bytes("cat-file", "blob", f":{path}")
+        return proc.stdout if proc.returncode == 0 else None
+
+    def changed(self, old: str | None, new: str | None, pathspecs: list[str]) -> list[tuple[str, str]]:
+        """(status letter, path) of what differs from commit `old` to `new`; `new` None is the index."""
+        base = ["--literal-pathspecs"]
+        if new is None:
+            args = [*base, "diff", "--cached", "--name-status", "-z", "--no-renames", "--no-ext-diff"]
+            args += [old] if old else []
+        else:
+            args = [*base, "diff-tree", "-r", "-z", "--name-status", "--no-renames", "--no-commit-id"]
+            args += [old, new] if old else ["--root", new]
+        proc = self.git(*args, "--", *pathspecs)
+        if proc.returncode != 0:
+            raise GateError(f"git {args[1]} failed: {proc.stderr.strip()[:200]}", reason="io-error")
+        fields = proc.stdout.split("\0")
+        return [(fields[i][:1], fields[i + 1]) for i in range(0, len(fields) - 1, 2) if fields[i]]
+
+    def commits(self, spec: str) -> list[tuple[str, str | None, str]]:
+        """(commit, first parent or None, subject) for every commit of `BASE..HEAD`, oldest first."""
+        if spec.startswith("-") or ".." not in spec or any(c.isspace() for c in spec):
+            raise GateError(f"--range {spec[:60]!r}: expected BASE..HEAD", code=2, reason="usage")
+        proc = self.git("log", "--reverse", "--topo-order", "--no-decorate", "--format=%H %P%x1f%s", spec, "--")
+        if proc.returncode != 0:
+            raise GateError(f"--range {spec}: {proc.stderr.strip()[:200] or 'git log failed'}", reason="io-error")
+        out: list[tuple[str, str | None, str]] = []
+        for line in proc.stdout.splitlines():
+            ids, _, subject = line.partition("\x1f")
+            parts = ids.split()
+            out.append((parts[0], parts[1] if len(parts) > 1 else None, subject))
+        return out
+
+    def history(self) -> History:
+        return History(self)
+
     def relpath(self, path: Path) -> str:
         """`path` as shown to a user: relative to the top of the work tree when inside it."""
         # The folder is resolved, the name is not: a symlink is shown where it is, not where it points.
@@ -165,3 +210,46 @@ def discover(cwd: Path | None = None, environ: Mapping[str, str] | None = None) 
         head=head,
         env=env,
     )
+
+
+class History:
+    """Blobs of past commits for `--range`, read through GitPython's one persistent `git cat-file`.
+
+    GitPython starts git with the process environment, so that environment is swapped for this
+    repository's cleaned one while it works: inherited GIT_* pointers never reach it.
+    """
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self._gitpython: Any = None
+
+    @contextmanager
+    def _environment(self) -> Iterator[None]:
+        saved = dict(os.environ)
+        os.environ.clear()
+        os.environ.update({**self.repo.env, "GIT_DIR": str(self.repo.git_dir), "GIT_WORK_TREE": str(self.repo.toplevel)})
+        try:
+            yield
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+    def blob(self, commit: str | None, path: str) -> bytes | None:
+        if commit is None:
+            return None
+        with self._environment():
+            if self._gitpython is None:
+                import git as gitpython
+
+                self._gitpython = gitpython.Repo(str(self.repo.toplevel))
+                self._gitpython.git.set_persistent_git_options(c="core.fsmonitor=false")
+            try:
+                data: bytes = (self._gitpython.commit(commit).tree / path).data_stream.read()
+            except KeyError:
+                return None
+            return data
+
+    def close(self) -> None:
+        if self._gitpython is not None:
+            with self._environment():
+                self._gitpython.close()

@@ -152,6 +152,7 @@ class _Parser:
         self.doc = doc
         self.section = doc.preamble
         self.fence: tuple[str, int, int] | None = None  # (char, length, line)
+        self.fence_in_item = False
         self.comment_line = 0  # line where an open HTML comment began
         self.open_items: list[Item] = []  # the current chain of nested items
         self.last_item_line = 0
@@ -172,7 +173,7 @@ class _Parser:
         fence = _FENCE.match(visible)
         if fence and not (fence.group(1)[0] == "`" and "`" in fence.group(2)):
             self.fence = (fence.group(1)[0], len(fence.group(1)), number)
-            self._continue(number, visible, blocks=True)
+            self.fence_in_item = self._continue(number, visible, blocks=True)
             self._touch(number)
             return
         heading = _HEADING.match(visible)
@@ -191,6 +192,9 @@ class _Parser:
         stripped = raw.strip()
         if stripped.startswith(char * length) and not stripped.strip(char):
             self.fence = None
+        if self.fence_in_item:
+            for item in self.open_items:
+                item.end_line = number  # a code block inside an item belongs to it
         self._touch(number)
 
     def _strip_comments(self, number: int, raw: str) -> str:
@@ -234,27 +238,26 @@ class _Parser:
         while self.open_items and self.open_items[-1].indent >= indent:
             self.open_items.pop()
         (self.open_items[-1].children if self.open_items else self.section.items).append(item)
+        for ancestor in self.open_items:
+            ancestor.end_line = number  # a child is part of its parent's span
         self.open_items.append(item)
         self.last_item_line = number
         self._touch(number)
 
     def _continue(self, number: int, visible: str, *, blocks: bool) -> bool:
-        """Attach a line to the open item: indented under it, or a lazy line right after it."""
+        """Attach a line to the item it is indented under, or to the item it lazily follows."""
+        lazy = bool(self.open_items) and self.last_item_line == number - 1 and not blocks
+        if not lazy:
+            indent = _indent(visible[: len(visible) - len(visible.lstrip())])
+            while self.open_items and indent <= self.open_items[-1].indent:
+                self.open_items.pop()  # the line belongs to an outer item, or to none
         if not self.open_items:
             if blocks:
                 self.section.text_lines.append(number)
             return False
-        item = self.open_items[-1]
-        indented = _indent(visible[: len(visible) - len(visible.lstrip())]) > item.indent
-        lazy = self.last_item_line == number - 1 and not blocks
-        if not (indented or lazy):
-            if blocks:
-                self.open_items.clear()
-                self.section.text_lines.append(number)
-            return False
         for open_item in self.open_items:
             open_item.end_line = number
-        item.chars += 1 + len(visible.strip())
+        self.open_items[-1].chars += 1 + len(visible.strip())
         self.last_item_line = number
         self._touch(number)
         return True
@@ -267,6 +270,31 @@ class _Parser:
             self.doc.unclosed.append(("code fence", self.fence[2]))
         if self.comment_line:
             self.doc.unclosed.append(("HTML comment", self.comment_line))
+
+
+@dataclass
+class Source:
+    """A text file's lines and the conventions to write them back with: its line end, BOM and last newline."""
+
+    lines: list[str]
+    eol: str
+    bom: bool
+    final_newline: bool
+
+    @classmethod
+    def decode(cls, data: bytes, shown: str) -> Source:
+        from gates import fsio
+
+        lines = fsio.split_lines(fsio.decode_text(data, shown))
+        return cls(lines, "\r\n" if b"\r\n" in data else "\n", data.startswith(fsio.BOM), data.endswith(b"\n") or not data)
+
+    def encode(self, lines: list[str] | None = None) -> bytes:
+        from gates import fsio
+
+        body = self.eol.join(self.lines if lines is None else lines)
+        if self.final_newline and (self.lines if lines is None else lines):
+            body += self.eol
+        return (fsio.BOM if self.bom else b"") + body.encode("utf-8", "surrogateescape")
 
 
 def parse(lines: list[str], path: str) -> Document:

@@ -18,6 +18,8 @@ FLAG_REASON = "claim-denied"
 
 
 def check(ctx: Context) -> list[Finding]:
+    if ctx.range_spec:
+        return []  # claims live in this clone's state dir, not in history: nothing to judge per commit
     state_rel = ctx.config.section("handoff")["path"]
     require = bool(ctx.config.section("claims")["require"])
     record = claims.read(state.layout(ctx.repo), state_rel)

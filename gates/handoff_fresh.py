@@ -16,6 +16,7 @@ from typing import Any, Iterator
 
 from gates import handoff
 from gates.context import Context, Loaded
+from gates.errors import GateError
 from gates.findings import WARNING, Finding
 from gates.git import Repo
 from gates.handoff_structure import SHALLOW_ADVICE
@@ -59,7 +60,29 @@ def check(ctx: Context) -> list[Finding]:
     findings: list[Finding] = []
     for loaded in ctx.handoffs:
         findings.extend(_check_one(ctx, loaded))
+    if ctx.range_spec:
+        findings.extend(_history(ctx))
     return findings
+
+
+def _history(ctx: Context) -> Iterator[Finding]:
+    """Under --range: every commit that changes the hand-over file names its parent as the Meta ref."""
+    cfg = ctx.config.section("handoff")
+    for change in ctx.changes:
+        if change.old is None or not change.changed(cfg["path"]):
+            continue
+        data = change.after(cfg["path"])
+        if data is None:
+            continue
+        try:
+            doc = handoff.parse(handoff.Source.decode(data, cfg["path"]).lines, cfg["path"])
+        except GateError:
+            continue  # unreadable text: handoff-structure's to judge in the work tree
+        ref = doc.meta_value(cfg["meta_section"], "ref")
+        if ref is None or ctx.repo.resolve_commit(ref.value) != change.old:
+            named = ref.value if ref else "nothing"
+            yield Finding(cfg["path"], ref.line if ref else 1, ID, f"{change.label} changes {cfg['path']}, but its Meta "
+                          f"ref is {named}, not the commit's parent {change.old[:12]} — close out with `gate stamp`")
 
 
 def _check_one(ctx: Context, loaded: Loaded) -> Iterator[Finding]:
@@ -90,7 +113,7 @@ def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: dict[str, Any]
         yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is {found.behind} commits behind HEAD, more than "
                       f"fresh.max_behind ({fresh['max_behind']}): sessions committed without updating the hand-over — "
                       "bring it up to date, then `gate stamp`")
-    if found.kind != "unborn" and ctx.repo.is_staged(shown) and found.commit != ctx.repo.head:
+    if found.kind != "unborn" and not ctx.range_spec and ctx.repo.is_staged(shown) and found.commit != ctx.repo.head:
         assert ctx.repo.head is not None
         yield Finding(shown, ref.line, ID, f"this commit changes {shown}, so its Meta ref must be HEAD "
                       f"({ctx.repo.head[:12]}), not {ref.value} — run `gate stamp` and stage the file again")

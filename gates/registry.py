@@ -4,9 +4,31 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from gates import git_stale_locks, handoff_claim, handoff_fresh, handoff_no_checked_items, handoff_structure
+from gates import (
+    append_only,
+    git_stale_locks,
+    handoff_claim,
+    handoff_fresh,
+    handoff_no_checked_items,
+    handoff_structure,
+    handoff_tables,
+    heartbeat,
+    mailbox,
+    records_immutable,
+)
 
 GATES: dict[str, ModuleType] = {
     module.ID: module
-    for module in (handoff_structure, handoff_no_checked_items, handoff_fresh, handoff_claim, git_stale_locks)
+    for module in (
+        handoff_structure,
+        handoff_no_checked_items,
+        handoff_fresh,
+        handoff_claim,
+        git_stale_locks,
+        append_only,
+        records_immutable,
+        handoff_tables,
+        mailbox,
+        heartbeat,
+    )
 }

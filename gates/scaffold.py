@@ -59,6 +59,17 @@ CONFIG_TEMPLATE = """# handoff-gate configuration. Every key is optional; the va
 #   max_item_chars: 600         # one item with its continuation lines
 # archive:
 #   path: ARCHIVE.md
+# append_only:
+#   files: [ARCHIVE.md]         # files that may only grow at their end
+# records:
+#   path: decisions             # one Markdown file per record, with YAML front matter
+#   prefix: D
+# mailbox:
+#   path: WORKPACKAGE.md
+#   sentinel: No work package.
+#   sections: [Goal, Plan, Done when]
+# heartbeat:
+#   journal: null               # a file whose growth also counts as a written trace
 # claims:
 #   require: false              # true: a commit of the hand-over file needs this worktree's claim
 #   ttl: null                   # default TTL of `gate claim` (90s, 15m, 2h, 1d); null: none
@@ -76,6 +87,11 @@ CONFIG_TEMPLATE = """# handoff-gate configuration. Every key is optional; the va
 #   handoff-fresh: true
 #   handoff-claim: true
 #   git-stale-locks: true
+#   append-only: true
+#   records-immutable: true
+#   handoff-tables: true
+#   mailbox: true
+#   heartbeat: false
 """
 
 

@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
-NAMES = ("config", "handoff", "flag", "check-result")
+NAMES = ("config", "handoff", "flag", "check-result", "record")
 
 
 def _schema_dir() -> Path:

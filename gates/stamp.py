@@ -48,9 +48,8 @@ def stamp(repo: Repo, config: Config, now: datetime, expect: str | None) -> tupl
 
 
 def _rewrite(data: bytes, shown: str, meta_section: str, values: dict[str, str]) -> bytes:
-    bom = data.startswith(fsio.BOM)
-    eol = "\r\n" if b"\r\n" in data else "\n"
-    lines = fsio.split_lines(fsio.decode_text(data, shown))
+    source = handoff.Source.decode(data, shown)
+    lines = source.lines
     doc = handoff.parse(lines, shown)
     sections = doc.section(meta_section)
     if not sections:
@@ -67,5 +66,4 @@ def _rewrite(data: bytes, shown: str, meta_section: str, values: dict[str, str])
             raise _denied(f"{shown}:{entry.line}: Meta {key} is not a '- {key}: value' line that can be stamped")
         lines[entry.line - 1] = (f"{match['lead']}{match['key']}{match['sep']}{match['quote']}{value}"
                                  f"{match['quote']}{match['trail']}")
-    text = eol.join(lines) + (eol if data.endswith(b"\n") or not data else "")
-    return (fsio.BOM if bom else b"") + text.encode("utf-8")
+    return source.encode(lines)

@@ -11,6 +11,7 @@ import pytest
 from conftest import call_gate, flag_records, git, handoff_text, run_gate
 
 from gates import schemas
+from gates.registry import GATES
 
 
 def _break(repo: Path) -> None:
@@ -25,7 +26,7 @@ def test_text_output_is_one_line_per_finding_then_a_summary(repo: Path) -> None:
     assert proc.stdout.splitlines() == [
         "HANDOFF.md:11: [handoff-no-checked-items] checked item 'done' — completed items move to ARCHIVE.md",
         "HANDOFF.md:15: [handoff-structure] missing section '## Verified' — add it before '## Assumed'",
-        "gate check: failed: 2 errors (handoff-no-checked-items: 1, handoff-structure: 1; 5 gates on HANDOFF.md)",
+        "gate check: failed: 2 errors (handoff-no-checked-items: 1, handoff-structure: 1; 9 gates on HANDOFF.md)",
     ]
     assert proc.stderr == ""
 
@@ -50,15 +51,16 @@ def test_json_output_when_the_check_cannot_run(repo: Path) -> None:
     assert proc.returncode == 3
     document = json.loads(proc.stdout)
     assert schemas.validate(schemas.load("check-result"), document, {}) == []
-    assert document["error"] == {"reason": "config-invalid", "message": ".gate.yaml:1: unknown key 'bogus' "
-                                 "(allowed: archive, claims, fresh, gates, handoff, locks, version)"}
+    allowed = "append_only, archive, claims, fresh, gates, handoff, heartbeat, locks, mailbox, records, version"
+    assert document["error"] == {"reason": "config-invalid",
+                                 "message": f".gate.yaml:1: unknown key 'bogus' (allowed: {allowed})"}
 
 
 def test_only_and_skip_select_gates(repo: Path) -> None:
     _break(repo)
     only = run_gate(repo, "check", "--only", "handoff-structure")
     assert only.returncode == 1 and "handoff-no-checked-items" not in only.stdout.splitlines()[0]
-    everything = "handoff-structure,handoff-no-checked-items,handoff-fresh,handoff-claim,git-stale-locks"
+    everything = ",".join(GATES)
     skip = run_gate(repo, "check", "--skip", everything)
     assert skip.returncode == 0
     assert skip.stdout == "gate check: passed (0 gates on HANDOFF.md)\n"
