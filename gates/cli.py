@@ -96,13 +96,13 @@ def cmd_check(args: argparse.Namespace, run: Run) -> int:
         fixed = _fix(run, config, gate_ids) if args.fix else []
         result = check.run(run.repo(), config, gate_ids, files, range_spec=args.range)
     except GateError as exc:
-        if args.format == "json" and exc.code != USAGE:
-            sys.stdout.write(report.as_json(None, exc.code, exc))
+        if exc.code != USAGE:
+            sys.stdout.write(_render(report, args.format, None, exc.code, exc))
         raise
     code = VIOLATION if result.errors or fixed else OK
-    if fixed and args.format != "json":
+    if fixed and args.format in ("text", "github"):
         print("\n".join(fixed))
-    sys.stdout.write(report.as_json(result, code) if args.format == "json" else report.text(result))
+    sys.stdout.write(_render(report, args.format, result, code, None))
     if fixed:
         run.fail("autofix-applied", "\n".join(fixed))
     from gates.registry import GATES
@@ -114,6 +114,18 @@ def cmd_check(args: argparse.Namespace, run: Run) -> int:
     for reason, message in result.events:
         run.notice(reason, message)
     return code
+
+
+def _render(report: Any, fmt: str, result: Any, code: int, error: GateError | None) -> str:
+    if fmt == "json":
+        return str(report.as_json(result, code, error))
+    if fmt == "github":
+        return str(report.github(result, error))
+    if fmt == "sarif":
+        return str(report.sarif(result, code, error))
+    if fmt == "junit":
+        return str(report.junit(result, error))
+    return str(report.text(result)) if result is not None else ""
 
 
 def _fix(run: Run, config: Config, gate_ids: list[str]) -> list[str]:
@@ -445,6 +457,28 @@ def cmd_mailbox(args: argparse.Namespace, run: Run) -> int:
     return OK
 
 
+def cmd_install_hooks(args: argparse.Namespace, run: Run) -> int:
+    from gates import hooks
+
+    kinds = ["pre-commit", *(["pre-push"] if args.pre_push else [])]
+    for line in (hooks.uninstall if args.uninstall else hooks.install)(run.repo(), kinds):
+        print(line)
+    return OK
+
+
+def cmd_doctor(args: argparse.Namespace, run: Run) -> int:
+    from gates import doctor
+
+    checks = doctor.run(run.repo())
+    for check in checks:
+        print(f"{check.status:4}  {check.message}")
+    needed = [c.message for c in checks if c.status == doctor.FIX]
+    if needed:
+        run.fail("doctor", "gate doctor: needs fixing:\n" + "\n".join(needed))
+        return VIOLATION
+    return OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gate",
@@ -463,7 +497,9 @@ def build_parser() -> argparse.ArgumentParser:
     check = add("check", cmd_check, "run the enabled gates on the hand-over file")
     check.add_argument("--only", type=_ids, default=[], metavar="ID[,ID]", help="run only these gates")
     check.add_argument("--skip", type=_ids, default=[], metavar="ID[,ID]", help="do not run these gates")
-    check.add_argument("--format", choices=("text", "json"), default="text")
+    check.add_argument("--format", choices=("text", "json", "github", "sarif", "junit"),
+                       default="github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text",
+                       help="default: github when GITHUB_ACTIONS=true, else text")
     check.add_argument("--fix", action="store_true", help="archive checked items and render tables, then exit 1 if "
                        "anything changed (stage the files again)")
     check.add_argument("--range", metavar="BASE..HEAD", help="judge every commit of this range (for CI on a pull request)")
@@ -517,6 +553,11 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("title", nargs="+")
     box = add("mailbox", cmd_mailbox, "the work-package mailbox: `gate mailbox take` prints it and clears it")
     box.add_argument("action", choices=("take",))
+
+    install = add("install-hooks", cmd_install_hooks, "write native git hooks that run the gate (no framework needed)")
+    install.add_argument("--uninstall", action="store_true", help="remove them, putting a chained hook back")
+    install.add_argument("--pre-push", action="store_true", help="also a pre-push hook")
+    add("doctor", cmd_doctor, "check the wiring and the environment, and say what to fix")
 
     lock_cmd = add("locks", cmd_locks, "list git lock files with a verdict: fresh, live, stale or ineligible")
     lock_cmd.add_argument("--format", choices=("text", "json"), default="text")

@@ -40,6 +40,7 @@ EVENT_REASONS = frozenset({
     "journal-broken",
     "stamp-denied",
     "autofix-applied",
+    "doctor",
 })
 REASONS = frozenset(GATES) | EVENT_REASONS
 ID_PATTERN = re.compile(r"^\d{8}T\d{6}Z-[a-z][a-z+-]{0,63}-[0-9a-f]{8}$")

@@ -44,17 +44,19 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def write_atomic(path: Path, data: bytes, *, exclusive: bool = False, reason: str = "io-error") -> bool:
+def write_atomic(path: Path, data: bytes, *, exclusive: bool = False, reason: str = "io-error",
+                 executable: bool = False) -> bool:
     """Put `data` at `path` so that readers see the old or the new content, never a mix.
 
     With `exclusive`, the target must not exist: returns False (and writes nothing) when it does.
-    New files get the mode the umask allows; an existing file keeps its mode.
+    New files get the mode the umask allows (with execute bits when `executable`); an existing
+    file keeps its mode.
     """
     directory = path.parent
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except FileNotFoundError:
-        mode = 0o666 & ~umask()
+        mode = (0o777 if executable else 0o666) & ~umask()
     except OSError as exc:
         raise _io_error("stat", path, exc, reason) from None
     step = "create temp file"

@@ -49,3 +49,102 @@ def as_json(result: CheckResult | None, exit_code: int, error: GateError | None 
         "error": None if error is None else {"reason": error.reason, "message": error.render()},
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github(result: CheckResult | None, error: GateError | None = None) -> str:
+    """GitHub Actions workflow commands: an annotation on the offending line of each finding."""
+    lines = []
+    for f in result.findings if result else []:
+        kind = "error" if f.severity == ERROR else "warning"
+        lines.append(f"::{kind} file={_escape_property(f.path)},line={f.line},title={_escape_property(f.gate)}::"
+                     f"{_escape_data(f.message)}")
+    if error is not None:
+        lines.append(f"::error title=handoff-gate::{_escape_data(error.render())}")
+    if result is not None:
+        lines.append(summary(result))
+    return "\n".join(lines) + "\n"
+
+
+def _rule(gate_id: str) -> dict[str, object]:
+    from gates.registry import GATES
+
+    module = GATES[gate_id]
+    doc = (module.__doc__ or "").strip()
+    return {
+        "id": gate_id,
+        "name": "".join(part.capitalize() for part in gate_id.split("-")),
+        "shortDescription": {"text": module.SUMMARY},
+        "fullDescription": {"text": doc},
+        "help": {"text": f"{doc}\n\nRun `gate check --only {gate_id}` to see it locally."},
+        "defaultConfiguration": {"level": "error"},
+    }
+
+
+def _uri(path: str) -> dict[str, str]:
+    from urllib.parse import quote
+
+    if path.startswith("/"):
+        return {"uri": "file://" + quote(path)}
+    return {"uri": quote(path), "uriBaseId": "%SRCROOT%"}
+
+
+def sarif(result: CheckResult | None, exit_code: int, error: GateError | None = None) -> str:
+    """SARIF 2.1.0: one rule per gate, one result per finding."""
+    gates = result.gates if result else []
+    index = {gate_id: i for i, gate_id in enumerate(gates)}
+    results = [{
+        "ruleId": f.gate,
+        "ruleIndex": index[f.gate],
+        "level": "error" if f.severity == ERROR else "warning",
+        "message": {"text": f.message},
+        "locations": [{"physicalLocation": {"artifactLocation": _uri(f.path), "region": {"startLine": f.line}}}],
+    } for f in (result.findings if result else []) if f.gate in index]
+    invocation: dict[str, object] = {"executionSuccessful": error is None, "exitCode": exit_code}
+    if error is not None:
+        invocation["toolExecutionNotifications"] = [{"level": "error", "message": {"text": error.render()}}]
+    document = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "handoff-gate", "version": __version__,
+                                "informationUri": "https://pypi.org/project/handoff-gate/",
+                                "rules": [_rule(gate_id) for gate_id in gates]}},
+            "invocations": [invocation],
+            "results": results,
+        }],
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def junit(result: CheckResult | None, error: GateError | None = None) -> str:
+    """JUnit XML: one test case per gate; a gate with errors fails, with its findings as the text."""
+    from xml.etree import ElementTree
+
+    gates = result.gates if result else []
+    suite = ElementTree.Element("testsuite", name="handoff-gate", tests=str(len(gates) or 1))
+    failures = 0
+    for gate_id in gates:
+        case = ElementTree.SubElement(suite, "testcase", classname="handoff-gate", name=gate_id)
+        found = [f for f in (result.findings if result else []) if f.gate == gate_id]
+        errors = [f for f in found if f.severity == ERROR]
+        if errors:
+            failures += 1
+            failure = ElementTree.SubElement(case, "failure", message=f"{len(errors)} violation(s)", type=gate_id)
+            failure.text = "\n".join(f.render() for f in errors)
+        warnings = [f for f in found if f.severity != ERROR]
+        if warnings:
+            ElementTree.SubElement(case, "system-out").text = "\n".join(f.render() for f in warnings)
+    if error is not None:
+        case = ElementTree.SubElement(suite, "testcase", classname="handoff-gate", name="gate")
+        ElementTree.SubElement(case, "error", message=error.render(), type=error.reason).text = error.render()
+    suite.set("failures", str(failures))
+    suite.set("errors", "1" if error is not None else "0")
+    return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"

@@ -1,0 +1,147 @@
+"""`gate doctor`: is the gate wired in, and is its environment sound? Each check says what to fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from dataclasses import dataclass
+from typing import Callable
+
+from gates import config as config_module
+from gates import flags, hooks, journal, locks, state
+from gates.errors import GateError
+from gates.git import Repo
+from gates.registry import GATES
+
+OK, WARN, FIX = "ok", "warn", "FIX"
+MIN_GIT = (2, 24)
+OUR_HOOK_IDS = {"gate", *GATES}
+
+
+@dataclass(frozen=True)
+class Check:
+    status: str
+    message: str
+
+
+def run(repo: Repo) -> list[Check]:
+    checks: list[Callable[[Repo], list[Check]]] = [
+        _git_version, _state_dir, _config, _commit_hooks, _claude, _locks, _journal, _flags,
+    ]
+    out: list[Check] = []
+    for check in checks:
+        try:
+            out.extend(check(repo))
+        except GateError as exc:
+            out.append(Check(FIX, f"{check.__name__.strip('_').replace('_', ' ')}: {exc.render()}"))
+    return out
+
+
+def _git_version(repo: Repo) -> list[Check]:
+    text = repo.git("version").stdout.strip()
+    numbers = [int(part) for part in text.removeprefix("git version ").split(".")[:2] if part.isdigit()]
+    if tuple(numbers) < MIN_GIT:
+        return [Check(FIX, f"{text}: handoff-gate needs git {'.'.join(map(str, MIN_GIT))} or newer")]
+    return [Check(OK, text)]
+
+
+def _state_dir(repo: Repo) -> list[Check]:
+    lay = state.layout(repo)
+    if not os.path.lexists(lay.root):
+        return [Check(OK, f"state dir {lay.root} not made yet (made on first use)")]
+    info = os.lstat(lay.root)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        return [Check(FIX, f"state dir {lay.root} is not a plain directory: move it aside")]
+    if info.st_uid != os.geteuid():
+        return [Check(FIX, f"state dir {lay.root} belongs to uid {info.st_uid}, not to you")]
+    if info.st_mode & stat.S_IWOTH:
+        return [Check(FIX, f"state dir {lay.root} is writable by every user: chmod o-w")]
+    return [Check(OK, f"state dir {lay.root} ({stat.filemode(info.st_mode)}, yours)")]
+
+
+def _config(repo: Repo) -> list[Check]:
+    loaded = config_module.load(repo)
+    return [Check(OK, f"config valid ({loaded.source or 'defaults: no .gate.yaml'})")]
+
+
+def _commit_hooks(repo: Repo) -> list[Check]:
+    out = []
+    framework = _framework_hooks(repo)
+    native = hooks.hooks_dir(repo) / "pre-commit"
+    installed = os.path.lexists(native)
+    if framework:
+        out.append(Check(OK, f".pre-commit-config.yaml runs {', '.join(sorted(framework))}"))
+        text = native.read_text(errors="replace") if installed else ""
+        if "pre-commit" not in text and not hooks.is_ours(native):
+            out.append(Check(FIX, "the pre-commit framework is not installed in this clone: run `pre-commit install`"))
+    if hooks.is_ours(native):
+        out.append(Check(OK, f"native hook {native} runs the gate"))
+    if not framework and not hooks.is_ours(native):
+        out.append(Check(FIX, "no commit hook runs the gate: add it to .pre-commit-config.yaml and run "
+                              "`pre-commit install`, or run `gate install-hooks`"))
+    return out
+
+
+def _framework_hooks(repo: Repo) -> set[str]:
+    path = repo.toplevel / ".pre-commit-config.yaml"
+    if not path.is_file():
+        return set()
+    from pre_commit.clientlib import InvalidConfigError, load_config
+
+    try:
+        loaded = load_config(str(path))
+    except InvalidConfigError as exc:
+        raise GateError(f".pre-commit-config.yaml is not valid: {str(exc).splitlines()[0]}",
+                        reason="config-invalid") from None
+    return {hook["id"] for repo_entry in loaded["repos"] for hook in repo_entry["hooks"] if hook["id"] in OUR_HOOK_IDS}
+
+
+def _claude(repo: Repo) -> list[Check]:
+    folder = repo.toplevel / ".claude"
+    commands = []
+    for name in ("settings.json", "settings.local.json"):
+        try:
+            settings = json.loads((folder / name).read_text())
+        except (OSError, ValueError):
+            continue
+        for entry in (settings.get("hooks") or {}).get("SessionStart") or []:
+            commands += [h.get("command", "") for h in entry.get("hooks") or [] if isinstance(h, dict)]
+    if any("gate brief" in command for command in commands):
+        return [Check(OK, "Claude Code runs `gate brief` at session start")]
+    if folder.is_dir():
+        return [Check(FIX, "Claude Code is set up here (.claude/) but no SessionStart hook runs "
+                           "`gate brief --format claude` (see the README, Wiring it into an agent)")]
+    return [Check(WARN, "no Claude Code settings: wire `gate brief` into your agent's session start")]
+
+
+def _locks(repo: Repo) -> list[Check]:
+    found = locks.find(repo, deep=True)
+    if not found:
+        return [Check(OK, "no git lock files (deep scan, refs/ included)")]
+    cfg = config_module.load(repo).section("locks")
+    threshold = config_module.parse_duration(cfg["threshold"], "locks.threshold").total_seconds()
+    locks.judge(repo, found, threshold, locks.filesystem_now(state.layout(repo)))
+    out = []
+    for lock in found:
+        if lock.verdict == locks.STALE:
+            out.append(Check(FIX, f"stale git lock {lock.shown}: `gate locks --quarantine` moves it aside"))
+        elif lock.verdict == locks.INELIGIBLE and not lock.companion:
+            out.append(Check(FIX, f"git lock {lock.shown} the gate will not move ({lock.reason}): inspect it"))
+        elif lock.verdict == locks.LIVE and lock.age >= threshold:
+            out.append(Check(WARN, f"git lock {lock.shown} held for {int(lock.age)}s: {lock.reason}"))
+    return out or [Check(OK, "git lock files are all fresh")]
+
+
+def _journal(repo: Repo) -> list[Check]:
+    verdict = journal.verify(repo)
+    if verdict.ok:
+        return [Check(OK, f"journal intact ({verdict.entries} entries)")]
+    return [Check(FIX, f"journal broken: {verdict.problem}")]
+
+
+def _flags(repo: Repo) -> list[Check]:
+    pending = flags.pending(repo)
+    if pending:
+        return [Check(WARN, f"{len(pending)} unacknowledged flag(s): read them with `gate flags`")]
+    return [Check(OK, "no unacknowledged flags")]

@@ -1,0 +1,81 @@
+"""`gate install-hooks`: native git hooks for users who do not use the pre-commit framework.
+
+The hook runs this very interpreter, by absolute path and in isolated mode (`-I`), so no shim is
+looked up and nothing from the repository under review is imported. An existing hook is kept and
+chained: it moves to `<name>.pre-gate` and runs first. The hooks folder is git's own answer
+(`git rev-parse --git-path hooks`), so `core.hooksPath` and linked worktrees are respected.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from gates import fsio
+from gates.errors import VIOLATION, GateError
+from gates.git import Repo
+
+MARK = "# installed by handoff-gate: `gate install-hooks` (remove with `gate install-hooks --uninstall`)"
+CHAINED = ".pre-gate"
+
+
+def hooks_dir(repo: Repo) -> Path:
+    proc = repo.git("rev-parse", "--git-path", "hooks")
+    if proc.returncode != 0:
+        raise GateError(f"cannot find the hooks folder: {proc.stderr.strip()[:200]}", reason="io-error")
+    path = Path(proc.stdout.strip())
+    return path if path.is_absolute() else repo.toplevel / path
+
+
+def script(kind: str) -> str:
+    interpreter = shlex.quote(sys.executable)
+    return (f"#!/bin/sh\n{MARK}\n"
+            f'chained="$(dirname "$0")/{kind}{CHAINED}"\n'
+            f'if [ -x "$chained" ]; then "$chained" "$@" || exit $?; fi\n'
+            f"exec {interpreter} -I -m gates check\n")
+
+
+def is_ours(path: Path) -> bool:
+    try:
+        return MARK in path.read_text(errors="replace")
+    except OSError:
+        return False
+
+
+def install(repo: Repo, kinds: list[str]) -> list[str]:
+    folder = hooks_dir(repo)
+    folder.mkdir(parents=True, exist_ok=True)
+    said = []
+    for kind in kinds:
+        path = folder / kind
+        chained = folder / f"{kind}{CHAINED}"
+        if os.path.lexists(path) and not is_ours(path):
+            if os.path.lexists(chained):
+                raise GateError(f"{path} exists and so does {chained}: move one of them yourself", code=VIOLATION,
+                                reason="io-error")
+            os.rename(path, chained)
+            said.append(f"kept your {kind} hook: it now runs first, from {chained}")
+        fsio.write_atomic(path, script(kind).encode(), executable=True)
+        os.chmod(path, os.stat(path).st_mode | 0o111 & ~fsio.umask())
+        said.append(f"installed {path}")
+    return said
+
+
+def uninstall(repo: Repo, kinds: list[str]) -> list[str]:
+    folder = hooks_dir(repo)
+    said = []
+    for kind in kinds:
+        path = folder / kind
+        chained = folder / f"{kind}{CHAINED}"
+        if not os.path.lexists(path) or not is_ours(path):
+            said.append(f"no handoff-gate {kind} hook in {folder}")
+            continue
+        path.unlink()  # our own generated file
+        if os.path.lexists(chained):
+            os.rename(chained, path)
+            said.append(f"removed the handoff-gate {kind} hook; your own hook is back at {path}")
+        else:
+            said.append(f"removed {path}")
+    return said
