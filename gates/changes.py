@@ -14,17 +14,24 @@ class Change:
     old: str | None  # the parent commit; None when there is none
     new: str | None  # the commit; None: the index (the commit being made)
     subject: str = ""
-    _changed: dict[tuple[str, ...], list[tuple[str, str]]] = field(default_factory=dict)
+    _all: list[tuple[str, str]] | None = field(default=None, repr=False)
 
     @property
     def label(self) -> str:
         return "the commit being made" if self.new is None else f"commit {self.new[:12]} ({self.subject[:60]})"
 
-    def changed(self, *pathspecs: str) -> list[tuple[str, str]]:
-        """(status, path) of the files this change adds (A), modifies (M) or deletes (D)."""
-        if pathspecs not in self._changed:
-            self._changed[pathspecs] = self.repo.changed(self.old, self.new, list(pathspecs))
-        return self._changed[pathspecs]
+    def changed(self, *paths: str) -> list[tuple[str, str]]:
+        """(status, path) of the files this change adds (A), modifies (M) or deletes (D): all of them, or those
+        named (a name ending in '/' is a folder). One git call per change answers every gate."""
+        if self._all is None:
+            self._all = self.repo.changed(self.old, self.new, [])
+        if not paths:
+            return list(self._all)
+        return [(status, path) for status, path in self._all
+                if any(path == p or (p.endswith("/") and path.startswith(p)) for p in paths)]
+
+    def touches(self, path: str) -> bool:
+        return bool(self.changed(path))
 
     def before(self, path: str) -> bytes | None:
         return self.history.blob(self.old, path)

@@ -19,8 +19,6 @@ import hashlib
 import json
 import os
 import re
-import secrets
-import socket
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -70,13 +68,17 @@ class Holder:
     host: str
 
 
+def _hostname() -> str:
+    return os.uname().nodename
+
+
 def holder_of(repo: Repo, session: str | None) -> Holder:
     return Holder(
         worktree=str(repo.toplevel),
         git_dir=str(repo.git_dir),
         branch=repo.branch(),
         session=check_session(session),
-        host=socket.gethostname(),
+        host=_hostname(),
     )
 
 
@@ -134,7 +136,7 @@ def liveness(record: dict[str, Any], now: datetime, host: str | None = None) -> 
     expires = _parse_stamp(record.get("expires")) if record.get("expires") else None
     if expires is not None and now >= expires:
         return False, f"its TTL expired at {record['expires']}"
-    if record.get("host") != (host or socket.gethostname()):
+    if record.get("host") != (host or _hostname()):
         return True, f"held from host {record.get('host')}: its worktree cannot be checked from here"
     git_dir, worktree = str(record.get("git_dir", "")), str(record.get("worktree", ""))
     if not os.path.isdir(git_dir):
@@ -175,7 +177,7 @@ class Outcome:
 def _new_record(state_rel: str, holder: Holder, ttl: timedelta | None, note: str | None, now: datetime) -> dict[str, Any]:
     return {
         "version": 1,
-        "token": secrets.token_hex(16),
+        "token": os.urandom(16).hex(),
         "path": state_rel,
         "worktree": holder.worktree,
         "git_dir": holder.git_dir,

@@ -88,6 +88,24 @@ def load(repo: Repo) -> Config:
     data = fsio.read_bytes_capped(path, MAX_CONFIG_BYTES, shown)
     if isinstance(data, int):
         raise _bad(f"config file is {data:,} bytes, over the {MAX_CONFIG_BYTES:,}-byte cap", shown, None)
+    from gates import cache
+
+    entry = f"config-{cache.key(data, schemas.schema_path('config').read_bytes())[:40]}"
+    hit = cache.get(repo, entry)
+    if isinstance(hit, dict):  # this very file was parsed and validated before
+        _overlay(config, hit)
+        config.source = shown
+        return config
+    parsed = _parse_and_validate(data, shown)
+    _overlay(config, parsed[0])
+    _check_sections(config, parsed[1], shown)
+    _check_durations(config, parsed[1], shown)
+    config.source = shown
+    cache.put(repo, entry, parsed[0])
+    return config
+
+
+def _parse_and_validate(data: bytes, shown: str) -> tuple[dict[str, Any], dict[tuple[object, ...], int]]:
     try:
         text = fsio.decode_text(data, shown)
         parsed, lines = dataio.load_yaml(text)
@@ -102,11 +120,8 @@ def load(repo: Repo) -> Config:
         line, message = problems[0]
         more = "".join(f"; line {n}: {m}" for n, m in problems[1:])
         raise _bad(f"{message}{more}", shown, line)
-    _overlay(config, parsed)
-    _check_sections(config, lines, shown)
-    _check_durations(config, lines, shown)
-    config.source = shown
-    return config
+    assert isinstance(parsed, dict)
+    return parsed, lines
 
 
 def _overlay(base: dict[str, Any], extra: dict[str, Any]) -> None:

@@ -29,3 +29,7 @@ class Context:
     changes: list[Change] = field(default_factory=list)  # what the change-judging gates judge
     range_spec: str | None = None  # set under `gate check --range`: changes are those commits
     events: list[tuple[str, str]] = field(default_factory=list)  # (flag reason, message) to flag even on success
+
+    def staged(self, path: str) -> bool:
+        """Whether the commit being made changes `path` (never true under --range: history has no index)."""
+        return self.range_spec is None and any(change.touches(path) for change in self.changes)

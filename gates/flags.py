@@ -11,7 +11,6 @@ import hashlib
 import json
 import os
 import re
-import secrets
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -78,7 +77,7 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
                 record["head"] = repo.head
                 _write(path, record)
                 return str(record["id"])
-        flag_id = f"{now:%Y%m%dT%H%M%SZ}-{reason}-{secrets.token_hex(4)}"
+        flag_id = f"{now:%Y%m%dT%H%M%SZ}-{reason}-{os.urandom(4).hex()}"
         record = {
             "version": 1,
             "id": flag_id,

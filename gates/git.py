@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -28,6 +28,8 @@ REPO_ENV_VARS = (
     "GIT_PREFIX",
     "GIT_QUARANTINE_PATH",
 )
+
+RECENT = 16  # first-parent commits fetched at once for Meta-ref questions
 
 _SAFE_ARGS = (
     "git",
@@ -76,35 +78,45 @@ class Repo:
     common_dir: Path
     head: str | None  # None while the branch has no commit yet
     env: Mapping[str, str]
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # answers git gave this run
 
     def git(self, *args: str) -> subprocess.CompletedProcess[str]:
         return _run(list(args), self.toplevel, self.env)
+
+    def recent(self) -> list[str]:
+        """HEAD's last first-parent commits (newest first): one git call answers most questions about a Meta ref."""
+        if "recent" not in self.memo:
+            proc = self.git("rev-list", "--first-parent", f"--max-count={RECENT}", "HEAD", "--")
+            self.memo["recent"] = proc.stdout.split() if self.head and proc.returncode == 0 else []
+        return list(self.memo["recent"])
 
     def resolve_commit(self, rev: str) -> str | None:
         """The full id of the commit `rev` names, or None when it names none."""
         if not rev or rev.startswith("-"):
             return None
-        proc = self.git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
-        out = proc.stdout.strip()
-        return out if proc.returncode == 0 and out else None
+        if len(rev) >= 7 and all(c in "0123456789abcdefABCDEF" for c in rev):
+            near = [sha for sha in self.recent() if sha.startswith(rev.lower())]
+            if len(near) == 1:
+                return near[0]
+        key = f"resolve:{rev}"
+        if key not in self.memo:
+            proc = self.git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
+            out = proc.stdout.strip()
+            self.memo[key] = out if proc.returncode == 0 and out else None
+        result = self.memo[key]
+        return str(result) if result else None
 
     def branch(self) -> str | None:
         """The checked-out branch's short name, or None on a detached HEAD."""
         proc = self.git("symbolic-ref", "--short", "--quiet", "HEAD")
         return proc.stdout.strip() or None if proc.returncode == 0 else None
 
-    def is_staged(self, relative: str) -> bool:
-        """Whether the commit being made changes `relative` (the index, or GIT_INDEX_FILE in a hook, against HEAD)."""
-        base = ["diff", "--cached", "--quiet", "--no-ext-diff", "--no-textconv", "--no-renames"]
-        proc = self.git("--literal-pathspecs", *base, "--", relative)
-        if proc.returncode not in (0, 1):
-            raise GateError(f"git diff --cached failed: {proc.stderr.strip()[:200]}", reason="io-error")
-        return proc.returncode == 1
-
     def first_parent_distance(self, commit: str, limit: int) -> int | None:
         """How many first-parent steps HEAD is past `commit`, if `commit` is among HEAD's first `limit` + 1."""
-        proc = self.git("rev-list", "--first-parent", f"--max-count={limit + 1}", "HEAD", "--")
-        chain = proc.stdout.split()
+        if limit + 1 <= RECENT:
+            chain = self.recent()[: limit + 1]
+        else:
+            chain = self.git("rev-list", "--first-parent", f"--max-count={limit + 1}", "HEAD", "--").stdout.split()
         return chain.index(commit) if commit in chain else None
 
     def commits_between(self, ancestor: str) -> int | None:

@@ -23,7 +23,7 @@ def check(ctx: Context) -> list[Finding]:
     state_rel = ctx.config.section("handoff")["path"]
     require = bool(ctx.config.section("claims")["require"])
     record = claims.read(state.layout(ctx.repo), state_rel)
-    if (record is None and not require) or not ctx.repo.is_staged(state_rel):
+    if (record is None and not require) or not ctx.staged(state_rel):
         return []
     here = {"git_dir": str(ctx.repo.git_dir), "worktree": str(ctx.repo.toplevel)}
     if record is None:

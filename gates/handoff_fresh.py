@@ -69,7 +69,7 @@ def _history(ctx: Context) -> Iterator[Finding]:
     """Under --range: every commit that changes the hand-over file names its parent as the Meta ref."""
     cfg = ctx.config.section("handoff")
     for change in ctx.changes:
-        if change.old is None or not change.changed(cfg["path"]):
+        if change.old is None or not change.touches(cfg["path"]):
             continue
         data = change.after(cfg["path"])
         if data is None:
@@ -113,7 +113,7 @@ def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: dict[str, Any]
         yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is {found.behind} commits behind HEAD, more than "
                       f"fresh.max_behind ({fresh['max_behind']}): sessions committed without updating the hand-over — "
                       "bring it up to date, then `gate stamp`")
-    if found.kind != "unborn" and not ctx.range_spec and ctx.repo.is_staged(shown) and found.commit != ctx.repo.head:
+    if found.kind != "unborn" and not ctx.range_spec and ctx.staged(shown) and found.commit != ctx.repo.head:
         assert ctx.repo.head is not None
         yield Finding(shown, ref.line, ID, f"this commit changes {shown}, so its Meta ref must be HEAD "
                       f"({ctx.repo.head[:12]}), not {ref.value} — run `gate stamp` and stage the file again")

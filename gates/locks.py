@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from gates import dataio, fsio, journal, procscan, state
+from gates import dataio, fsio, journal, state
 from gates.errors import USAGE, VIOLATION, GateError
 from gates.git import Repo
 
@@ -106,6 +106,8 @@ def judge(repo: Repo, locks: list[Lock], threshold: float, fs_now: float) -> Non
     aged = [lock for lock in candidates if lock.verdict != FRESH]
     if not aged:
         return
+    from gates import procscan
+
     roots = _repo_roots(repo)
     found = procscan.scan({lock.ident for lock in aged}, roots)
     for lock in aged:
@@ -134,6 +136,8 @@ def _eligible(lock: Lock) -> bool:
     elif not lock.shown.startswith("refs/") and lock.path.name not in KNOWN_TOP:
         problem = "not a lock name git is known to leave"
     else:
+        from gates import procscan
+
         kind = procscan.filesystem_type(str(lock.path))
         if procscan.is_network_fs(kind):
             problem = f"on a network filesystem ({kind}): reported, never moved"
@@ -157,7 +161,7 @@ def _repo_roots(repo: Repo) -> list[str]:
     return sorted(roots)
 
 
-def _verdict(lock: Lock, found: procscan.Scan, locks: list[Lock]) -> None:
+def _verdict(lock: Lock, found: Any, locks: list[Lock]) -> None:
     evidence: dict[str, Any] = {"scan_complete": found.complete}
     lock.evidence = evidence
     holders = found.open_by.get(lock.ident, [])
@@ -190,6 +194,8 @@ def _companion(lock: Lock, locks: list[Lock]) -> dict[str, Any] | None:
     if not match:
         return {"path": str(partner), "pid": None, "alive": None}
     pid = int(match.group(1))
+    from gates import procscan
+
     return {"path": str(partner), "pid": pid, "alive": procscan.pid_alive(pid)}
 
 

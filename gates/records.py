@@ -8,8 +8,9 @@ branches or concurrent writers.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
-import secrets
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +31,7 @@ class Record:
     shown: str
     meta: dict[str, Any]
     lines: dict[tuple[object, ...], int]  # line of each front-matter key, in the file
+    checked: list[tuple[int, str]] | None = None  # schema problems, once computed
 
     @property
     def status(self) -> str:
@@ -65,7 +67,9 @@ def parse(data: bytes, shown: str) -> Record:
 
 def problems(record: Record) -> list[tuple[int, str]]:
     """Where the front matter breaks the record schema, as (line, message)."""
-    return schemas.validate(schemas.load("record"), record.meta, record.lines)
+    if record.checked is None:
+        record.checked = schemas.validate(schemas.load("record"), record.meta, record.lines)
+    return record.checked
 
 
 def folder(repo: Repo, config: Config) -> tuple[Path, str]:
@@ -74,22 +78,46 @@ def folder(repo: Repo, config: Config) -> tuple[Path, str]:
 
 
 def load_all(repo: Repo, config: Config) -> tuple[list[Record], list[tuple[str, int, str]]]:
-    """Every record in the work tree, and (path, line, message) for each file that is not one."""
+    """Every record in the work tree, and (path, line, message) for each file that is not one.
+
+    Parsed and validated records are cached by content hash: a record read before costs a hash.
+    """
+    from gates import cache
+
     directory, _ = folder(repo, config)
-    records, broken = [], []
     if not directory.is_dir():
         return [], []
+    schema_key = cache.key(schemas.schema_path("record").read_bytes())[:16]
+    old = cache.get(repo, "records") or {}
+    known = old.get("entries", {}) if old.get("schema") == schema_key else {}
+    entries: dict[str, Any] = {}
+    records, broken = [], []
     for path in sorted(directory.glob("*.md")):
         shown = repo.relpath(path)
         data = fsio.read_bytes_capped(path, MAX_RECORD_BYTES, shown)
         if isinstance(data, int):
             broken.append((shown, 1, f"{data:,} bytes, over the {MAX_RECORD_BYTES:,}-byte cap"))
             continue
-        try:
-            records.append(parse(data, shown))
-        except RecordError as exc:
-            broken.append((shown, exc.line, exc.message))
+        digest = hashlib.sha256(data).hexdigest()
+        entry = known.get(digest) or _entry(data, shown)
+        entries[digest] = entry
+        if "broken" in entry:
+            broken.append((shown, entry["broken"][0], entry["broken"][1]))
+        else:
+            lines = {tuple(item[:-1]): item[-1] for item in entry["lines"]}
+            records.append(Record(shown, entry["meta"], lines, [tuple(p) for p in entry["problems"]]))
+    if entries.keys() != known.keys():
+        cache.put(repo, "records", {"schema": schema_key, "entries": entries})
     return records, broken
+
+
+def _entry(data: bytes, shown: str) -> dict[str, Any]:
+    try:
+        record = parse(data, shown)
+    except RecordError as exc:
+        return {"broken": [exc.line, exc.message]}
+    return {"meta": record.meta, "lines": [[*key, line] for key, line in record.lines.items()],
+            "problems": [list(p) for p in problems(record)]}
 
 
 def slug(title: str) -> str:
@@ -104,7 +132,7 @@ def new(repo: Repo, config: Config, title: str, now: datetime) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     prefix = config.section("records")["prefix"]
     for _ in range(10):
-        record_id = f"{prefix}-{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(6)}"
+        record_id = f"{prefix}-{now:%Y%m%dT%H%M%SZ}-{os.urandom(6).hex()}"
         path = directory / f"{record_id}-{slug(title)}.md"
         body = (f"---\nid: {record_id}\ntitle: {_quote(title)}\nstatus: open\ndate: {now:%Y-%m-%d}\n---\n\n"
                 f"# {title}\n\n## Context\n\n## Decision\n\n## Consequences\n")

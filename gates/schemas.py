@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -15,7 +14,7 @@ NAMES = ("config", "handoff", "flag", "check-result", "record")
 
 
 def _schema_dir() -> Path:
-    shipped = Path(str(resources.files("gates"))) / "schemas"
+    shipped = Path(__file__).resolve().parent / "schemas"  # gates/schemas/ in an installed package
     if shipped.is_dir():
         return shipped
     # A source checkout (editable install or tests run in place): the top-level folder.

@@ -7,7 +7,6 @@ is never committed.
 from __future__ import annotations
 
 import os
-import secrets
 import stat
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,6 +37,10 @@ class Layout:
         return self.root / "claims" / "released"
 
     @property
+    def cache(self) -> Path:
+        return self.root / "cache"
+
+    @property
     def lost_found(self) -> Path:
         return self.root / "lost+found"
 
@@ -46,7 +49,7 @@ def new_evidence_dir(lay: Layout, when: datetime) -> Path:
     """A fresh, unguessable folder in lost+found: a move into it can never overwrite anything."""
     parent = ensure_dir(lay, lay.lost_found)
     for _ in range(100):
-        candidate = parent / f"{when:%Y%m%dT%H%M%SZ}-{secrets.token_hex(6)}"
+        candidate = parent / f"{when:%Y%m%dT%H%M%SZ}-{os.urandom(6).hex()}"
         try:
             candidate.mkdir()
         except FileExistsError:
