@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -11,21 +10,9 @@ from gates import changes, fsio, handoff
 from gates.config import Config
 from gates.context import Context, Loaded
 from gates.errors import USAGE, GateError
-from gates.findings import ERROR, Finding
+from gates.findings import CheckResult
 from gates.git import Repo
 from gates.registry import GATES
-
-
-@dataclass
-class CheckResult:
-    gates: list[str]
-    files: list[str]
-    findings: list[Finding] = field(default_factory=list)
-    events: list[tuple[str, str]] = field(default_factory=list)
-
-    @property
-    def errors(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity == ERROR]
 
 
 def select(config: Config, only: list[str], skip: list[str]) -> list[str]:

@@ -29,6 +29,7 @@ from gates.git import Repo
 if TYPE_CHECKING:
     from gates.claims import Holder
     from gates.config import Config
+    from gates.findings import CheckResult
     from gates.locks import Moved
 
 
@@ -87,14 +88,10 @@ def _ids(text: str) -> list[str]:
 
 
 def cmd_check(args: argparse.Namespace, run: Run) -> int:
-    from gates import check, report
+    from gates import report
 
     try:
-        config = run.config()
-        gate_ids = check.select(config, args.only, args.skip)
-        files = [Path(f).absolute() for f in args.files]
-        fixed = _fix(run, config, gate_ids) if args.fix else []
-        result = check.run(run.repo(), config, gate_ids, files, range_spec=args.range)
+        result, fixed = _check(run, args)
     except GateError as exc:
         if exc.code != USAGE:
             sys.stdout.write(_render(report, args.format, None, exc.code, exc))
@@ -105,15 +102,36 @@ def cmd_check(args: argparse.Namespace, run: Run) -> int:
     sys.stdout.write(_render(report, args.format, result, code, None))
     if fixed:
         run.fail("autofix-applied", "\n".join(fixed))
-    from gates.registry import GATES
+    if result.errors:
+        from gates.registry import GATES
 
-    for gate_id in gate_ids:
-        lines = [f.render() for f in result.errors if f.gate == gate_id]
-        if lines:
-            run.fail(getattr(GATES[gate_id], "FLAG_REASON", gate_id), "\n".join(lines))
+        for gate_id in result.gates:
+            lines = [f.render() for f in result.errors if f.gate == gate_id]
+            if lines:
+                run.fail(getattr(GATES[gate_id], "FLAG_REASON", gate_id), "\n".join(lines))
     for reason, message in result.events:
         run.notice(reason, message)
     return code
+
+
+def _check(run: Run, args: argparse.Namespace) -> tuple[CheckResult, list[str]]:
+    """Replay the last result when nothing it depends on changed; else run the gates (and remember)."""
+    from gates import fastpath
+
+    repo, config = run.repo(), run.config()
+    fingerprint = fastpath.fingerprint(repo, config, args)
+    if fingerprint is not None:
+        replayed = fastpath.replay(repo, fingerprint[0])
+        if replayed is not None:
+            return replayed, []
+    from gates import check
+
+    gate_ids = check.select(config, args.only, args.skip)
+    fixed = _fix(run, config, gate_ids) if args.fix else []
+    result = check.run(repo, config, gate_ids, [Path(f).absolute() for f in args.files], range_spec=args.range)
+    if fingerprint is not None:
+        fastpath.store(repo, fingerprint[0], fingerprint[1], result)
+    return result, fixed
 
 
 def _render(report: Any, fmt: str, result: Any, code: int, error: GateError | None) -> str:

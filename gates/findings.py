@@ -1,20 +1,19 @@
-"""The one finding type every gate returns."""
+"""The one finding type every gate returns, and a check's result."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import namedtuple
 
 ERROR = "error"
 WARNING = "warning"
 
+# A tuple underneath: immutable, hashable, compared and ordered field by field (dataclasses would
+# cost every hook run the import of `inspect`).
+_Base = namedtuple("_Base", ["path", "line", "gate", "message", "severity"], defaults=[ERROR])
 
-@dataclass(frozen=True, order=True)
-class Finding:
-    path: str
-    line: int
-    gate: str
-    message: str
-    severity: str = ERROR
+
+class Finding(_Base):
+    __slots__ = ()
 
     def render(self) -> str:
         tag = self.gate if self.severity == ERROR else f"{self.gate} {self.severity}"
@@ -28,3 +27,18 @@ class Finding:
             "severity": self.severity,
             "message": self.message,
         }
+
+
+class CheckResult:
+    """What `gate check` found: the gates it ran, the files it read, the findings, and events to flag."""
+
+    def __init__(self, gates: list[str], files: list[str], findings: list[Finding] | None = None,
+                 events: list[tuple[str, str]] | None = None) -> None:
+        self.gates = gates
+        self.files = files
+        self.findings = findings if findings is not None else []
+        self.events = events if events is not None else []
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == ERROR]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -69,16 +68,17 @@ def _run(args: list[str], cwd: Path, env: Mapping[str, str]) -> subprocess.Compl
         raise GateError(f"cannot run git in {cwd}: {exc.strerror}", reason="io-error") from None
 
 
-@dataclass(frozen=True)
 class Repo:
     """A discovered work tree: where its files and its git dirs are, and its HEAD."""
 
-    toplevel: Path
-    git_dir: Path
-    common_dir: Path
-    head: str | None  # None while the branch has no commit yet
-    env: Mapping[str, str]
-    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # answers git gave this run
+    def __init__(self, toplevel: Path, git_dir: Path, common_dir: Path, head: str | None,
+                 env: Mapping[str, str]) -> None:
+        self.toplevel = toplevel
+        self.git_dir = git_dir
+        self.common_dir = common_dir
+        self.head = head  # None while the branch has no commit yet
+        self.env = env
+        self.memo: dict[str, Any] = {}  # answers git gave this run
 
     def git(self, *args: str) -> subprocess.CompletedProcess[str]:
         return _run(list(args), self.toplevel, self.env)

@@ -6,9 +6,8 @@ import json
 from collections import Counter
 
 from gates import __version__
-from gates.check import CheckResult
 from gates.errors import GateError
-from gates.findings import ERROR, WARNING
+from gates.findings import ERROR, WARNING, CheckResult
 
 
 def summary(result: CheckResult) -> str:

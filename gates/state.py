@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -16,9 +15,9 @@ from gates.errors import GateError
 from gates.git import Repo
 
 
-@dataclass(frozen=True)
 class Layout:
-    root: Path
+    def __init__(self, root: Path) -> None:
+        self.root = root
 
     @property
     def flags(self) -> Path:
