@@ -10,7 +10,6 @@ import argparse
 import os
 import shlex
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -27,6 +26,8 @@ from gates.errors import (
 from gates.git import Repo
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from gates.claims import Holder
     from gates.config import Config
     from gates.findings import CheckResult
@@ -213,7 +214,7 @@ def cmd_init(args: argparse.Namespace, run: Run) -> int:
     from gates import scaffold
 
     repo = run.repo()
-    for shown, written in scaffold.init(repo, run.config(), datetime.now(timezone.utc)):
+    for shown, written in scaffold.init(repo, run.config(), _now()):
         print(f"wrote {shown}" if written else f"skipped {shown}: it exists, left unchanged")
     if repo.head is None:
         print(f"note: no commit yet, so Meta ref is the placeholder {scaffold.UNBORN_REF}: "
@@ -231,6 +232,8 @@ def _claim_setup(args: argparse.Namespace, run: Run) -> tuple[Repo, str, Holder,
 
 
 def _now() -> datetime:
+    from datetime import datetime, timezone
+
     return datetime.now(timezone.utc)
 
 
@@ -497,7 +500,24 @@ def cmd_doctor(args: argparse.Namespace, run: Run) -> int:
     return OK
 
 
-def build_parser() -> argparse.ArgumentParser:
+COMMANDS = frozenset({
+    "check", "config", "schema", "flags", "init", "claim", "release", "claims", "brief", "stamp", "journal", "archive",
+    "render", "record", "mailbox", "install-hooks", "doctor", "locks",
+})
+
+
+class _Unused:
+    """Stands in for the parsers of commands not being run: building all of them costs every hook run ~10 ms."""
+
+    def add_argument(self, *args: object, **kwargs: object) -> None:
+        return None
+
+    def add_mutually_exclusive_group(self) -> _Unused:
+        return self
+
+
+def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with `selected`, only that command's own parser is built (the others are never needed)."""
     parser = argparse.ArgumentParser(
         prog="gate",
         description="Keep a project's hand-over file trustworthy.",
@@ -507,7 +527,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"handoff-gate {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def add(name: str, func: Callable[[argparse.Namespace, Run], int], help_text: str) -> argparse.ArgumentParser:
+    def add(name: str, func: Callable[[argparse.Namespace, Run], int], help_text: str) -> Any:
+        if selected is not None and name != selected:
+            return _Unused()
         command = sub.add_parser(name, help=help_text, description=help_text)
         command.set_defaults(func=func)
         return command
@@ -590,8 +612,9 @@ def main(argv: list[str] | None = None) -> int:
     if os.name != "posix":
         print("gate: handoff-gate runs on Linux and macOS only (POSIX file semantics are required)", file=sys.stderr)
         return CANNOT_RUN
+    first = next((a for a in argv if not a.startswith("-")), None)
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(first if first in COMMANDS else None).parse_args(argv)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else USAGE
     run = Run(argv)

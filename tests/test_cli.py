@@ -137,3 +137,11 @@ def test_in_process_and_subprocess_agree(repo: Path, capsys: pytest.CaptureFixtu
     code, out, err = call_gate(repo, "check", capsys=capsys, monkeypatch=monkeypatch)
     proc = run_gate(repo, "check")
     assert (code, out, err) == (proc.returncode, proc.stdout, proc.stderr)
+
+
+def test_the_command_table_names_every_command() -> None:
+    from gates.cli import COMMANDS, build_parser
+
+    parser = build_parser()
+    choices = next(a for a in parser._actions if a.dest == "command").choices
+    assert choices is not None and set(choices) == COMMANDS
