@@ -107,7 +107,7 @@ class Bench:
         self.rows: list[dict[str, object]] = []
         self.floor = [sys.executable, "-c", "pass"]
 
-    def row(self, name: str, target: str, value: str, met: bool | None, memory: int | None = None) -> None:
+    def row(self, name: str, value: str, target: str, met: bool | None, memory: int | None = None) -> None:
         self.rows.append({"name": name, "value": value, "target": target, "met": met, "memory_kib": memory})
         mark = {True: "met", False: "NOT MET", None: "-"}[met]
         print(f"{name:62} {value:34} {target:26} {mark}", flush=True)

@@ -171,9 +171,8 @@ def claude_envelope(text: str) -> str:
 
 def save_full(repo: Repo, text: str) -> str:
     """Keep the full brief where a cut one can point to."""
-    from gates import fsio
 
     lay = state.layout(repo)
     path = state.ensure_dir(lay, lay.root) / "brief.md"
-    fsio.write_atomic(path, text.encode("utf-8", "surrogateescape"))
+    state.write(repo, path, text.encode("utf-8", "surrogateescape"))
     return str(path)

@@ -39,6 +39,6 @@ def put(repo: Repo, name: str, value: Any) -> None:
     lay = state.layout(repo)
     try:
         folder = state.ensure_dir(lay, lay.cache)
-        fsio.write_atomic(folder / f"{name}.json", json.dumps(value, separators=(",", ":")).encode())
+        state.write(repo, folder / f"{name}.json", json.dumps(value, separators=(",", ":")).encode())
     except (GateError, OSError, TypeError, ValueError):
         pass  # an unwritable cache only costs speed; problems with the state dir surface through flags

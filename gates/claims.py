@@ -232,7 +232,7 @@ def _claim(repo: Repo, state_rel: str, holder: Holder, ttl: timedelta | None, no
             keep_note = note if note is not None else current.get("note")
             renewed = {**_new_record(state_rel, holder, ttl, keep_note, now),
                        "token": current["token"], "since": current.get("since")}
-            fsio.write_atomic(path, _encode(renewed))
+            state.write(repo, path, _encode(renewed))
             return Outcome("renewed", renewed)
         evidence = None
         why = ""
@@ -242,7 +242,7 @@ def _claim(repo: Repo, state_rel: str, holder: Holder, ttl: timedelta | None, no
                 return Outcome("denied", current, why=why)
             evidence = _set_aside(lay, path, current, "claim-taken-over", why, holder, now)
         record = _new_record(state_rel, holder, ttl, note, now)
-        if not fsio.write_atomic(path, _encode(record), exclusive=True):
+        if not state.write(repo, path, _encode(record), exclusive=True):
             # Published by something that does not take our lock: it is there first, so it wins.
             return Outcome("denied", read(lay, state_rel), why="published meanwhile")
         return Outcome("taken-over" if current else "granted", record, previous=current, why=why, evidence=evidence)
@@ -295,7 +295,8 @@ def _set_aside(lay: state.Layout, path: Path, record: dict[str, Any], action: st
         "by": {"worktree": by.worktree, "branch": by.branch, "session": by.session, "host": by.host},
         "items": [{"original": str(path), "moved_to": path.name, "record": record}],
     }
-    fsio.write_atomic(evidence / "manifest.json", _encode(manifest))
+    assert lay.repo is not None
+    state.write(lay.repo, evidence / "manifest.json", _encode(manifest))
     return evidence
 
 

@@ -122,7 +122,7 @@ def _check(run: Run, args: argparse.Namespace) -> tuple[CheckResult, list[str]]:
     repo, config = run.repo(), run.config()
     fingerprint = fastpath.fingerprint(repo, config, args)
     if fingerprint is not None:
-        replayed = fastpath.replay(repo, fingerprint[0])
+        replayed = fastpath.replay(repo, args, fingerprint[0])
         if replayed is not None:
             return replayed, []
     from gates import check
@@ -131,7 +131,7 @@ def _check(run: Run, args: argparse.Namespace) -> tuple[CheckResult, list[str]]:
     fixed = _fix(run, config, gate_ids) if args.fix else []
     result = check.run(repo, config, gate_ids, [Path(f).absolute() for f in args.files], range_spec=args.range)
     if fingerprint is not None:
-        fastpath.store(repo, fingerprint[0], fingerprint[1], result)
+        fastpath.store(repo, args, fingerprint[0], fingerprint[1], result)
     return result, fixed
 
 

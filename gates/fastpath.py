@@ -141,18 +141,23 @@ def fingerprint(repo: Repo, config: Config, args: Any) -> tuple[str, float] | No
     return key, until
 
 
-def replay(repo: Repo, key: str) -> CheckResult | None:
-    entry = cache.get(repo, f"check-{key[:40]}")
+def _slot(repo: Repo, args: Any) -> str:
+    """One cache entry per worktree and arguments, overwritten by each full run: the folder never grows."""
+    return "check-" + cache.key(json.dumps([str(repo.toplevel), args.only, args.skip, args.files]).encode())[:32]
+
+
+def replay(repo: Repo, args: Any, key: str) -> CheckResult | None:
+    entry = cache.get(repo, _slot(repo, args))
     if not isinstance(entry, dict) or entry.get("key") != key or time.time() >= float(entry.get("until", 0)):
         return None
     findings = [Finding(*item) for item in entry["findings"]]
     return CheckResult(list(entry["gates"]), list(entry["files"]), findings)
 
 
-def store(repo: Repo, key: str, until: float, result: CheckResult) -> None:
+def store(repo: Repo, args: Any, key: str, until: float, result: CheckResult) -> None:
     if result.events:
         return  # a run that moved or flagged something is never replayed
-    cache.put(repo, f"check-{key[:40]}", {"key": key, "until": until, "gates": result.gates, "files": result.files,
+    cache.put(repo, _slot(repo, args), {"key": key, "until": until, "gates": result.gates, "files": result.files,
                                            "findings": [list(f) for f in result.findings]})
 
 

@@ -75,7 +75,7 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
                 record["count"] = int(record.get("count", 1)) + 1
                 record["last_seen"] = stamp(now)
                 record["head"] = repo.head
-                _write(path, record)
+                _write(repo, path, record)
                 return str(record["id"])
         flag_id = f"{now:%Y%m%dT%H%M%SZ}-{reason}-{os.urandom(4).hex()}"
         record = {
@@ -93,13 +93,13 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
             "exit_code": exit_code,
             "key": key,
         }
-        _write(directory / f"{flag_id}.json", record)
+        _write(repo, directory / f"{flag_id}.json", record)
     journal.append(repo, "flag-raised", {"id": flag_id, "reason": reason, "command": command}, now)
     return flag_id
 
 
-def _write(path: Path, record: dict[str, Any]) -> None:
-    fsio.write_atomic(path, (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape"))
+def _write(repo: Repo, path: Path, record: dict[str, Any]) -> None:
+    state.write(repo, path, (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape"))
 
 
 def _read(path: Path) -> dict[str, Any] | None:

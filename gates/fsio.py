@@ -45,7 +45,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def write_atomic(path: Path, data: bytes, *, exclusive: bool = False, reason: str = "io-error",
-                 executable: bool = False) -> bool:
+                 executable: bool = False, mode: int | None = None) -> bool:
     """Put `data` at `path` so that readers see the old or the new content, never a mix.
 
     With `exclusive`, the target must not exist: returns False (and writes nothing) when it does.
@@ -54,9 +54,10 @@ def write_atomic(path: Path, data: bytes, *, exclusive: bool = False, reason: st
     """
     directory = path.parent
     try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
+        mode = stat.S_IMODE(os.stat(path).st_mode)  # an existing file keeps its mode
     except FileNotFoundError:
-        mode = (0o777 if executable else 0o666) & ~umask()
+        if mode is None:
+            mode = (0o777 if executable else 0o666) & ~umask()
     except OSError as exc:
         raise _io_error("stat", path, exc, reason) from None
     step = "create temp file"
@@ -118,11 +119,11 @@ def _io_error(step: str, path: Path, exc: OSError, reason: str) -> GateError:
     return GateError(f"cannot write {path} ({step}): {detail}", code=CANNOT_RUN, reason=reason)
 
 
-def append_line(path: Path, data: bytes, *, reason: str) -> None:
+def append_line(path: Path, data: bytes, *, reason: str, mode: int | None = None) -> None:
     """Append one record with a single O_APPEND write, then fsync: concurrent appenders never interleave."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
     try:
-        fd = os.open(path, flags, 0o666 & ~umask())
+        fd = os.open(path, flags, mode if mode is not None else 0o666 & ~umask())
     except OSError as exc:
         raise _io_error("open for append", path, exc, reason) from None
     try:

@@ -50,8 +50,10 @@ def append(repo: Repo, action: str, details: dict[str, Any], now: datetime | Non
         }
         entry["hash"] = entry_hash(entry)
         line = ("\n" if torn else "") + json.dumps(entry, ensure_ascii=False) + "\n"
-        fsio.append_line(path, line.encode("utf-8", "surrogateescape"), reason="journal-broken")
-        fsio.write_atomic(head, (json.dumps({"seq": entry["seq"], "hash": entry["hash"]}) + "\n").encode())
+        modes = state.shared_modes(repo) if not path.exists() else None
+        fsio.append_line(path, line.encode("utf-8", "surrogateescape"), reason="journal-broken",
+                         mode=modes[0] if modes else None)
+        state.write(repo, head, (json.dumps({"seq": entry["seq"], "hash": entry["hash"]}) + "\n").encode())
     return entry
 
 

@@ -247,7 +247,7 @@ def _move_pinned(repo: Repo, lay: state.Layout, lock: Lock, pin: int, threshold:
         return _put_back(again, evidence_dir, target)
     fsio.fsync_dir(lock.path.parent)
     fsio.fsync_dir(target.parent)
-    _manifest(evidence_dir, again, target, content, when)
+    _manifest(repo, evidence_dir, again, target, content, when)
     journal.append(repo, "lock-quarantined", {"path": str(lock.path), "to": str(target), "reason": again.reason}, when)
     return Moved(again, evidence_dir, target)
 
@@ -270,7 +270,7 @@ def _put_back(lock: Lock, evidence_dir: Path, target: Path) -> Moved:
         return Moved(lock, evidence_dir, target, "replaced while being moved, and its place is taken: kept in lost+found")
 
 
-def _manifest(evidence_dir: Path, lock: Lock, target: Path, content: bytes, when: datetime) -> None:
+def _manifest(repo: Repo, evidence_dir: Path, lock: Lock, target: Path, content: bytes, when: datetime) -> None:
     manifest = {
         "version": 1,
         "kind": "git-lock",
@@ -287,7 +287,7 @@ def _manifest(evidence_dir: Path, lock: Lock, target: Path, content: bytes, when
             "evidence": lock.evidence,
         }],
     }
-    fsio.write_atomic(evidence_dir / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
+    state.write(repo, evidence_dir / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
 
 
 _EVIDENCE_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{12}$")
@@ -321,7 +321,7 @@ def restore(repo: Repo, evidence_id: str) -> list[str]:
             os.unlink(source)
             restored.append(str(original))
         manifest["action"] = "restored"
-        fsio.write_atomic(folder / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
+        state.write(repo, folder / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
     journal.append(repo, "lock-restored", {"quarantine": evidence_id, "paths": restored})
     return restored
 

@@ -57,6 +57,11 @@ def validate(schema: dict[str, Any], instance: Any, lines: dict[tuple[object, ..
 
 
 def _describe(error: Any, lines: dict[tuple[object, ...], int]) -> Iterable[tuple[int, str]]:
+    if error.validator in ("oneOf", "anyOf") and error.context:
+        # "not valid under any of the given schemas" helps nobody: say what the closest branch wanted.
+        specific = [e for e in error.context if e.validator != "type"] or list(error.context)
+        yield from _describe(specific[0], lines)
+        return
     path = tuple(error.absolute_path)
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
         allowed = set(error.schema.get("properties", {}))

@@ -16,8 +16,9 @@ from gates.git import Repo
 
 
 class Layout:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, repo: Repo | None = None) -> None:
         self.root = root
+        self.repo = repo
 
     @property
     def flags(self) -> Path:
@@ -58,7 +59,38 @@ def new_evidence_dir(lay: Layout, when: datetime) -> Path:
 
 
 def layout(repo: Repo) -> Layout:
-    return Layout(repo.common_dir / "gate")
+    return Layout(repo.common_dir / "gate", repo)
+
+
+def shared_modes(repo: Repo) -> tuple[int, int] | None:
+    """(file mode, directory mode) for new state files when core.sharedRepository asks for it, else None (umask)."""
+    if "shared" not in repo.memo:
+        proc = repo.git("config", "--get", "core.sharedRepository")
+        repo.memo["shared"] = _shared(proc.stdout.strip().lower()) if proc.returncode == 0 else None
+    value = repo.memo["shared"]
+    return value if value is None else (int(value[0]), int(value[1]))
+
+
+def _shared(value: str) -> tuple[int, int] | None:
+    from gates.fsio import umask
+
+    base = 0o666 & ~umask()
+    if value in ("true", "group", "1"):
+        return base | 0o060, 0o2770 | ((base & 0o004) and 0o005)
+    if value in ("all", "world", "everybody", "2"):
+        return base | 0o064, 0o2775
+    if value.startswith("0") and len(value) > 1 and all(c in "01234567" for c in value):
+        perms = int(value, 8) & 0o666
+        return perms, perms | ((perms & 0o444) >> 2) | 0o2000
+    return None
+
+
+def write(repo: Repo, path: Path, data: bytes, *, exclusive: bool = False, reason: str = "io-error") -> bool:
+    """The atomic writer, for files under the state dir: new ones follow core.sharedRepository."""
+    from gates import fsio
+
+    modes = shared_modes(repo) if not os.path.lexists(path) else None
+    return fsio.write_atomic(path, data, exclusive=exclusive, reason=reason, mode=modes[0] if modes else None)
 
 
 def ensure_dir(lay: Layout, path: Path) -> Path:
@@ -67,17 +99,20 @@ def ensure_dir(lay: Layout, path: Path) -> Path:
     current = lay.root
     for part in ("", *rel.parts):
         current = current / part if part else current
-        _ensure_one(current)
+        _ensure_one(current, lay.repo)
     return path
 
 
-def _ensure_one(path: Path) -> None:
+def _ensure_one(path: Path, repo: Repo | None = None) -> None:
     try:
+        created = not os.path.lexists(path)
         path.mkdir(exist_ok=True)
+        if created and repo is not None and (modes := shared_modes(repo)):
+            os.chmod(path, modes[1])
         info = os.lstat(path)
     except OSError as exc:
         raise GateError(f"cannot create state directory {path}: {exc.strerror}", reason="io-error") from None
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
         raise GateError(f"refusing state directory {path}: not a plain directory (a symlink?)", reason="state-unsafe")
-    if info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX:
+    if info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX and not (repo and shared_modes(repo)):
         raise GateError(f"refusing state directory {path}: writable by every user", reason="state-unsafe")
