@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -10,9 +11,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from gates.cli import main
 from gates.git import REPO_ENV_VARS
+
+# CI runs the same examples every time (a red run must be reproducible); local runs explore anew.
+settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
