@@ -63,6 +63,17 @@ class Run:
         """An event the next session must hear of even though the run succeeds (a claim broken, say)."""
         self.events.append((reason, message))
 
+    def deny(self, reason: str, message: str) -> int:
+        """A request refused: say why on stdout, flag it, exit 1."""
+        print(message)
+        self.fail(reason, message)
+        return VIOLATION
+
+    def announce(self, reason: str, message: str) -> None:
+        """Something the next session must hear of, said now and flagged."""
+        print(message)
+        self.notice(reason, message)
+
     def write_flags(self, code: int) -> int:
         pending = list(self.events)
         if code in (VIOLATION, CANNOT_RUN, INTERNAL):
@@ -82,6 +93,12 @@ class Run:
             except OSError as exc:
                 print(f"gate: could not write the {reason} flag: {exc}", file=sys.stderr)
         return code
+
+
+def _emit_json(document: object) -> None:
+    import json
+
+    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
 
 def _ids(text: str) -> list[str]:
@@ -165,11 +182,10 @@ def _fix(run: Run, config: Config, gate_ids: list[str]) -> list[str]:
 
 
 def cmd_config(args: argparse.Namespace, run: Run) -> int:
-    import json
 
     config = run.config()
     if args.format == "json":
-        sys.stdout.write(json.dumps(dict(config), indent=2) + "\n")
+        _emit_json(dict(config))
         return OK
     from ruamel.yaml import YAML
 
@@ -188,7 +204,6 @@ def cmd_schema(args: argparse.Namespace, run: Run) -> int:
 
 
 def cmd_flags(args: argparse.Namespace, run: Run) -> int:
-    import json
 
     from gates import flags
 
@@ -198,7 +213,7 @@ def cmd_flags(args: argparse.Namespace, run: Run) -> int:
         return OK
     pending = flags.pending(run.repo())
     if args.format == "json":
-        sys.stdout.write(json.dumps({"version": 1, "flags": pending}, indent=2, ensure_ascii=False) + "\n")
+        _emit_json({"version": 1, "flags": pending})
         return OK
     if not pending:
         print("no unacknowledged flags")
@@ -251,15 +266,12 @@ def cmd_claim(args: argparse.Namespace, run: Run) -> int:
     if outcome.kind == "denied":
         message = (f"denied: {state_rel} is claimed by {claims.describe(outcome.record)} — the first mover wins: "
                    "fold your update into a later session")
-        print(message)
-        run.fail("claim-denied", message)
-        return VIOLATION
+        return run.deny("claim-denied", message)
     if outcome.kind == "taken-over":
         assert outcome.previous is not None
         message = (f"took over the claim on {state_rel}: the previous claim by {claims.describe(outcome.previous)} was "
                    f"abandoned ({outcome.why}); its record is kept in {outcome.evidence}")
-        print(message)
-        run.notice("claim-taken-over", message)
+        run.announce("claim-taken-over", message)
     verb = {"renewed": "renewed", "granted": "claimed", "taken-over": "claimed"}[outcome.kind]
     print(f"{verb} {state_rel} for {claims.describe(outcome.record)}")
     return OK
@@ -275,35 +287,29 @@ def cmd_release(args: argparse.Namespace, run: Run) -> int:
     outcome = claims.release(repo, state_rel, holder, now, force_reason=reason)
     if outcome.kind == "none":
         message = f"not released: nobody holds a claim on {state_rel}"
-        print(message)
-        run.fail("release-denied", message)
-        return VIOLATION
+        return run.deny("release-denied", message)
     assert outcome.record is not None
     holder_text = claims.describe(outcome.record)
     if outcome.kind == "not-holder":
         message = (f"not released: this worktree does not hold the claim on {state_rel}; {holder_text} does — "
                    "`gate release --force --reason TEXT` breaks it if that session is gone")
-        print(message)
-        run.fail("release-denied", message)
-        return VIOLATION
+        return run.deny("release-denied", message)
     if outcome.kind == "broken":
         message = (f"broke the claim on {state_rel} by {holder_text}: {outcome.why!r}; its record is kept in "
                    f"{outcome.evidence}")
-        print(message)
-        run.notice("claim-broken", message)
+        run.announce("claim-broken", message)
         return OK
     print(f"released {state_rel} (record kept in {outcome.evidence})")
     return OK
 
 
 def cmd_claims(args: argparse.Namespace, run: Run) -> int:
-    import json
 
     from gates import claims
 
     listed = claims.list_all(run.repo(), _now())
     if args.format == "json":
-        sys.stdout.write(json.dumps({"version": 1, "claims": listed}, indent=2, ensure_ascii=False) + "\n")
+        _emit_json({"version": 1, "claims": listed})
         return OK
     if not listed:
         print("no claims")
@@ -315,7 +321,6 @@ def cmd_claims(args: argparse.Namespace, run: Run) -> int:
 
 
 def cmd_locks(args: argparse.Namespace, run: Run) -> int:
-    import json
 
     from gates import locks, state
     from gates.config import parse_duration
@@ -335,7 +340,7 @@ def cmd_locks(args: argparse.Namespace, run: Run) -> int:
         document = {"version": 1, "locks": [lock.to_json() for lock in found],
                     "moved": [{"path": str(m.lock.path), "to": str(m.target) if m.target else None,
                                "problem": m.problem} for m in moves]}
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        _emit_json(document)
     else:
         if not found:
             print("no lock files")
@@ -377,10 +382,9 @@ def cmd_brief(args: argparse.Namespace, run: Run) -> int:
     header = f"# Session brief: {repo.toplevel} (branch {repo.branch() or 'detached'}, HEAD {(repo.head or 'none')[:12]})"
     full = brief.render(parts, header)
     if args.format == "json":
-        import json
 
         document = {"version": 1, "sections": [{"title": p.title, "text": p.body} for p in parts], "text": full}
-        sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        _emit_json(document)
     elif args.format == "claude":
         where = _save_brief(brief, repo, full)
         pointer = f"the full brief is in {where} (or run `gate brief`)"
@@ -415,9 +419,7 @@ def cmd_journal(args: argparse.Namespace, run: Run) -> int:
         verdict = journal.verify(repo)
         if not verdict.ok:
             message = f"journal broken: {verdict.problem}"
-            print(message)
-            run.fail("journal-broken", message)
-            return VIOLATION
+            return run.deny("journal-broken", message)
         print(f"journal intact: {verdict.entries} entries, each chained to the one before")
         return OK
     rows, _ = journal.read_all(repo)
