@@ -62,14 +62,17 @@ def test_a_replayed_failure_still_raises_its_flag(repo: Path) -> None:
 
 
 def test_every_input_change_is_seen(repo: Path) -> None:
-    assert run_gate(repo, "check").returncode == 0
     (repo / "ARCHIVE.md").write_text("# Archive\n")
     git(repo, "add", "ARCHIVE.md")
     git(repo, "commit", "-q", "-m", "archive")
+    for _ in range(2):  # the second run is replayed
+        assert run_gate(repo, "check", "--only", "append-only").returncode == 0
     (repo / "ARCHIVE.md").write_text("# Rewritten\n")
     git(repo, "add", "ARCHIVE.md")  # only the index changes: the replay must not hide it
-    proc = run_gate(repo, "check", "--only", "append-only")
-    assert proc.returncode == 1
+    assert run_gate(repo, "check", "--only", "append-only").returncode == 1
+    git(repo, "reset", "-q", "ARCHIVE.md")
+    assert run_gate(repo, "check", "--only", "append-only").returncode == 0
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text() + "- [x] done\n")  # a work-tree change
+    assert run_gate(repo, "check", "--only", "handoff-no-checked-items").returncode == 1
     (repo / ".git" / "index.lock").write_text("")
-    locked = run_gate(repo, "check", "--only", "append-only")
-    assert locked.returncode == 1  # a lock file forces the full path, which still judges the same
+    assert run_gate(repo, "check", "--only", "handoff-no-checked-items").returncode == 1  # full path, same verdict
