@@ -415,6 +415,14 @@ def cmd_journal(args: argparse.Namespace, run: Run) -> int:
     from gates import journal
 
     repo = run.repo()
+    if args.repair:
+        repaired = journal.repair(repo, _now())
+        if repaired is None:
+            print("journal intact: nothing to repair")
+            return OK
+        run.announce("journal-broken", f"journal restarted: the broken one is kept in {repaired[0]}; the new chain's "
+                     "first entry names it")
+        return OK
     if args.verify:
         verdict = journal.verify(repo)
         if not verdict.ok:
@@ -584,7 +592,10 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     stamp.add_argument("--expect", metavar="SHA256", help="refuse unless the file still has this content hash")
 
     journal = add("journal", cmd_journal, "print the audit journal of every action the gate took")
-    journal.add_argument("--verify", action="store_true", help="check the hash chain; exit 1 at the first bad entry")
+    journal_actions = journal.add_mutually_exclusive_group()
+    journal_actions.add_argument("--verify", action="store_true", help="check the hash chain; exit 1 at the first bad entry")
+    journal_actions.add_argument("--repair", action="store_true",
+                                 help="move a broken journal into lost+found and start a new chain that names it")
     journal.add_argument("--format", choices=("text", "json"), default="text")
 
     add("archive", cmd_archive, "move every checked item (with its children) to the archive")

@@ -132,3 +132,22 @@ def verify(repo: Repo) -> Verdict:
     if head is not None and head["seq"] == seq and head.get("hash") != prev:
         return Verdict(False, seq, f"the last entry {seq} is not the one journal.head recorded", len(rows))
     return Verdict(True, seq)
+
+
+def repair(repo: Repo, now: datetime | None = None) -> tuple[Path, dict[str, Any]] | None:
+    """A broken journal moves, with its head, into lost+found; a new chain starts by naming it. None: intact."""
+    verdict = verify(repo)
+    if verdict.ok:
+        return None
+    lay, path, head = _paths(repo)
+    when = now or datetime.now(timezone.utc)
+    with fsio.locked(lay.root):
+        evidence = state.new_evidence_dir(lay, when)
+        for name in (path, head):
+            if name.exists():
+                os.rename(name, evidence / name.name)
+        fsio.fsync_dir(lay.root)
+        fsio.fsync_dir(evidence)
+    entry = append(repo, "journal-restarted", {"problem": verdict.problem, "whole_entries": verdict.entries,
+                                               "evidence": str(evidence)}, when)
+    return evidence, entry

@@ -91,6 +91,22 @@ def test_a_torn_last_line_is_detected_and_appends_go_on(repo: Path) -> None:
     assert after[0]["prev"] == json.loads(_journal(repo).read_text().splitlines()[3])["hash"]
 
 
+def test_repair_keeps_the_broken_journal_and_starts_a_chain_that_names_it(repo: Path) -> None:
+    assert run_gate(repo, "journal", "--repair").stdout == "journal intact: nothing to repair\n"
+    _some_actions(repo)
+    data = _journal(repo).read_bytes()
+    _journal(repo).write_bytes(data[:-20])
+    proc = run_gate(repo, "journal", "--repair")
+    assert proc.returncode == 0 and proc.stdout.startswith("journal restarted: the broken one is kept in ")
+    [evidence] = [p for p in (repo / ".git" / "gate" / "lost+found").iterdir() if p.is_dir()]
+    assert (evidence / "journal.jsonl").read_bytes() == data[:-20]
+    assert (evidence / "journal.head").is_file()
+    first = json.loads(_journal(repo).read_text().splitlines()[0])
+    assert first["action"] == "journal-restarted" and first["details"]["evidence"] == str(evidence)
+    assert first["details"]["problem"] == "line 5 is not a journal entry (edited, or torn by a crash)"
+    assert run_gate(repo, "journal", "--verify").returncode == 0
+
+
 APPENDER = """
 import sys
 from pathlib import Path
