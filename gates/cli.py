@@ -204,7 +204,6 @@ def cmd_schema(args: argparse.Namespace, run: Run) -> int:
 
 
 def cmd_flags(args: argparse.Namespace, run: Run) -> int:
-
     from gates import flags
 
     if args.ack or args.ack_all:
@@ -304,7 +303,6 @@ def cmd_release(args: argparse.Namespace, run: Run) -> int:
 
 
 def cmd_claims(args: argparse.Namespace, run: Run) -> int:
-
     from gates import claims
 
     listed = claims.list_all(run.repo(), _now())
@@ -321,7 +319,6 @@ def cmd_claims(args: argparse.Namespace, run: Run) -> int:
 
 
 def cmd_locks(args: argparse.Namespace, run: Run) -> int:
-
     from gates import locks, state
     from gates.config import parse_duration
 

@@ -137,7 +137,7 @@ def _journal(repo: Repo) -> list[Check]:
     verdict = journal.verify(repo)
     if verdict.ok:
         return [Check(OK, f"journal intact ({verdict.entries} entries)")]
-    return [Check(FIX, f"journal broken: {verdict.problem}")]
+    return [Check(FIX, f"journal broken: {verdict.problem} — `gate journal --repair` keeps it and starts anew")]
 
 
 def _flags(repo: Repo) -> list[Check]:

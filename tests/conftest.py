@@ -123,3 +123,11 @@ def flag_records(common_dir: Path, sub: str = "") -> list[dict[str, object]]:
     for record in records:
         assert schemas.validate(schemas.load("flag"), record, {}) == [], record
     return records
+
+
+def run_processes(tmp_path: Path, script: str, argvs: list[list[str]], timeout: float) -> list[int]:
+    """Run `script` in one process per argv, all at once; their exit codes, in order."""
+    path = tmp_path / "concurrent.py"
+    path.write_text(script)
+    procs = [subprocess.Popen([sys.executable, str(path), *argv]) for argv in argvs]
+    return [proc.wait(timeout=timeout) for proc in procs]

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import GATE_BIN, call_gate, commit_all, flag_records, git, handoff_text, run_gate
+from conftest import GATE_BIN, call_gate, commit_all, flag_records, git, handoff_text, run_gate, run_processes
 
 from gates import fsio
 
@@ -202,10 +201,7 @@ for i in range(125):
 
 @pytest.mark.slow
 def test_a_thousand_records_created_concurrently_never_collide_and_render(repo: Path, tmp_path: Path) -> None:
-    script = tmp_path / "creator.py"
-    script.write_text(CREATOR)
-    procs = [subprocess.Popen([sys.executable, str(script), str(repo), str(n)]) for n in range(8)]
-    assert [p.wait(timeout=300) for p in procs] == [0] * 8
+    assert run_processes(tmp_path, CREATOR, [[str(repo), str(n)] for n in range(8)], timeout=300) == [0] * 8
     files = list((repo / "decisions").glob("*.md"))
     assert len(files) == 1000
     assert len({f.read_text().splitlines()[1] for f in files}) == 1000

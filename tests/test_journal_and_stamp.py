@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import flag_records, git, handoff_text, run_gate
+from conftest import flag_records, git, handoff_text, run_gate, run_processes
 
 from gates import journal
 from gates.git import discover
@@ -120,10 +118,7 @@ for i in range(25):
 
 @pytest.mark.slow
 def test_sixteen_concurrent_appenders_leave_a_chain_that_verifies(repo: Path, tmp_path: Path) -> None:
-    script = tmp_path / "appender.py"
-    script.write_text(APPENDER)
-    procs = [subprocess.Popen([sys.executable, str(script), str(repo), str(n)]) for n in range(16)]
-    assert [p.wait(timeout=120) for p in procs] == [0] * 16
+    assert run_processes(tmp_path, APPENDER, [[str(repo), str(n)] for n in range(16)], timeout=120) == [0] * 16
     verdict = journal.verify(discover(repo, {}))
     assert verdict.ok and verdict.entries == 16 * 25, verdict
 
