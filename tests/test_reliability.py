@@ -184,6 +184,18 @@ def test_a_failing_stamp_exits_3_with_a_flag_naming_the_step(repo: Path, capsys:
     assert run_gate(repo, "stamp").returncode == 0
 
 
+def test_a_failed_write_is_flagged_with_its_step(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    before = (repo / "HANDOFF.md").read_bytes()
+    Faults(monkeypatch).fail("fsync", errno.ENOSPC)  # only the first fsync: the hand-over's own write
+    code, _, err = call_gate(repo, "stamp", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 3 and "could not write" not in err
+    assert (repo / "HANDOFF.md").read_bytes() == before
+    [flag] = flag_records(repo / ".git")
+    assert flag["reason"] == "io-error" and flag["exit_code"] == 3
+    assert flag["message"].endswith("HANDOFF.md (fsync): No space left on device")
+
+
 def test_a_crashed_writers_temp_file_is_ignored_and_kept(repo: Path) -> None:
     leftover = repo / ".git" / "gate" / "flags" / ".tmp-20261130T000000Z-io-error-00000000.json-abc"
     leftover.parent.mkdir(parents=True)
