@@ -166,8 +166,3 @@ def _check_durations(config: Config, lines: dict[tuple[object, ...], int], shown
                 parse_duration(value, f"{section}.{key}")
             except GateError as exc:
                 raise _bad(exc.message, shown, lines.get((section, key))) from None
-
-
-def repo_file(repo: Repo, relative: str) -> Path:
-    """A configured path inside the work tree; the schema already refused absolute and `..` paths."""
-    return repo.toplevel / relative
