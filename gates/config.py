@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import re
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 from gates import dataio, fsio, schemas
