@@ -60,14 +60,7 @@ def _block(source_lines: list[str], moves: list[Move], head: str | None, now: da
 
 
 def archive(repo: Repo, config: Config, now: datetime) -> list[Move]:
-    cfg = config.section("handoff")
-    path = repo.toplevel / cfg["path"]
-    shown = repo.relpath(path)
-    data = fsio.read_bytes_capped(path, cfg["max_bytes"], shown)
-    if isinstance(data, int):
-        raise GateError(f"{shown} is {data:,} bytes, over handoff.max_bytes: not archived", reason="input-unreadable",
-                        path=shown)
-    source = handoff.Source.decode(data, shown)
+    path, shown, _, source = handoff.read_for_rewrite(repo, config, "archived")
     moves = plan(handoff.parse(source.lines, shown))
     if not moves:
         return []

@@ -9,6 +9,7 @@ session-start hook must never wedge a session.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,6 +18,7 @@ from typing import Callable
 from gates import claims, flags, handoff, locks, state
 from gates.check import load_handoff
 from gates.config import Config, parse_duration
+from gates.context import Loaded
 from gates.errors import GateError
 from gates.git import Repo
 from gates.handoff_fresh import relation
@@ -44,11 +46,13 @@ def _guard(title: str, build: Callable[[], str]) -> Section:
 
 
 def sections(repo: Repo, config: Config, now: datetime) -> list[Section]:
+    # Read the hand-over file once for the two sections that need it (a failure is simply read again).
+    handoff_file = functools.cache(lambda: load_handoff(repo, config, repo.toplevel / config.section("handoff")["path"]))
     return [
         _guard("1. Flags", lambda: _flags(repo)),
-        _guard("2. Tripwire: does the hand-over agree with git?", lambda: _tripwire(repo, config)),
+        _guard("2. Tripwire: does the hand-over agree with git?", lambda: _tripwire(repo, config, handoff_file())),
         _guard("3. Claim and locks", lambda: _claim_and_locks(repo, config, now)),
-        _guard("4. Hand-over", lambda: _handoff(repo, config, now)),
+        _guard("4. Hand-over", lambda: _handoff(handoff_file(), config, now)),
         Section("5. Read the rest", _rest(config)),
     ]
 
@@ -67,9 +71,8 @@ def _flags(repo: Repo) -> str:
     return "\n".join(out)
 
 
-def _meta(repo: Repo, config: Config) -> tuple[str | None, str | None]:
+def _meta(loaded: Loaded, config: Config) -> tuple[str | None, str | None]:
     cfg = config.section("handoff")
-    loaded = load_handoff(repo, config, repo.toplevel / cfg["path"])
     if loaded.doc is None:
         return None, None
     ref = loaded.doc.meta_value(cfg["meta_section"], "ref")
@@ -77,8 +80,8 @@ def _meta(repo: Repo, config: Config) -> tuple[str | None, str | None]:
     return (ref.value if ref else None), (updated.value if updated else None)
 
 
-def _tripwire(repo: Repo, config: Config) -> str:
-    ref, updated = _meta(repo, config)
+def _tripwire(repo: Repo, config: Config, loaded: Loaded) -> str:
+    ref, updated = _meta(loaded, config)
     log = repo.log_oneline(3) if repo.head else []
     lines = ["git log --oneline -3:"] + [f"  {line}" for line in log or ["(no commits yet)"]]
     lines.append(f"Meta ref: {ref or '(none)'}   updated: {updated or '(none)'}")
@@ -112,9 +115,8 @@ def _claim_and_locks(repo: Repo, config: Config, now: datetime) -> str:
     return "\n".join(out)
 
 
-def _handoff(repo: Repo, config: Config, now: datetime) -> str:
+def _handoff(loaded: Loaded, config: Config, now: datetime) -> str:
     cfg = config.section("handoff")
-    loaded = load_handoff(repo, config, repo.toplevel / cfg["path"])
     if loaded.doc is None:
         return f"{loaded.shown} is over its size cap and was not read."
     doc = loaded.doc

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timezone
 from pathlib import Path
 
-from gates import changes, fsio, handoff
+from gates import changes, handoff
 from gates.config import Config
 from gates.context import Context, Loaded
 from gates.errors import USAGE, GateError
@@ -26,14 +25,10 @@ def select(config: Config, only: list[str], skip: list[str]) -> list[str]:
 
 
 def load_handoff(repo: Repo, config: Config, path: Path) -> Loaded:
-    shown = repo.relpath(path)
-    if not os.path.lexists(path):
-        raise GateError("file not found — create it with `gate init`", reason="input-unreadable", path=shown)
-    data = fsio.read_bytes_capped(path, config.section("handoff")["max_bytes"], shown)
+    _, shown, data = handoff.read(repo, config, path)
     if isinstance(data, int):
         return Loaded(shown, data, None)
-    lines = fsio.split_lines(fsio.decode_text(data, shown))
-    return Loaded(shown, len(data), handoff.parse(lines, shown))
+    return Loaded(shown, len(data), handoff.parse(handoff.Source.decode(data, shown).lines, shown))
 
 
 def run(repo: Repo, config: Config, gate_ids: list[str], files: list[Path], now: datetime | None = None,

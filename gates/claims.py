@@ -31,8 +31,6 @@ from gates.git import Repo
 MAX_RECORD_BYTES = 64 * 1024
 MAX_NOTE_CHARS = 500
 _SESSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}$")
-# C0/C1 controls, and the bidi and zero-width controls that make text read differently than it is.
-_UNSAFE_TEXT = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 
 
 def _usage(message: str) -> GateError:
@@ -50,7 +48,7 @@ def check_session(session: str | None) -> str | None:
 def check_note(note: str | None) -> str | None:
     if note is None:
         return None
-    if _UNSAFE_TEXT.search(note):
+    if dataio.unsafe_text(note):
         raise _usage("note refused: it holds control, NUL or bidi characters")
     if len(note) > MAX_NOTE_CHARS:
         raise _usage(f"note refused: {len(note)} characters, at most {MAX_NOTE_CHARS}")

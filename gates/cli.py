@@ -40,6 +40,7 @@ class Run:
     def __init__(self, argv: list[str]) -> None:
         self.command = shlex.join(["gate", *argv])
         self._repo: Repo | None = None
+        self._config: Config | None = None
         self.reasons: list[tuple[str, str]] = []
         self.events: list[tuple[str, str]] = []
 
@@ -51,9 +52,11 @@ class Run:
         return self._repo
 
     def config(self) -> Config:
-        from gates import config
+        if self._config is None:
+            from gates import config
 
-        return config.load(self.repo())
+            self._config = config.load(self.repo())
+        return self._config
 
     def fail(self, reason: str, message: str) -> None:
         """A reason this run failed: flagged when it ends with exit 1, 3 or 4."""

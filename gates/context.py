@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from gates.changes import Change
 from gates.config import Config
@@ -29,6 +30,15 @@ class Context:
     changes: list[Change] = field(default_factory=list)  # what the change-judging gates judge
     range_spec: str | None = None  # set under `gate check --range`: changes are those commits
     events: list[tuple[str, str]] = field(default_factory=list)  # (flag reason, message) to flag even on success
+    _records: tuple[list[Any], list[tuple[str, int, str]]] | None = field(default=None, repr=False)
+
+    def records(self) -> tuple[list[Any], list[tuple[str, int, str]]]:
+        """The records of the work tree, read once per check for every gate that needs them."""
+        if self._records is None:
+            from gates import records
+
+            self._records = records.load_all(self.repo, self.config)
+        return self._records
 
     def staged(self, path: str) -> bool:
         """Whether the commit being made changes `path` (never true under --range: history has no index)."""

@@ -99,20 +99,39 @@ def _framework_hooks(repo: Repo) -> set[str]:
 
 def _claude(repo: Repo) -> list[Check]:
     folder = repo.toplevel / ".claude"
-    commands = []
+    commands, broken = [], []
     for name in ("settings.json", "settings.local.json"):
-        try:
-            settings = json.loads((folder / name).read_text())
-        except (OSError, ValueError):
+        path = folder / name
+        if not path.is_file():
             continue
-        for entry in (settings.get("hooks") or {}).get("SessionStart") or []:
-            commands += [h.get("command", "") for h in entry.get("hooks") or [] if isinstance(h, dict)]
+        try:
+            settings = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            broken.append(Check(FIX, f".claude/{name} cannot be read as JSON ({exc}): Claude Code ignores it too"))
+            continue
+        if not isinstance(settings, dict):
+            broken.append(Check(FIX, f".claude/{name} is not a JSON object"))
+            continue
+        commands += _session_start_commands(settings)
     if any("gate brief" in command for command in commands):
-        return [Check(OK, "Claude Code runs `gate brief` at session start")]
+        return [*broken, Check(OK, "Claude Code runs `gate brief` at session start")]
     if folder.is_dir():
-        return [Check(FIX, "Claude Code is set up here (.claude/) but no SessionStart hook runs "
-                           "`gate brief --format claude` (see the README, Wiring it into an agent)")]
+        return [*broken, Check(FIX, "Claude Code is set up here (.claude/) but no SessionStart hook runs "
+                                    "`gate brief --format claude` (see the README, Wiring it into an agent)")]
     return [Check(WARN, "no Claude Code settings: wire `gate brief` into your agent's session start")]
+
+
+def _session_start_commands(settings: dict[str, object]) -> list[str]:
+    """The commands of SessionStart hooks; any other shape (hand-edited settings) contributes none."""
+    hooks = settings.get("hooks")
+    entries = hooks.get("SessionStart") if isinstance(hooks, dict) else None
+    found = []
+    for entry in entries if isinstance(entries, list) else []:
+        inner = entry.get("hooks") if isinstance(entry, dict) else None
+        for hook in inner if isinstance(inner, list) else []:
+            if isinstance(hook, dict) and isinstance(hook.get("command"), str):
+                found.append(hook["command"])
+    return found
 
 
 def _locks(repo: Repo) -> list[Check]:

@@ -49,7 +49,7 @@ def _env(base: Mapping[str, str], pinned: bool) -> dict[str, str]:
     return env
 
 
-def _run(args: list[str], cwd: Path, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+def _run(args: list[str], cwd: Path, env: Mapping[str, str]) -> subprocess.CompletedProcess[bytes]:
     try:
         return subprocess.run(
             [*_SAFE_ARGS, *args],
@@ -57,15 +57,19 @@ def _run(args: list[str], cwd: Path, env: Mapping[str, str]) -> subprocess.Compl
             env=dict(env),
             stdin=subprocess.DEVNULL,
             capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="surrogateescape",
         )
     except FileNotFoundError:
         what = f"no such directory: {cwd}" if not cwd.is_dir() else "git is not on PATH"
         raise GateError(f"cannot run git: {what}", reason="io-error") from None
     except OSError as exc:
         raise GateError(f"cannot run git in {cwd}: {exc.strerror}", reason="io-error") from None
+
+
+def _text(proc: subprocess.CompletedProcess[bytes]) -> subprocess.CompletedProcess[str]:
+    def decode(data: bytes) -> str:
+        return data.decode("utf-8", "surrogateescape")
+
+    return subprocess.CompletedProcess(proc.args, proc.returncode, decode(proc.stdout), decode(proc.stderr))
 
 
 class Repo:
@@ -81,7 +85,7 @@ class Repo:
         self.memo: dict[str, Any] = {}  # answers git gave this run
 
     def git(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return _run(list(args), self.toplevel, self.env)
+        return _text(_run(list(args), self.toplevel, self.env))
 
     def recent(self) -> list[str]:
         """HEAD's last first-parent commits (newest first): one git call answers most questions about a Meta ref."""
@@ -133,16 +137,9 @@ class Repo:
         proc = self.git("log", "--no-decorate", f"--max-count={count}", "--format=%h %s", "HEAD", "--")
         return proc.stdout.splitlines() if proc.returncode == 0 else []
 
-    def git_bytes(self, *args: str) -> subprocess.CompletedProcess[bytes]:
-        try:
-            return subprocess.run([*_SAFE_ARGS, *args], cwd=self.toplevel, env=dict(self.env),
-                                  stdin=subprocess.DEVNULL, capture_output=True)
-        except OSError as exc:
-            raise GateError(f"cannot run git: {exc.strerror}", reason="io-error") from None
-
     def index_blob(self, path: str) -> bytes | None:
         """The staged content of `path` (the index, or GIT_INDEX_FILE in a hook), or None when it is not staged."""
-        proc = self.git_bytes("cat-file", "blob", f":{path}")
+        proc = _run(["cat-file", "blob", f":{path}"], self.toplevel, self.env)
         return proc.stdout if proc.returncode == 0 else None
 
     def changed(self, old: str | None, new: str | None, pathspecs: list[str]) -> list[tuple[str, str]]:
@@ -198,11 +195,11 @@ def discover(cwd: Path | None = None, environ: Mapping[str, str] | None = None) 
     else:
         where = Path.cwd() if cwd is None else cwd
     env = _env(environ, pinned=bool(pinned_root))
-    proc = _run(
+    proc = _text(_run(
         ["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--verify", "--quiet", "HEAD"],
         where,
         env,
-    )
+    ))
     lines = proc.stdout.splitlines()
     if proc.returncode not in (0, 1) or len(lines) < 3:
         detail = (proc.stderr.strip().splitlines() or ["git rev-parse failed"])[-1]

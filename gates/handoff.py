@@ -9,7 +9,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gates.config import Config
+    from gates.git import Repo
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _ITEM = re.compile(r"^([ \t]*)([-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$")
@@ -304,3 +309,29 @@ def parse(lines: list[str], path: str) -> Document:
         parser.feed(number, raw)
     parser.finish()
     return doc
+
+
+def read(repo: Repo, config: Config, path: Path | None = None) -> tuple[Path, str, bytes | int]:
+    """The hand-over file (the configured one unless `path`) as (path, shown, bytes), or its size in place of
+    the bytes when it is over handoff.max_bytes: it is then never read. A missing file is refused."""
+    import os
+
+    from gates import fsio
+    from gates.errors import GateError
+
+    path = path if path is not None else repo.toplevel / config.section("handoff")["path"]
+    shown = repo.relpath(path)
+    if not os.path.lexists(path):
+        raise GateError("file not found — create it with `gate init`", reason="input-unreadable", path=shown)
+    return path, shown, fsio.read_bytes_capped(path, config.section("handoff")["max_bytes"], shown)
+
+
+def read_for_rewrite(repo: Repo, config: Config, verb: str) -> tuple[Path, str, bytes, Source]:
+    """The configured hand-over file for a command that rewrites it; one over its size cap is refused."""
+    from gates.errors import GateError
+
+    path, shown, data = read(repo, config)
+    if isinstance(data, int):
+        raise GateError(f"{data:,} bytes, over handoff.max_bytes ({config.section('handoff')['max_bytes']:,}): "
+                        f"not {verb}", reason="input-unreadable", path=shown)
+    return path, shown, data, Source.decode(data, shown)

@@ -28,7 +28,7 @@ def check(ctx: Context) -> list[Finding]:
                 findings.append(Finding(loaded.shown, line, ID, f"table '{region.name}' has no '<!-- /gate:table -->' end"))
                 continue
             if found is None:
-                found = records.load_all(ctx.repo, ctx.config)[0]
+                found = ctx.records()[0]
             want = tables.table(region.name, found)
             if want is None:
                 findings.append(Finding(loaded.shown, line, ID, f"unknown table '{region.name}' "

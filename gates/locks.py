@@ -69,8 +69,8 @@ def find(repo: Repo, deep: bool) -> list[Lock]:
     for directory in _admin_dirs(repo):
         try:
             names = sorted(os.listdir(directory))
-        except OSError:
-            continue
+        except OSError as exc:  # a git dir we cannot list may hide the very lock that wedges git
+            raise GateError(f"cannot look for git lock files in {directory}: {exc.strerror}", reason="io-error") from None
         found += [_lock(repo, directory / name) for name in names if name.endswith(".lock")]
     refs = repo.common_dir / "refs"
     if deep and refs.is_dir() and not refs.is_symlink():
@@ -108,8 +108,11 @@ def judge(repo: Repo, locks: list[Lock], threshold: float, fs_now: float) -> Non
         return
     from gates import procscan
 
-    roots = _repo_roots(repo)
+    roots, doubts = _repo_roots(repo)
     found = procscan.scan({lock.ident for lock in aged}, roots)
+    if doubts:  # a worktree we cannot locate could have a git process working in it
+        found.complete = False
+        found.doubts += doubts
     for lock in aged:
         _verdict(lock, found, locks)
 
@@ -147,18 +150,20 @@ def _eligible(lock: Lock) -> bool:
     return True
 
 
-def _repo_roots(repo: Repo) -> list[str]:
-    """The repository's directories a git process could be working in: work trees and git dirs."""
+def _repo_roots(repo: Repo) -> tuple[list[str], list[str]]:
+    """The directories a git process of this repository could work in, and why any could not be found."""
     roots = {str(repo.toplevel), str(repo.common_dir)}
+    doubts = []
     for admin in _admin_dirs(repo)[1:]:
         roots.add(str(admin))
         try:
             gitfile = (admin / "gitdir").read_text(errors="replace").strip()
-        except OSError:
+        except OSError as exc:
+            doubts.append(f"the work tree of {admin} cannot be located ({exc.strerror})")
             continue
         if gitfile:
             roots.add(os.path.realpath(os.path.dirname(gitfile)))
-    return sorted(roots)
+    return sorted(roots), doubts
 
 
 def _verdict(lock: Lock, found: Any, locks: list[Lock]) -> None:

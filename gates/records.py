@@ -126,8 +126,9 @@ def slug(title: str) -> str:
 
 def new(repo: Repo, config: Config, title: str, now: datetime) -> Path:
     title = " ".join(title.split())
-    if not title or len(title) > 200 or any(ord(c) < 32 for c in title):
-        raise GateError("a record title is 1-200 characters of plain text", code=USAGE, reason="usage")
+    if not title or len(title) > 200 or dataio.unsafe_text(title):
+        raise GateError("a record title is 1-200 characters of plain text (no control, NUL or bidi characters)",
+                        code=USAGE, reason="usage")
     directory, _ = folder(repo, config)
     directory.mkdir(parents=True, exist_ok=True)
     prefix = config.section("records")["prefix"]

@@ -24,7 +24,7 @@ def check(ctx: Context) -> list[Finding]:
     findings: list[Finding] = []
     for change in ctx.changes:
         findings.extend(_judge_change(change, relative, validate=ctx.range_spec is not None))
-    found, broken = records.load_all(ctx.repo, ctx.config)
+    found, broken = ctx.records()
     findings += [Finding(shown, line, ID, f"not a record: {message}") for shown, line, message in broken]
     for record in found:
         findings += [Finding(record.shown, line, ID, message) for line, message in records.problems(record)]

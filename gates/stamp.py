@@ -30,26 +30,21 @@ def _denied(message: str) -> GateError:
 def stamp(repo: Repo, config: Config, now: datetime, expect: str | None) -> tuple[str, str]:
     """Rewrite the Meta block; returns (path shown, sha256 of the new content)."""
     cfg = config.section("handoff")
-    path = repo.toplevel / cfg["path"]
-    shown = repo.relpath(path)
-    data = fsio.read_bytes_capped(path, cfg["max_bytes"], shown)
-    if isinstance(data, int):
-        raise _denied(f"{shown} is {data:,} bytes, over handoff.max_bytes: not stamped")
+    path, shown, data, source = handoff.read_for_rewrite(repo, config, "stamped")
     if expect is not None and content_hash(data) != expect.lower():
         raise _denied(f"{shown} changed since it was read (sha256 {content_hash(data)}, expected {expect}): "
                       "read it again, fold your update in, then stamp")
     if repo.head is None:
         raise _denied("this branch has no commit yet: there is no HEAD to stamp")
-    new = _rewrite(data, shown, cfg["meta_section"], {"ref": repo.head, "updated": now.strftime("%Y-%m-%dT%H:%M:%SZ")})
+    new = _rewrite(source, shown, cfg["meta_section"], {"ref": repo.head, "updated": now.strftime("%Y-%m-%dT%H:%M:%SZ")})
     fsio.write_atomic(path, new)
     digest = content_hash(new)
     journal.append(repo, "stamp", {"path": shown, "ref": repo.head, "sha256": digest}, now)
     return shown, digest
 
 
-def _rewrite(data: bytes, shown: str, meta_section: str, values: dict[str, str]) -> bytes:
-    source = handoff.Source.decode(data, shown)
-    lines = source.lines
+def _rewrite(source: handoff.Source, shown: str, meta_section: str, values: dict[str, str]) -> bytes:
+    lines = list(source.lines)
     doc = handoff.parse(lines, shown)
     sections = doc.section(meta_section)
     if not sections:

@@ -13,7 +13,6 @@ from typing import Callable
 
 from gates import fsio, handoff, journal, records
 from gates.config import Config
-from gates.errors import GateError
 from gates.git import Repo
 
 _START = re.compile(r"^\s*<!--\s*gate:table\s+([A-Za-z0-9_-]{1,40})\s*-->\s*$")
@@ -80,12 +79,7 @@ def render_file(repo: Repo, config: Config, write: bool) -> tuple[list[str], lis
     """The names of the out-of-date tables of the hand-over file and a unified diff; `write` renders them."""
     import difflib
 
-    cfg = config.section("handoff")
-    path = repo.toplevel / cfg["path"]
-    data = fsio.read_bytes_capped(path, cfg["max_bytes"], cfg["path"])
-    if isinstance(data, int):
-        raise GateError(f"{data:,} bytes, over handoff.max_bytes", reason="input-unreadable", path=cfg["path"])
-    source = handoff.Source.decode(data, cfg["path"])
+    path, shown, _, source = handoff.read_for_rewrite(repo, config, "rendered")
     found = records.load_all(repo, config)[0]
     stale = [r.name for r in regions(source.lines) if r.end is not None and table(r.name, found) is not None
              and source.lines[r.start + 1:r.end] != table(r.name, found)]
@@ -94,6 +88,6 @@ def render_file(repo: Repo, config: Config, write: bool) -> tuple[list[str], lis
     new_lines = render(source.lines, found)
     if write:
         fsio.write_atomic(path, source.encode(new_lines))
-        journal.append(repo, "tables-rendered", {"path": cfg["path"], "tables": stale})
-    diff = list(difflib.unified_diff(source.lines, new_lines, f"a/{cfg['path']}", f"b/{cfg['path']}", lineterm=""))
+        journal.append(repo, "tables-rendered", {"path": shown, "tables": stale})
+    diff = list(difflib.unified_diff(source.lines, new_lines, f"a/{shown}", f"b/{shown}", lineterm=""))
     return stale, diff

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import pytest
 from conftest import commit_all, git, handoff_text, init_repo, run_gate
 
 from gates import flags
@@ -167,13 +167,12 @@ def test_the_brief_never_wedges_a_session(repo: Path, tmp_path: Path) -> None:
     lonely = tmp_path / "not-a-repo"
     lonely.mkdir()
     outside = run_gate(lonely, "brief", "--format", "claude",
-                       env={**__import__("os").environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)})
+                       env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)})
     assert outside.returncode == 3
     assert "cannot run here" in json.loads(outside.stdout.splitlines()[0])["hookSpecificOutput"]["additionalContext"]
 
 
-@pytest.mark.parametrize("unborn", [True])
-def test_brief_before_the_first_commit(tmp_path: Path, unborn: bool) -> None:
+def test_brief_before_the_first_commit(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "new")
     assert run_gate(repo, "init").returncode == 0
     proc = run_gate(repo, "brief")

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -117,6 +118,11 @@ def test_doctor_says_what_to_fix(repo: Path) -> None:
     (repo / ".claude").mkdir()
     fixed = run_gate(repo, "doctor")
     assert fixed.returncode == 1 and "no SessionStart hook runs `gate brief --format claude`" in fixed.stdout
+    (repo / ".claude" / "settings.json").write_text("{not json")
+    broken = run_gate(repo, "doctor")
+    assert broken.returncode == 1 and "FIX   .claude/settings.json cannot be read as JSON" in broken.stdout
+    (repo / ".claude" / "settings.json").write_text(json.dumps({"hooks": ["a list, not a mapping"]}))
+    assert "no SessionStart hook runs" in run_gate(repo, "doctor").stdout  # odd shapes count as no hook, no crash
     (repo / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"SessionStart": [
         {"matcher": "", "hooks": [{"type": "command", "command": "gate brief --format claude"}]}]}}))
     healthy = run_gate(repo, "doctor")
@@ -124,7 +130,7 @@ def test_doctor_says_what_to_fix(repo: Path) -> None:
     (repo / ".git" / "index.lock").write_text("")
     os.utime(repo / ".git" / "index.lock", (0, 0))
     (repo / ".gate.yaml").write_text("locks:\n  threshold: 1s\n")
-    __import__("time").sleep(1.2)
+    time.sleep(1.2)
     stale = run_gate(repo, "doctor")
     assert stale.returncode == 1 and "FIX   stale git lock index.lock" in stale.stdout
 

@@ -254,3 +254,25 @@ def test_sixteen_concurrent_quarantines_move_one_lock_once(repo: Path) -> None:
     kept = [p for p in (repo / ".git" / "gate" / "lost+found").iterdir() if p.is_dir()]
     assert len(kept) == 1 and (kept[0] / "index.lock").read_bytes() == b"the one"
     assert [r["reason"] for r in flag_records(repo / ".git")] == ["stale-lock-quarantined"]
+
+
+def test_a_worktree_that_cannot_be_located_is_doubt_not_proof(repo: Path, tmp_path: Path) -> None:
+    git(repo, "worktree", "add", "-q", "-b", "side", str(tmp_path / "linked"))
+    gitdir = repo / ".git" / "worktrees" / "linked" / "gitdir"
+    gitdir.unlink()
+    gitdir.mkdir()  # unreadable as a file: a git process could be working in a tree we cannot see
+    _aged(repo / ".git" / "index.lock")
+    verdict = _judge(repo, 60)["index.lock"]
+    assert verdict.verdict == locks.LIVE
+    assert "liveness cannot be established (the work tree of" in verdict.reason
+
+
+def test_a_git_dir_that_cannot_be_listed_stops_the_gate(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    def unlistable(path: object) -> list[str]:
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(locks.os, "listdir", unlistable)
+    code, _, err = call_gate(repo, "check", "--only", "git-stale-locks", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 3
+    assert err.startswith("gate: cannot look for git lock files in ") and err.endswith(": Permission denied\n")
