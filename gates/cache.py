@@ -3,12 +3,19 @@
 Entries are keyed by a hash of everything their answer depends on (content, schema, version),
 so a stale entry is never found; deleting the folder changes no answer. A cache that cannot be
 read or written is passed over: the answer is then computed as if it had never existed.
+
+Entries named after a content hash (one per `.gate.yaml` ever seen, one per folder and argument
+list of `gate check`) would pile up, so each write removes the ones untouched for PRUNE_AFTER:
+a cache entry is not evidence, and a removed one is rebuilt the next time it is needed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import time
+from pathlib import Path
 from typing import Any
 
 from gates import __version__, fsio, state
@@ -16,6 +23,8 @@ from gates.errors import GateError
 from gates.git import Repo
 
 MAX_ENTRY_BYTES = 64 << 20
+PRUNE_AFTER = 30 * 86400.0
+PRUNED = ("config-", "quick-")
 
 
 def key(*parts: bytes) -> str:
@@ -36,9 +45,27 @@ def get(repo: Repo, name: str) -> Any:
 
 
 def put(repo: Repo, name: str, value: Any) -> None:
+    try:
+        data = json.dumps(value, separators=(",", ":")).encode()
+    except (TypeError, ValueError):
+        return
+    put_raw(repo, f"{name}.json", data)
+
+
+def put_raw(repo: Repo, filename: str, data: bytes) -> None:
     lay = state.layout(repo)
     try:
         folder = state.ensure_dir(lay, lay.cache)
-        state.write(repo, folder / f"{name}.json", json.dumps(value, separators=(",", ":")).encode())
-    except (GateError, OSError, TypeError, ValueError):
+        state.write(repo, folder / filename, data)
+        _prune(folder, keep=filename)
+    except (GateError, OSError):
         pass  # an unwritable cache only costs speed; problems with the state dir surface through flags
+
+
+def _prune(folder: Path, keep: str) -> None:
+    cutoff = time.time() - PRUNE_AFTER
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name != keep and entry.name.startswith(PRUNED) and entry.is_file(follow_symlinks=False) \
+                    and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                os.unlink(entry.path)

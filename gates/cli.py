@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from gates.claims import Holder
     from gates.config import Config
+    from gates.fastpath import Plan
     from gates.findings import CheckResult
     from gates.locks import Moved
 
@@ -38,6 +39,7 @@ class Run:
     """One invocation: the repository once found, and the failure reasons to flag at the end."""
 
     def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
         self.command = shlex.join(["gate", *argv])
         self._repo: Repo | None = None
         self._config: Config | None = None
@@ -112,7 +114,7 @@ def cmd_check(args: argparse.Namespace, run: Run) -> int:
     from gates import report
 
     try:
-        result, fixed = _check(run, args)
+        result, fixed, plan = _check(run, args)
     except GateError as exc:
         if exc.code != USAGE:
             sys.stdout.write(_render(report, args.format, None, exc.code, exc))
@@ -120,7 +122,8 @@ def cmd_check(args: argparse.Namespace, run: Run) -> int:
     code = VIOLATION if result.errors or fixed else OK
     if fixed and args.format in ("text", "github"):
         print("\n".join(fixed))
-    sys.stdout.write(_render(report, args.format, result, code, None))
+    output = _render(report, args.format, result, code, None)
+    sys.stdout.write(output)
     if fixed:
         run.fail("autofix-applied", "\n".join(fixed))
     if result.errors:
@@ -132,27 +135,23 @@ def cmd_check(args: argparse.Namespace, run: Run) -> int:
                 run.fail(getattr(GATES[gate_id], "FLAG_REASON", gate_id), "\n".join(lines))
     for reason, message in result.events:
         run.notice(reason, message)
+    if plan is not None and code == OK and not run.events and not run.reasons:
+        from gates import fastpath
+
+        fastpath.remember(run.repo(), plan, run.argv, output)  # the next unchanged run replays this (quick.py)
     return code
 
 
-def _check(run: Run, args: argparse.Namespace) -> tuple[CheckResult, list[str]]:
-    """Replay the last result when nothing it depends on changed; else run the gates (and remember)."""
-    from gates import fastpath
+def _check(run: Run, args: argparse.Namespace) -> tuple[CheckResult, list[str], Plan | None]:
+    """Run the gates, with the recipe of what they depend on taken first (for the no-change path)."""
+    from gates import check, fastpath
 
     repo, config = run.repo(), run.config()
-    fingerprint = fastpath.fingerprint(repo, config, args)
-    if fingerprint is not None:
-        replayed = fastpath.replay(repo, args, fingerprint[0])
-        if replayed is not None:
-            return replayed, []
-    from gates import check
-
     gate_ids = check.select(config, args.only, args.skip)
     fixed = _fix(run, config, gate_ids) if args.fix else []
+    plan = fastpath.plan(repo, config, args, run.argv) if not fixed else None
     result = check.run(repo, config, gate_ids, [Path(f).absolute() for f in args.files], range_spec=args.range)
-    if fingerprint is not None:
-        fastpath.store(repo, args, fingerprint[0], fingerprint[1], result)
-    return result, fixed
+    return result, fixed, plan
 
 
 def _render(report: Any, fmt: str, result: Any, code: int, error: GateError | None) -> str:
@@ -642,7 +641,9 @@ def main(argv: list[str] | None = None) -> int:
         print("gate: interrupted", file=sys.stderr)
         return INTERRUPTED
     except BrokenPipeError:
-        _silence_stdout()
+        from gates.quick import silence_stdout
+
+        silence_stdout()
         return VIOLATION
     except Exception as exc:  # the boundary: a bug, reported short and flagged
         code = _internal_error(exc, run)
@@ -656,8 +657,3 @@ def _internal_error(exc: Exception, run: Run) -> int:
     sys.stderr.write("gate: internal error (a bug in handoff-gate; please report it):\n" + "".join(frames))
     run.fail("internal-error", f"internal error: {type(exc).__name__}: {exc}")
     return INTERNAL
-
-
-def _silence_stdout() -> None:
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())

@@ -67,6 +67,7 @@ class Config(dict):  # type: ignore[type-arg]
     """The effective config as plain data, plus where it came from."""
 
     source: str | None = None
+    raw: bytes | None = None  # the bytes of .gate.yaml this config was made from (None: no file)
 
     def section(self, name: str) -> dict[str, Any]:
         value = self[name]
@@ -87,6 +88,7 @@ def load(repo: Repo) -> Config:
     data = fsio.read_bytes_capped(path, MAX_CONFIG_BYTES, shown)
     if isinstance(data, int):
         raise _bad(f"config file is {data:,} bytes, over the {MAX_CONFIG_BYTES:,}-byte cap", shown, None)
+    config.raw = data
     from gates import cache
 
     entry = f"config-{cache.key(data, schemas.schema_path('config').read_bytes())[:40]}"

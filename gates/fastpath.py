@@ -1,57 +1,55 @@
-"""The no-change path of `gate check`: when nothing a gate reads has changed, the last result is replayed.
+"""The recipe of a clean `gate check`: what it depended on, so that the next run can be replayed (quick.py).
 
-The fingerprint covers everything the gates read: the gate's own code, the repository and its
-HEAD, the index (what the commit being made stages), the config, the hand-over and work-package
-files, an optional project schema, the records, the claims and whether their worktrees exist,
-the list of worktrees, and the arguments. A git lock file anywhere it looks, a deep lock scan or
-`--range` always take the full path, and a replayed result expires when a clock-dependent verdict
-could flip (a claim's TTL, the hand-over turning stale) and after an hour in any case. The entry
-lives in the rebuildable cache: deleting it changes no answer.
+The recipe covers everything the gates read and everything git read to answer discovery:
+every folder from where the run started up to the top of the work tree (no `.git`, `HEAD`,
+`objects` or `refs` appeared there), the `.git` entry and its owner, the `commondir` pointer,
+the repository's config and config.worktree and the user's and system's git config files, HEAD
+and the loose ref it names (with packed-refs), the index, the shallow file, the gate's own code,
+`.gate.yaml`, the hand-over and work-package files, an optional project schema, the archive and
+append-only files, the records, the claims and whether their worktrees exist, and the list of
+worktrees; the arguments, the working directory and the environment are the record's context.
+A git lock file in any folder git keeps them in, a deep lock scan, `--range`, a reftable
+repository or a config with includes always take the full path.
+
+A record is written only when the run was clean, its answer came from HEAD's recent history alone
+(a Meta ref that git had to resolve by name or from the object store could change with any ref
+update or fetch), and nothing moved under it: the recipe is
+evaluated before the gates run and again after, and git is asked for discovery again; both must
+agree with what the run saw. A record expires when a clock-dependent verdict could flip (a claim's
+TTL, the hand-over turning stale) and after an hour in any case. It lives in the rebuildable
+cache: deleting it changes no answer.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from gates import cache, fsio
-from gates.config import Config
+from gates import fsio, quick
+from gates.config import CONFIG_NAME, Config
 from gates.errors import GateError
-from gates.findings import CheckResult, Finding
 from gates.git import Repo
 
 MAX_AGE = 3600.0
 CLOCK_SKEW = 300.0  # handoff-structure's tolerance for an `updated` in the future
 _UPDATED = re.compile(rb"^\s*[-*+]\s+updated\s*:\s*`?([0-9T:.+Z-]+)`?\s*$", re.MULTILINE)
-MAX_BYTES = 4 << 20
 _PACKAGE = Path(__file__).resolve().parent
+_REF = re.compile(r"refs/[A-Za-z0-9._/+-]+")
 
 
-def _stat(path: Path) -> list[int]:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return []
-    return [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+class Plan:
+    """A recipe, what it found before the gates ran, and until when a result may be replayed."""
 
-
-def _bytes(path: Path) -> bytes | str:
-    """The content, or a marker for what stands there instead (never blocks on a FIFO)."""
-    try:
-        data = fsio.read_bytes_capped(path, MAX_BYTES, str(path))
-    except GateError as exc:
-        return f"unreadable: {exc.message}"
-    return f"big: {data}" if isinstance(data, int) else data
-
-
-def _content(path: Path) -> str:
-    data = _bytes(path)
-    return hashlib.sha256(data).hexdigest() if isinstance(data, bytes) else data
+    def __init__(self, recipe: list[tuple[str, str]], head: bytes, found: str, until: float) -> None:
+        self.recipe = recipe
+        self.head = head
+        self.found = found
+        self.until = until
 
 
 def _epoch(text: str) -> float | None:
@@ -63,10 +61,18 @@ def _epoch(text: str) -> float | None:
         return None
 
 
-def _flips(path: Path, fresh_days: int) -> float:
+def _small(path: Path, cap: int = 1 << 20) -> bytes | None:
+    try:
+        data = fsio.read_bytes_capped(path, cap, str(path))
+    except GateError:
+        return None
+    return data if isinstance(data, bytes) else None
+
+
+def _flips(path: Path, fresh_days: int, cap: int) -> float:
     """When the verdict on this hand-over's `updated` could change by the clock alone (now: no replay)."""
-    data = _bytes(path)
-    match = _UPDATED.search(data) if isinstance(data, bytes) else None
+    data = _small(path, cap)
+    match = _UPDATED.search(data) if data is not None else None
     when = _epoch(match.group(1).decode()) if match else None
     if when is None:
         return 0.0
@@ -77,87 +83,141 @@ def _flips(path: Path, fresh_days: int) -> float:
     return stale_at if stale_at > now else float("inf")
 
 
-def _lock_free(repo: Repo) -> bool:
-    folders = [repo.common_dir, repo.git_dir]
-    worktrees = repo.common_dir / "worktrees"
-    names = sorted(os.listdir(worktrees)) if worktrees.is_dir() else []
-    folders += [worktrees / name for name in names]
-    for folder in folders:
-        try:
-            if any(name.endswith(".lock") for name in os.listdir(folder)):
-                return False
-        except OSError:
+def _discovery(repo: Repo, recipe: list[tuple[str, str]]) -> bool:
+    """The evidence that git would find this repository again the same way; False when it cannot be had cheaply."""
+    start = os.path.realpath(quick.start_dir(os.environ))
+    top, git_dir, common = str(repo.toplevel), str(repo.git_dir), str(repo.common_dir)
+    folder = start
+    while True:
+        recipe.append(("kind", os.path.join(folder, ".git")))
+        if folder == top:
+            break
+        recipe += [("kind", os.path.join(folder, name)) for name in ("HEAD", "objects", "refs")]
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    recipe += [("content", os.path.join(top, ".git")), ("kind", top), ("kind", git_dir), ("kind", common),
+               ("content", os.path.join(git_dir, "commondir")), ("content", os.path.join(git_dir, "config.worktree"))]
+    config = _small(repo.common_dir / "config")
+    if config is None or b"include" in config.lower() or (repo.common_dir / "reftable").exists():
+        return False
+    recipe.append(("content", os.path.join(common, "config")))
+    home, xdg = os.environ.get("HOME", ""), os.environ.get("XDG_CONFIG_HOME", "")
+    user_files = [os.environ.get("GIT_CONFIG_GLOBAL") or os.path.join(home, ".gitconfig"),
+                  os.path.join(xdg or os.path.join(home, ".config"), "git", "config"),
+                  os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"]
+    recipe += [("stat", path) for path in user_files if path]
+    # HEAD, and the loose ref it names; without one, packed-refs holds the answer.
+    head = _small(repo.git_dir / "HEAD", 4096) or b""
+    recipe.append(("content", os.path.join(git_dir, "HEAD")))
+    if head.startswith(b"ref: "):
+        name = head[5:].strip().decode("utf-8", "replace")
+        if not _REF.fullmatch(name) or ".." in name:
             return False
+        loose = _small(repo.common_dir / name, 4096)
+        if loose is not None and loose.startswith(b"ref:"):
+            return False  # a symbolic ref to a symbolic ref: not followed here
+        recipe += [("content", os.path.join(common, name)), ("stat", os.path.join(common, "packed-refs"))]
     return True
 
 
-def _claims(repo: Repo, parts: list[Any]) -> float:
-    """Add the claims to the fingerprint; return when the earliest TTL runs out (inf when none does)."""
+def _claims(repo: Repo, recipe: list[tuple[str, str]]) -> float:
+    """Add the claims to the recipe; return when the earliest TTL runs out (inf when none does)."""
     folder = repo.common_dir / "gate" / "claims"
+    recipe.append(("list", str(folder)))
     until = float("inf")
-    if not folder.is_dir():
-        return until
-    for path in sorted(folder.glob("*.json")):
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        recipe.append(("content", str(path)))
         try:
             record = json.loads(path.read_bytes())
         except (OSError, ValueError):
-            parts.append([path.name, "unreadable"])
             continue
-        worktree, git_dir = str(record.get("worktree", "")), str(record.get("git_dir", ""))
-        parts.append([path.name, _content(path), os.path.isdir(worktree), os.path.isdir(git_dir)])
+        if not isinstance(record, dict):
+            continue
+        recipe += [("kind", str(record.get(key, ""))) for key in ("worktree", "git_dir")]
         expires = _epoch(str(record.get("expires") or ""))
         if expires is not None:
             until = min(until, expires)
     return until
 
 
-def fingerprint(repo: Repo, config: Config, args: Any) -> tuple[str, float] | None:
-    """A key for this check's inputs and the time until which its result may be replayed; None: run it all."""
-    if args.range or args.fix or config.section("locks")["deep"] or not _lock_free(repo):
+def _size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _folder(path: Path, pattern: str, recipe: list[tuple[str, str]], op: str) -> None:
+    recipe.append(("list", str(path)))
+    recipe += [(op, str(p)) for p in sorted(path.glob(pattern))] if path.is_dir() else []
+
+
+def plan(repo: Repo, config: Config, args: Any, argv: list[str]) -> Plan | None:
+    """The recipe of this run, evaluated before the gates run; None: this run is never replayed."""
+    if args.range or config.section("locks")["deep"]:
         return None
-    handoff_cfg = config.section("handoff")
-    files = [Path(f).absolute() for f in args.files] or [repo.toplevel / handoff_cfg["path"]]
-    index = Path(os.environ["GIT_INDEX_FILE"]) if os.environ.get("GIT_INDEX_FILE") else repo.git_dir / "index"
-    parts: list[Any] = [
-        sorted([str(p), _stat(p)] for pattern in ("*.py", "schemas/*.json", "../schemas/*.json")
-               for p in _PACKAGE.glob(pattern)),
-        [str(repo.toplevel), str(repo.git_dir), str(repo.common_dir), repo.head],
-        _stat(repo.common_dir / "shallow"),
-        _stat(index if index.is_absolute() else repo.toplevel / index),
-        json.dumps(dict(config), sort_keys=True),
-        [args.only, args.skip, [str(f) for f in files]],
-        [[str(f), _content(f)] for f in files],
-        _content(repo.toplevel / config.section("mailbox")["path"]),
-        _content(repo.toplevel / handoff_cfg["schema"]) if handoff_cfg["schema"] else None,
-        sorted(os.listdir(repo.common_dir / "worktrees")) if (repo.common_dir / "worktrees").is_dir() else [],
-    ]
-    records = repo.toplevel / config.section("records")["path"]
-    if records.is_dir():
-        parts.append([[p.name, _content(p)] for p in sorted(records.glob("*.md"))])
-    until = min(_claims(repo, parts), time.time() + MAX_AGE)
+    recipe: list[tuple[str, str]] = []
+    if not _discovery(repo, recipe):
+        return None
+    worktrees = repo.common_dir / "worktrees"
+    recipe += [("lock-free", str(repo.common_dir)), ("lock-free", str(repo.git_dir)), ("list", str(worktrees))]
+    recipe += [("lock-free", str(worktrees / name)) for name in (sorted(os.listdir(worktrees)) if worktrees.is_dir() else [])]
+    index = repo.env.get("GIT_INDEX_FILE")
+    recipe.append(("stat", str(repo.toplevel / index if index else repo.git_dir / "index")))  # absolute stays absolute
+    recipe.append(("stat", str(repo.common_dir / "shallow")))
+    _folder(_PACKAGE, "*.py", recipe, "stat")
+    _folder(_PACKAGE / "schemas", "*.json", recipe, "stat")
+    handoff = config.section("handoff")
+    files = [Path(f).absolute() for f in args.files] or [repo.toplevel / handoff["path"]]
+    if any(_size(path) > handoff["max_bytes"] for path in files):
+        return None  # refused by its size alone: a failure, never replayed, and not worth hashing
+    top = repo.toplevel
+    named = [top / CONFIG_NAME, *files, top / config.section("mailbox")["path"], top / config.section("archive")["path"],
+             *(top / name for name in config.section("append_only")["files"])]
+    if handoff["schema"]:
+        named.append(top / handoff["schema"])
+    recipe += [("content", str(path)) for path in named]
+    _folder(top / config.section("records")["path"], "*.md", recipe, "content")
+    until = min(_claims(repo, recipe), time.time() + MAX_AGE)
     for path in files:
-        until = min(until, _flips(path, config.section("fresh")["fresh_days"]))
-    key = cache.key(json.dumps(parts, sort_keys=True, default=str).encode())
-    return key, until
-
-
-def _slot(repo: Repo, args: Any) -> str:
-    """One cache entry per worktree and arguments, overwritten by each full run: the folder never grows."""
-    return "check-" + cache.key(json.dumps([str(repo.toplevel), args.only, args.skip, args.files]).encode())[:32]
-
-
-def replay(repo: Repo, args: Any, key: str) -> CheckResult | None:
-    entry = cache.get(repo, _slot(repo, args))
-    if not isinstance(entry, dict) or entry.get("key") != key or time.time() >= float(entry.get("until", 0)):
+        until = min(until, _flips(path, config.section("fresh")["fresh_days"], handoff["max_bytes"]))
+    head = _context(argv)
+    try:
+        found = quick.digest(head, recipe)
+    except quick.Busy:
         return None
-    findings = [Finding(*item) for item in entry["findings"]]
-    return CheckResult(list(entry["gates"]), list(entry["files"]), findings)
+    config_now = quick.LOOKS["content"](str(top / CONFIG_NAME))
+    if config_now != (b"-" if config.raw is None else quick.content_value(config.raw)):
+        return None  # .gate.yaml changed after it was read: this run's answer is not the file's
+    return Plan(recipe, head, found, until)
 
 
-def store(repo: Repo, args: Any, key: str, until: float, result: CheckResult) -> None:
-    if result.events:
-        return  # a run that moved or flagged something is never replayed
-    cache.put(repo, _slot(repo, args), {"key": key, "until": until, "gates": result.gates, "files": result.files,
-                                           "findings": [list(f) for f in result.findings]})
+def _context(argv: list[str]) -> bytes:
+    return quick.context(os.getcwd(), argv, os.environ, getattr(sys.stdout, "encoding", None) or "")
 
 
+def remember(repo: Repo, plan: Plan, argv: list[str], output: str) -> None:
+    """Keep a clean run's output for replay, if nothing moved while it ran and git still answers the same."""
+    from gates import cache
+    from gates.git import discover
+
+    if any(key.startswith("resolve:") for key in repo.memo):
+        return  # git was asked about a name or an object beyond HEAD's recent history: refs and fetches move those
+    try:
+        if quick.digest(plan.head, plan.recipe) != plan.found:
+            return
+        again = discover(environ=os.environ)
+    except (quick.Busy, GateError):
+        return
+    if (again.toplevel, again.git_dir, again.common_dir, again.head) != (repo.toplevel, repo.git_dir, repo.common_dir,
+                                                                          repo.head):
+        return
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    errors = getattr(sys.stdout, "errors", None) or "strict"
+    try:
+        data = output.encode(encoding, errors)
+    except (UnicodeError, LookupError):
+        return
+    cache.put_raw(repo, quick.slot(os.getcwd(), argv), quick.encode(plan.recipe, plan.found, plan.until, data))

@@ -9,15 +9,16 @@ the result read back and compared. Readers skip the temp files (their names star
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import stat
 import time
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Iterator
 
 from gates.errors import CANNOT_RUN, GateError
+
+TYPE_CHECKING = False  # typing itself costs ~3 ms at startup; mypy reads this name as True
+if TYPE_CHECKING:  # kept off the no-change path (quick.py), which imports this module: pathlib costs ~5 ms
+    from pathlib import Path
+    from types import TracebackType
 
 TEMP_PREFIX = ".tmp-"
 BOM = b"\xef\xbb\xbf"
@@ -114,7 +115,7 @@ def _verify(path: Path, data: bytes) -> None:
         raise OSError(errno.EIO, "the file read back differs from what was written")
 
 
-def _io_error(step: str, path: Path, exc: OSError, reason: str) -> GateError:
+def _io_error(step: str, path: Path | str, exc: OSError, reason: str) -> GateError:
     detail = exc.strerror or str(exc)
     return GateError(f"cannot write {path} ({step}): {detail}", code=CANNOT_RUN, reason=reason)
 
@@ -136,22 +137,32 @@ def append_line(path: Path, data: bytes, *, reason: str, mode: int | None = None
         os.close(fd)
 
 
-@contextmanager
-def locked(directory: Path) -> Iterator[None]:
+class locked:  # noqa: N801 - used as `with fsio.locked(folder):`
     """Serialise read-modify-write sequences of gate processes on one state folder.
 
     flock is released by the kernel when its holder dies, so a crash never leaves it held.
     """
-    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
-    try:
-        fd = os.open(directory / ".lock", flags, 0o666 & ~umask())
-    except OSError as exc:
-        raise _io_error("open lock", directory / ".lock", exc, "io-error") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / ".lock"
+        self.fd = -1
+
+    def __enter__(self) -> None:
+        import fcntl  # POSIX only: importing this module must still work where the gate refuses to run
+
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
+        try:
+            self.fd = os.open(self.path, flags, 0o666 & ~umask())
+        except OSError as exc:
+            raise _io_error("open lock", self.path, exc, "io-error") from None
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(self.fd)
+            raise
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        os.close(self.fd)
 
 
 def read_bytes_capped(path: Path, cap: int, shown: str) -> bytes | int:
@@ -190,7 +201,7 @@ def _read_up_to(fd: int, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_state_file(path: Path, cap: int) -> bytes | None:
+def read_state_file(path: Path | str, cap: int) -> bytes | None:
     """A file the gate itself wrote under its state dir, or None when there is none.
 
     A symlink, a FIFO, a device, a hard-linked file or an oversized file there was planted, not

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -80,8 +81,9 @@ def test_native_hook_blocks_a_bad_commit_and_runs_the_existing_hook(repo: Path) 
     assert proc.returncode == 0
     assert "kept your pre-commit hook: it now runs first" in proc.stdout
     exec_line = _hook_text(repo).splitlines()[-1]
-    interpreter = exec_line.removeprefix("exec ").removesuffix(" -I -m gates check")
-    assert exec_line.endswith(" -I -m gates check") and Path(interpreter).is_absolute() and Path(interpreter).exists()
+    interpreter, isolated, c, code, command = shlex.split(exec_line.removeprefix("exec "))
+    assert Path(interpreter).is_absolute() and Path(interpreter).exists()
+    assert (isolated, c, command) == ("-I", "-c", "check") and "gates.quick" in code
     _break(repo)
     git(repo, "add", "HANDOFF.md")
     bad = subprocess.run(["git", "commit", "-q", "-m", "bad"], cwd=repo, capture_output=True, text=True)

@@ -86,3 +86,11 @@ def test_a_plain_install_into_a_fresh_venv_finds_its_schemas(tmp_path: Path) -> 
     (repo / ".gate.yaml").write_text("handoff:\n  max_lines: 100\n")  # validated with the shipped schema
     check = subprocess.run([str(venv / "bin" / "gate"), "check"], cwd=repo, capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
+    # The command is our plain script with the venv's interpreter by absolute path, not pip's
+    # entry-point wrapper (which imports `re` before any of our code: ~6 ms on every commit).
+    script = (venv / "bin" / "gate").read_text()
+    first_line = script.splitlines()[0]
+    assert first_line.startswith(f"#!{venv}/bin/python") and "from gates.quick import main" in script
+    assert "import re" not in script
+    again = subprocess.run([str(venv / "bin" / "gate"), "check"], cwd=repo, capture_output=True, text=True)
+    assert (again.returncode, again.stdout) == (0, check.stdout) and list((repo / ".git" / "gate" / "cache").glob("quick-*"))

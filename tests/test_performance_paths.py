@@ -1,59 +1,224 @@
 """What keeps a hook cheap, checked without timing anything: the no-change path and the caches.
 
-Timings live in bench/ (see docs/performance.md); these tests check the mechanisms.
+Timings live in bench/ (see docs/performance.md); these tests check the mechanisms: an unchanged
+`gate check` is answered from its record with no git process and no heavy import, every input a
+gate depends on invalidates the record, and a record is never trusted beyond its recipe.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
-from conftest import git, handoff_text, run_gate
+import pytest
+from conftest import call_gate, commit_all, git, handoff_text, run_gate
 
-PROBE = """
+from gates import cli, fastpath, quick
+from gates.git import discover
+
+HEAVY = ("argparse", "pathlib", "subprocess", "json", "hashlib", "typing", "re", "jsonschema", "ruamel.yaml", "git",
+         "pre_commit", "gates.cli", "gates.git")
+PROBE = f"""
 import sys
-from gates.cli import main
+already = set(sys.modules)  # what the interpreter's start (site, an editable install's finder) loaded anyway
+from gates.quick import main
 code = main(["check"])
-heavy = sorted(m for m in ("jsonschema", "ruamel.yaml", "git", "pre_commit") if m in sys.modules)
-print("HEAVY=" + ",".join(heavy))
+print("LOADED=" + ",".join(m for m in {HEAVY!r} if m in sys.modules and m not in already), "CODE=%d" % code)
 """
 
 
-def _heavy_imports(repo: Path) -> str:
-    proc = subprocess.run([sys.executable, "-c", PROBE], cwd=repo, capture_output=True, text=True)
-    return next(line for line in proc.stdout.splitlines() if line.startswith("HEAVY="))
+def _probe(repo: Path, env: dict[str, str] | None = None) -> str:
+    proc = subprocess.run([sys.executable, "-c", PROBE], cwd=repo, capture_output=True, text=True, env=env)
+    return next(line for line in proc.stdout.splitlines() if line.startswith("LOADED="))
 
 
-def test_the_no_change_path_imports_nothing_heavy(repo: Path) -> None:
+def _records(repo: Path) -> list[Path]:
+    cache = repo / ".git" / "gate" / "cache"
+    return sorted(cache.glob("quick-*")) if cache.is_dir() else []
+
+
+def test_an_unchanged_check_is_answered_without_git_or_heavy_imports(repo: Path) -> None:
+    first = _probe(repo)
+    assert "gates.git" in first and "subprocess" in first and first.endswith("CODE=0")  # the full path, once
+    assert _probe(repo) == "LOADED= CODE=0"  # replayed: only os, sys and the gate's two small modules
+    # Without git on PATH the full path could not even start: the replay never needs it. (PATH is part
+    # of a record's context, so the record is made with the same PATH first, by the same process kind.)
+    no_git = {**os.environ, "PATH": "/nonexistent"}
+    assert "CODE=3" in _probe(repo, no_git)  # the full path: git is not on PATH
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text())  # same bytes: still a replay
+    assert _probe(repo) == "LOADED= CODE=0"
+
+
+def test_the_full_path_after_a_change_parses_no_config_again(repo: Path) -> None:
     (repo / ".gate.yaml").write_text("handoff:\n  max_lines: 500\n")
-    assert _heavy_imports(repo) == "HEAVY=jsonschema,ruamel.yaml"  # the first run parses and validates
-    assert _heavy_imports(repo) == "HEAVY="  # nothing changed: replayed
+    assert "jsonschema" in _probe(repo)  # the first run parses and validates .gate.yaml
     (repo / "HANDOFF.md").write_text(handoff_text(git(repo, "rev-parse", "HEAD"), target="Another target."))
-    assert _heavy_imports(repo) == "HEAVY="  # a changed hand-over needs no config parsing again
+    loaded = _probe(repo)
+    assert "gates.cli" in loaded and "jsonschema" not in loaded and "ruamel.yaml" not in loaded
 
 
-def _answers(repo: Path) -> list[str]:
-    return [run_gate(repo, "check", "--format", "json").stdout for _ in range(2)]
+@pytest.mark.parametrize("fmt", ["text", "json", "github", "sarif", "junit"])
+def test_a_replay_prints_exactly_what_the_full_run_printed(repo: Path, fmt: str) -> None:
+    full = run_gate(repo, "check", "--format", fmt)
+    assert full.returncode == 0 and len(_records(repo)) == 1
+    again = run_gate(repo, "check", "--format", fmt)
+    assert (again.returncode, again.stdout, again.stderr) == (0, full.stdout, full.stderr)
+
+
+def _replays(repo: Path, monkeypatch: pytest.MonkeyPatch, *argv: str) -> bool:
+    monkeypatch.chdir(repo)
+    return quick.replay(["check", *argv], os.environ) is not None
+
+
+def _clean_run(repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *argv: str) -> None:
+    code, out, err = call_gate(repo, "check", *argv, capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0, out + err
+    assert _replays(repo, monkeypatch, *argv)
+
+
+def _worktree(repo: Path, name: str) -> Path:
+    path = repo.parent / name
+    git(repo, "worktree", "add", "-q", "-b", name, str(path))
+    return path
+
+
+def _claim_elsewhere(repo: Path) -> None:
+    assert run_gate(_worktree(repo, "other"), "claim").returncode == 0
+
+
+def _write_record(repo: Path) -> None:
+    (repo / "decisions").mkdir(exist_ok=True)
+    (repo / "decisions" / "D-20261130T000000Z-000000000001-x.md").write_text("---\ntitle: x\n---\n")
+
+
+MUTATIONS: dict[str, Callable[[Path], object]] = {
+    "hand-over edited": lambda r: (r / "HANDOFF.md").write_text((r / "HANDOFF.md").read_text() + "\n"),
+    "hand-over replaced by a folder": lambda r: ((r / "HANDOFF.md").unlink(), (r / "HANDOFF.md").mkdir()),
+    "another file staged": lambda r: ((r / "new.txt").write_text("x"), git(r, "add", "new.txt")),
+    "HEAD moved": lambda r: git(r, "commit", "-q", "--allow-empty", "--no-verify", "-m", "more"),
+    "branch switched": lambda r: git(r, "checkout", "-q", "-b", "elsewhere"),
+    "config written": lambda r: (r / ".gate.yaml").write_text("handoff:\n  max_lines: 500\n"),
+    "git config changed": lambda r: git(r, "config", "core.worktree", str(r)),
+    "a record added": _write_record,
+    "work package written": lambda r: (r / "WORKPACKAGE.md").write_text("# Work package\n"),
+    "archive written": lambda r: (r / "ARCHIVE.md").write_text("# Archive\n"),
+    "a claim published elsewhere": _claim_elsewhere,
+    "a worktree added": lambda r: _worktree(r, "more"),
+    "index.lock appeared": lambda r: (r / ".git" / "index.lock").write_text(""),
+    "HEAD.lock appeared": lambda r: (r / ".git" / "HEAD.lock").write_text(""),
+    "shallow file appeared": lambda r: (r / ".git" / "shallow").write_text(git(r, "rev-parse", "HEAD") + "\n"),
+    "packed refs rewritten": lambda r: git(r, "pack-refs", "--all"),
+    "user git config changed": lambda r: git(r, "config", "--global", "user.name", "Someone Else"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MUTATIONS))
+def test_every_input_change_is_seen(repo: Path, name: str, capsys: pytest.CaptureFixture[str],
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    _clean_run(repo, capsys, monkeypatch)
+    MUTATIONS[name](repo)
+    assert not _replays(repo, monkeypatch), f"{name}: the old answer would have been replayed"
+
+
+def test_the_environment_and_the_folder_are_part_of_a_record(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    _clean_run(repo, capsys, monkeypatch)
+    monkeypatch.setenv("GATE_SESSION", "s-2")
+    assert not _replays(repo, monkeypatch)
+    monkeypatch.delenv("GATE_SESSION")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "@1 +0000")  # what git sets for each commit's hooks: ignored
+    assert _replays(repo, monkeypatch)
+    sub = repo / "sub"
+    sub.mkdir()
+    assert not _replays(sub, monkeypatch)  # another folder: its own record
+    _clean_run(sub, capsys, monkeypatch)
+    (sub / ".git").mkdir()  # something git might take for a repository, between the folder and the top
+    assert not _replays(sub, monkeypatch)
+    assert _replays(repo, monkeypatch)  # ...which changes nothing for a run from the top
+    assert not _replays(repo, monkeypatch, "--only", "handoff-structure")  # other arguments: another record
+
+
+def test_a_linked_worktree_hook_environment_is_replayed(repo: Path) -> None:
+    tree = _worktree(repo, "wt")
+    assert run_gate(tree, "claim").returncode == 0
+    env = {**os.environ, "GIT_DIR": git(tree, "rev-parse", "--absolute-git-dir"),
+           "GIT_INDEX_FILE": str(Path(git(tree, "rev-parse", "--absolute-git-dir")) / "index")}  # as git sets for hooks
+    first = _probe(tree, env)
+    assert "gates.git" in first and first.endswith("CODE=0")
+    assert _probe(tree, env) == "LOADED= CODE=0"
+
+
+def test_a_record_expires(repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    _clean_run(repo, capsys, monkeypatch)
+    [record] = _records(repo)
+    data = record.read_bytes()
+    until = data.split(b"\n")[1]
+    assert until.startswith(b"until ") and float(until[6:]) <= time.time() + fastpath.MAX_AGE
+    record.write_bytes(data.replace(until, b"until 1.0", 1))
+    assert not _replays(repo, monkeypatch)
+
+
+def test_a_record_is_never_trusted_beyond_its_recipe(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text() + "- [x] done\n")  # a failing state
+    failing = run_gate(repo, "check")
+    assert failing.returncode == 1 and _records(repo) == []  # a failure is never remembered
+    git(repo, "checkout", "-q", "--", "HANDOFF.md")
+    _clean_run(repo, capsys, monkeypatch)
+    [record] = _records(repo)
+    good = record.read_bytes()
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text() + "- [x] done\n")
+    assert run_gate(repo, "check").stdout == failing.stdout  # the record's recipe sees the change
+    forged = good.replace(b"recipe ", b"recipe 0\n", 1).split(b"\n", 5)  # a record whose recipe checks nothing
+    for bad in (b"", b"\0\xff" * 10, good[:40], good.replace(b"digest ", b"digest 0", 1),
+                b"\n".join(forged[:4] + forged[5:]), good.replace(b"content\0", b"bogus\0", 1)):
+        record.write_bytes(bad)
+        assert run_gate(repo, "check").stdout == failing.stdout
+    record.unlink()
+    record.symlink_to(repo / "elsewhere")
+    (repo / "elsewhere").write_bytes(good)
+    assert run_gate(repo, "check").stdout == failing.stdout  # a planted symlink is not followed
+    record.unlink()
+    git(repo, "checkout", "-q", "--", "HANDOFF.md")
+    _clean_run(repo, capsys, monkeypatch)
+    cache = repo / ".git" / "gate" / "cache"
+    [record] = _records(repo)
+    for mode in (0o777, 0o757):  # anyone could have written the record: it is not read
+        cache.chmod(mode)
+        assert not _replays(repo, monkeypatch)
+    cache.chmod(0o775)  # group-writable, and the group is this user's own (as with a umask of 002)
+    assert _replays(repo, monkeypatch)
+    if os.geteuid() == 0:  # only root can hand files to others; elsewhere the owner rule is shown by the modes
+        os.chown(cache, -1, os.getegid() + 1)  # group-writable by another group
+        assert not _replays(repo, monkeypatch)
+        os.chown(cache, -1, os.getegid())
+        os.chown(record, os.geteuid() + 1, -1)  # a record someone else wrote
+        assert not _replays(repo, monkeypatch)
+        os.chown(record, os.geteuid(), -1)
+    cache.chmod(0o755)
+    assert _replays(repo, monkeypatch)
 
 
 def test_deleting_the_cache_changes_no_answer(repo: Path) -> None:
     (repo / ".gate.yaml").write_text("handoff:\n  max_lines: 500\n")
-    (repo / "HANDOFF.md").write_text(handoff_text(git(repo, "rev-parse", "HEAD"), threads="- [x] done"))
-    first = _answers(repo)
-    assert len({*first}) == 1 and json.loads(first[0])["counts"]["error"] == 1
+    answers = [run_gate(repo, "check", "--format", "json").stdout for _ in range(3)]
+    assert len({*answers}) == 1 and json.loads(answers[0])["ok"] is True
     cache = repo / ".git" / "gate" / "cache"
-    assert any(p.name.startswith("check-") for p in cache.iterdir())
+    assert {p.name.split("-")[0] for p in cache.iterdir()} == {"config", "quick"}
     shutil.rmtree(cache)
-    assert _answers(repo) == first
+    assert run_gate(repo, "check", "--format", "json").stdout == answers[0]
     for entry in cache.iterdir():  # a corrupt cache is passed over, not trusted
         entry.write_text("{not json")
-    assert _answers(repo) == first
+    assert run_gate(repo, "check", "--format", "json").stdout == answers[0]
 
 
-def test_a_replayed_failure_still_raises_its_flag(repo: Path) -> None:
+def test_a_repeated_failure_raises_its_flag_every_time(repo: Path) -> None:
     (repo / "HANDOFF.md").write_text(handoff_text(git(repo, "rev-parse", "HEAD"), threads="- [x] done"))
     for _ in range(3):
         assert run_gate(repo, "check").returncode == 1
@@ -61,18 +226,71 @@ def test_a_replayed_failure_still_raises_its_flag(repo: Path) -> None:
     assert flag["count"] == 3
 
 
-def test_every_input_change_is_seen(repo: Path) -> None:
-    (repo / "ARCHIVE.md").write_text("# Archive\n")
-    git(repo, "add", "ARCHIVE.md")
-    git(repo, "commit", "-q", "-m", "archive")
-    for _ in range(2):  # the second run is replayed
-        assert run_gate(repo, "check", "--only", "append-only").returncode == 0
-    (repo / "ARCHIVE.md").write_text("# Rewritten\n")
-    git(repo, "add", "ARCHIVE.md")  # only the index changes: the replay must not hide it
-    assert run_gate(repo, "check", "--only", "append-only").returncode == 1
-    git(repo, "reset", "-q", "ARCHIVE.md")
-    assert run_gate(repo, "check", "--only", "append-only").returncode == 0
-    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text() + "- [x] done\n")  # a work-tree change
-    assert run_gate(repo, "check", "--only", "handoff-no-checked-items").returncode == 1
-    (repo / ".git" / "index.lock").write_text("")
-    assert run_gate(repo, "check", "--only", "handoff-no-checked-items").returncode == 1  # full path, same verdict
+def test_a_fix_is_never_remembered_but_a_clean_fixer_run_is(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text() + "- [x] done\n")
+    fixed = run_gate(repo, "check", "--only", "handoff-no-checked-items", "--fix")
+    assert fixed.returncode == 1 and "fixed: moved 1 checked item" in fixed.stdout and _records(repo) == []
+    _clean_run(repo, capsys, monkeypatch, "--only", "handoff-no-checked-items", "--fix")
+
+
+def _plan(repo: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[object, fastpath.Plan]:
+    from gates import config
+
+    monkeypatch.chdir(repo)
+    found = discover()
+    args = cli.build_parser("check").parse_args(["check"])
+    plan = fastpath.plan(found, config.load(found), args, ["check"])
+    assert plan is not None
+    return found, plan
+
+
+def test_nothing_is_remembered_when_an_input_moves_during_the_run(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    found, plan = _plan(repo, monkeypatch)
+    fastpath.remember(found, plan, ["check"], "output\n")  # type: ignore[arg-type]
+    assert len(_records(repo)) == 1 and _replays(repo, monkeypatch)
+    shutil.rmtree(repo / ".git" / "gate" / "cache")
+    found, plan = _plan(repo, monkeypatch)
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text() + "\n")  # while the gates run
+    fastpath.remember(found, plan, ["check"], "output\n")  # type: ignore[arg-type]
+    assert _records(repo) == []
+    found, plan = _plan(repo, monkeypatch)
+    commit_all(repo, "moved HEAD")  # HEAD moves: git's second answer differs from its first
+    plan.found = quick.digest(plan.head, plan.recipe)  # even if the recipe missed it, git's second answer does not
+    fastpath.remember(found, plan, ["check"], "output\n")  # type: ignore[arg-type]
+    assert _records(repo) == []
+
+
+def test_no_record_when_the_answer_came_from_beyond_heads_recent_history(repo: Path) -> None:
+    text = (repo / "HANDOFF.md").read_text()
+    ref = git(repo, "rev-parse", "HEAD~1")
+    assert f"- ref: {ref}\n" in text
+    (repo / "HANDOFF.md").write_text(text.replace(ref, "main"))  # a name: whatever main points at later
+    assert run_gate(repo, "check", "--only", "handoff-fresh").returncode == 0
+    assert _records(repo) == []
+    (repo / "HANDOFF.md").write_text(text)
+    assert run_gate(repo, "check", "--only", "handoff-fresh").returncode == 0
+    assert len(_records(repo)) == 1
+
+
+def test_no_record_for_a_reftable_repository_or_a_config_with_includes(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    git(repo, "config", "include.path", "extra.cfg")
+    from gates import config
+
+    monkeypatch.chdir(repo)
+    found = discover()
+    assert fastpath.plan(found, config.load(found), cli.build_parser("check").parse_args(["check"]), ["check"]) is None
+
+
+def test_old_cache_entries_are_pruned_when_the_cache_is_written(repo: Path) -> None:
+    cache = repo / ".git" / "gate" / "cache"
+    assert run_gate(repo, "check").returncode == 0
+    old, fresh, other = cache / "config-0000", cache / "quick-0000", cache / "records.json"
+    for path in (old, fresh, other):
+        path.write_text("{}")
+    month_ago = time.time() - 31 * 86400
+    for path in (old, other):
+        os.utime(path, (month_ago, month_ago))
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text() + "\n")
+    assert run_gate(repo, "check").returncode == 0  # a clean full run writes its record
+    assert not old.exists() and fresh.exists() and other.exists()  # only old config-/quick- entries go
