@@ -43,13 +43,15 @@ _REF = re.compile(r"refs/[A-Za-z0-9._/+-]+")
 
 
 class Plan:
-    """A recipe, what it found before the gates ran, and until when a result may be replayed."""
+    """A recipe, what it found before the gates ran, where git said the run looks, and until when a result holds."""
 
-    def __init__(self, recipe: list[tuple[str, str]], head: bytes, found: str, until: float) -> None:
+    def __init__(self, recipe: list[tuple[str, str]], head: bytes, found: tuple[str, str], until: float,
+                 where: tuple[str, str, str, str]) -> None:
         self.recipe = recipe
         self.head = head
         self.found = found
         self.until = until
+        self.where = where
 
 
 def _epoch(text: str) -> float | None:
@@ -165,7 +167,9 @@ def plan(repo: Repo, config: Config, args: Any, argv: list[str]) -> Plan | None:
     recipe += [("lock-free", str(repo.common_dir)), ("lock-free", str(repo.git_dir)), ("list", str(worktrees))]
     recipe += [("lock-free", str(worktrees / name)) for name in (sorted(os.listdir(worktrees)) if worktrees.is_dir() else [])]
     index = repo.env.get("GIT_INDEX_FILE")
-    recipe.append(("stat", str(repo.toplevel / index if index else repo.git_dir / "index")))  # absolute stays absolute
+    index_path = os.path.realpath(repo.toplevel / index if index else repo.git_dir / "index")  # absolute stays so
+    sha1 = b"objectformat" not in (_small(repo.common_dir / "config") or b"").lower()  # quick.py reads SHA-1 indexes
+    recipe.append(("index" if sha1 else "stat", index_path))
     recipe.append(("stat", str(repo.common_dir / "shallow")))
     _folder(_PACKAGE, "*.py", recipe, "stat")
     _folder(_PACKAGE / "schemas", "*.json", recipe, "stat")
@@ -185,13 +189,19 @@ def plan(repo: Repo, config: Config, args: Any, argv: list[str]) -> Plan | None:
         until = min(until, _flips(path, config.section("fresh")["fresh_days"], handoff["max_bytes"]))
     head = _context(argv)
     try:
-        found = quick.digest(head, recipe)
+        found = _digests(head, recipe)
     except quick.Busy:
         return None
     config_now = quick.LOOKS["content"](str(top / CONFIG_NAME))
     if config_now != (b"-" if config.raw is None else quick.content_value(config.raw)):
         return None  # .gate.yaml changed after it was read: this run's answer is not the file's
-    return Plan(recipe, head, found, until)
+    where = (str(repo.toplevel), str(repo.git_dir), str(repo.common_dir), index_path)
+    return Plan(recipe, head, found, until, where)
+
+
+def _digests(head: bytes, recipe: list[tuple[str, str]]) -> tuple[str, str]:
+    found = quick.evaluate(recipe)
+    return quick.digest(head, recipe, found=found), quick.digest(head, recipe, staged=True, found=found)
 
 
 def _context(argv: list[str]) -> bytes:
@@ -206,7 +216,7 @@ def remember(repo: Repo, plan: Plan, argv: list[str], output: str) -> None:
     if any(key.startswith("resolve:") for key in repo.memo):
         return  # git was asked about a name or an object beyond HEAD's recent history: refs and fetches move those
     try:
-        if quick.digest(plan.head, plan.recipe) != plan.found:
+        if _digests(plan.head, plan.recipe) != plan.found:
             return
         again = discover(environ=os.environ)
     except (quick.Busy, GateError):
@@ -214,10 +224,13 @@ def remember(repo: Repo, plan: Plan, argv: list[str], output: str) -> None:
     if (again.toplevel, again.git_dir, again.common_dir, again.head) != (repo.toplevel, repo.git_dir, repo.common_dir,
                                                                           repo.head):
         return
+    if quick.locate(os.environ) != plan.where:
+        return  # the no-change path would not find this repository the way git did: a record would never be used
     encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
     errors = getattr(sys.stdout, "errors", None) or "strict"
     try:
         data = output.encode(encoding, errors)
     except (UnicodeError, LookupError):
         return
-    cache.put_raw(repo, quick.slot(os.getcwd(), argv), quick.encode(plan.recipe, plan.found, plan.until, data))
+    record = quick.Record(plan.until, plan.where, plan.found, plan.recipe, data)
+    cache.put_raw(repo, quick.slot(os.getcwd(), argv), record.encode())

@@ -165,7 +165,7 @@ class locked:  # noqa: N801 - used as `with fsio.locked(folder):`
         os.close(self.fd)
 
 
-def read_bytes_capped(path: Path, cap: int, shown: str) -> bytes | int:
+def read_bytes_capped(path: Path | str, cap: int, shown: str) -> bytes | int:
     """The bytes of the regular file at `path`, or its size (an int) when it is larger than `cap`.
 
     Never blocks on a FIFO and never reads more than `cap` + 1 bytes.

@@ -47,10 +47,8 @@ def test_an_unchanged_check_is_answered_without_git_or_heavy_imports(repo: Path)
     first = _probe(repo)
     assert "gates.git" in first and "subprocess" in first and first.endswith("CODE=0")  # the full path, once
     assert _probe(repo) == "LOADED= CODE=0"  # replayed: only os, sys and the gate's two small modules
-    # Without git on PATH the full path could not even start: the replay never needs it. (PATH is part
-    # of a record's context, so the record is made with the same PATH first, by the same process kind.)
-    no_git = {**os.environ, "PATH": "/nonexistent"}
-    assert "CODE=3" in _probe(repo, no_git)  # the full path: git is not on PATH
+    no_git = {**os.environ, "PATH": "/nonexistent"}  # the full path could not even start without git
+    assert _probe(repo, no_git) == "LOADED= CODE=0"
     (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text())  # same bytes: still a replay
     assert _probe(repo) == "LOADED= CODE=0"
 
@@ -147,11 +145,29 @@ def test_the_environment_and_the_folder_are_part_of_a_record(repo: Path, capsys:
 def test_a_linked_worktree_hook_environment_is_replayed(repo: Path) -> None:
     tree = _worktree(repo, "wt")
     assert run_gate(tree, "claim").returncode == 0
-    env = {**os.environ, "GIT_DIR": git(tree, "rev-parse", "--absolute-git-dir"),
-           "GIT_INDEX_FILE": str(Path(git(tree, "rev-parse", "--absolute-git-dir")) / "index")}  # as git sets for hooks
-    first = _probe(tree, env)
+    git_dir = git(tree, "rev-parse", "--absolute-git-dir")
+    hook_env = {**os.environ, "GIT_DIR": git_dir, "GIT_INDEX_FILE": f"{git_dir}/index", "GIT_PREFIX": "",
+                "PATH": f"/usr/lib/git-core:{os.environ['PATH']}"}  # what git sets for a hook in a linked worktree
+    first = _probe(tree)
     assert "gates.git" in first and first.endswith("CODE=0")
-    assert _probe(tree, env) == "LOADED= CODE=0"
+    assert _probe(tree, hook_env) == "LOADED= CODE=0"  # a plain run's record serves the hook, and back
+    (tree / "HANDOFF.md").write_text((tree / "HANDOFF.md").read_text() + "\n")
+    assert "gates.git" in _probe(tree, hook_env)
+    assert _probe(tree) == "LOADED= CODE=0"
+
+
+def test_git_dir_and_index_pointers_are_followed_not_ignored(repo: Path, tmp_path: Path) -> None:
+    assert "gates.git" in _probe(repo)
+    assert _probe(repo) == "LOADED= CODE=0"
+    other_index = tmp_path / "other-index"
+    shutil.copy(repo / ".git" / "index", other_index)
+    env = {**os.environ, "GIT_INDEX_FILE": str(other_index)}
+    assert "gates.git" in _probe(repo, env)  # another index: the record's run never looked at it
+    assert "gates.git" in _probe(repo)  # (that run's record took the slot; this one takes it back)
+    assert _probe(repo, {**os.environ, "GIT_INDEX_FILE": ".git/index"}) == "LOADED= CODE=0"  # the same file, as hooks name it
+    other = tmp_path / "other"
+    git(tmp_path, "init", "-q", "-b", "main", str(other))
+    assert "gates.git" in _probe(repo, {**os.environ, "GIT_DIR": str(other / ".git")})  # another repository
 
 
 def test_a_record_expires(repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -256,7 +272,7 @@ def test_nothing_is_remembered_when_an_input_moves_during_the_run(repo: Path, mo
     assert _records(repo) == []
     found, plan = _plan(repo, monkeypatch)
     commit_all(repo, "moved HEAD")  # HEAD moves: git's second answer differs from its first
-    plan.found = quick.digest(plan.head, plan.recipe)  # even if the recipe missed it, git's second answer does not
+    plan.found = (quick.digest(plan.head, plan.recipe), quick.digest(plan.head, plan.recipe, staged=True))  # git still sees it
     fastpath.remember(found, plan, ["check"], "output\n")  # type: ignore[arg-type]
     assert _records(repo) == []
 
@@ -294,3 +310,84 @@ def test_old_cache_entries_are_pruned_when_the_cache_is_written(repo: Path) -> N
     (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text() + "\n")
     assert run_gate(repo, "check").returncode == 0  # a clean full run writes its record
     assert not old.exists() and fresh.exists() and other.exists()  # only old config-/quick- entries go
+
+
+def _git_stage(repo: Path) -> list[tuple[int, str, int, bytes]]:
+    out = subprocess.run(["git", "ls-files", "--stage", "-z"], cwd=repo, capture_output=True, check=True).stdout
+    rows = []
+    for item in filter(None, out.split(b"\0")):
+        info, _, path = item.partition(b"\t")
+        mode, oid, stage = info.split()
+        rows.append((int(mode, 8), oid.decode(), int(stage), path))
+    return rows
+
+
+def _ours(repo: Path) -> list[tuple[int, str, int, bytes]] | None:
+    entries = quick.index_entries((repo / ".git" / "index").read_bytes())
+    if entries is None:
+        return None
+    return [(int.from_bytes(fixed[0:4], "big"), fixed[4:24].hex(), (int.from_bytes(fixed[24:26], "big") >> 12) & 3, name)
+            for fixed, name in entries]
+
+
+@pytest.mark.parametrize("version", [2, 3, 4])
+def test_the_index_reader_agrees_with_git(repo: Path, version: int) -> None:
+    deep = repo / "a" / "b" / ("c" * 120)
+    deep.mkdir(parents=True)
+    for name in ("x.txt", "y" * 200, "ünïcode ☃.md", "sp ace", "z-last"):
+        (deep / name).write_text(name)
+    (repo / "run.sh").write_text("#!/bin/sh\n")
+    (repo / "run.sh").chmod(0o755)
+    (repo / "link").symlink_to("run.sh")
+    git(repo, "add", "-A")
+    if version > 2:  # intent-to-add: an entry with extended flags, which version 2 cannot hold
+        (repo / "later.txt").write_text("intent")
+        git(repo, "add", "-N", "later.txt")
+    git(repo, "update-index", "--index-version", str(version))
+    assert (repo / ".git" / "index").read_bytes()[4:8] == version.to_bytes(4, "big")
+    assert _ours(repo) == _git_stage(repo)
+    commit_all(repo, "files")
+    git(repo, "checkout", "-q", "-b", "side")
+    (repo / "README").write_text("side\n")
+    commit_all(repo, "side")
+    git(repo, "checkout", "-q", "main")
+    (repo / "README").write_text("main\n")
+    commit_all(repo, "main")
+    subprocess.run(["git", "merge", "-q", "side"], cwd=repo, capture_output=True)  # a conflict: stages 1, 2 and 3
+    assert {row[2] for row in _git_stage(repo)} == {0, 1, 2, 3}
+    assert _ours(repo) == _git_stage(repo)
+
+
+def test_a_split_index_is_judged_by_its_stat(repo: Path) -> None:
+    git(repo, "update-index", "--split-index")
+    assert _ours(repo) is None
+    assert quick._staged(str(repo / ".git" / "index")) == quick._stat(str(repo / ".git" / "index"))
+
+
+def test_a_check_right_before_a_commit_is_replayed_by_its_hook(repo: Path) -> None:
+    assert run_gate(repo, "install-hooks").returncode == 0
+    (repo / "work.txt").write_text("work\n")
+    git(repo, "add", "work.txt")
+    assert run_gate(repo, "check").returncode == 0
+    [record] = _records(repo)
+    before = record.stat().st_ino
+    git(repo, "commit", "-q", "-m", "work")  # git rewrites the index, then runs the hook
+    assert record.stat().st_ino == before  # the hook replayed: a full run would have rewritten the record
+    (repo / "work.txt").write_text("more work\n")
+    git(repo, "add", "work.txt")
+    git(repo, "commit", "-q", "-m", "more work")  # nothing checked this state yet: the full path, a new record
+    assert record.stat().st_ino != before
+
+
+def test_the_index_reader_never_fails_on_damaged_input(repo: Path) -> None:
+    data = (repo / ".git" / "index").read_bytes()
+    whole = quick.index_entries(data)
+    assert whole is not None
+    assert quick.index_entries(data[:-20] + bytes(20)) == whole  # index.skipHash (git 2.40+): no checksum written
+    results = [quick.index_entries(data[:cut]) for cut in range(len(data))]
+    assert results == [None] * len(data)  # a truncated index is never read as one
+    for i in range(len(data)):  # any flipped byte is caught by the checksum
+        damaged = bytearray(data)
+        damaged[i] ^= 0xFF
+        assert quick.index_entries(bytes(damaged)) is None
+    assert quick.index_entries(b"DIRC" + b"\xff" * 40) is None
