@@ -3,17 +3,19 @@
 A clean `gate check` (exit 0, nothing moved or flagged) leaves a record in the rebuildable cache:
 a *recipe* listing everything the run depended on (the files it read, the folders it listed, the
 paths that had to stay absent, and git's own files that decide where the repository is and what
-HEAD is), a digest of what the recipe found, the time the record expires, and the exact output.
-The next `gate check` with the same arguments, from the same folder and environment, finds the
-record, evaluates the recipe and, when the digest is the same and the record has not expired,
-prints the remembered output and exits 0: no git process and nothing imported beyond `os`, `sys`
-and this package's two small modules.
+HEAD is), two digests of what the recipe found (the second counts the index by what it stages),
+git's answer for where the run looked, the time the record expires, and the exact output. The
+next `gate check` with the same arguments, from the same folder and installation, finds the
+record, evaluates the recipe and, when a digest is the same and the record has not expired,
+prints the remembered output and exits 0: no git process, and nothing imported beyond `os`,
+`sys`, the interpreter's SHA modules and three small modules of this package.
 
-Anything else (another digest, a git lock file, a missing, foreign or unreadable record, a state
+Anything else (other digests, a git lock file, a missing, foreign or unreadable record, a state
 folder that is not safely ours) falls through to the full path, which asks git and runs the
 gates. Finding the record is not repository discovery: git answered discovery when the record was
-written (twice, before and after the run; see fastpath.py), and the recipe holds the evidence that
-its answer still holds. Only the gate's own code evaluates recipes; nothing in a record is run.
+written (twice, before and after the run; see fastpath.py), `locate` must arrive at the same
+answer, and the recipe holds the evidence that the answer still holds. Only the gate's own code
+evaluates recipes; nothing in a record is run.
 """
 
 from __future__ import annotations
