@@ -428,6 +428,10 @@ def cmd_journal(args: argparse.Namespace, run: Run) -> int:
             message = f"journal broken: {verdict.problem}"
             return run.deny("journal-broken", message)
         print(f"journal intact: {verdict.entries} entries, each chained to the one before")
+        if verdict.unfinished:
+            lines = ", ".join(str(n) for n in verdict.unfinished)
+            print(f"  and {len(verdict.unfinished)} append(s) a crash cut short before they were recorded (line "
+                  f"{lines}): kept as they are, each followed by the retried entry or by nothing")
         return OK
     rows, _ = journal.read_all(repo)
     for number, entry, raw in rows:

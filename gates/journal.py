@@ -83,6 +83,7 @@ class Verdict:
     entries: int
     problem: str = ""
     line: int = 0
+    unfinished: list[int] | None = None  # lines of appends a crash cut short (never acknowledged, so not damage)
 
 
 def read_all(repo: Repo) -> tuple[list[tuple[int, dict[str, Any] | None, str]], dict[str, Any] | None]:
@@ -113,11 +114,31 @@ def read_all(repo: Repo) -> tuple[list[tuple[int, dict[str, Any] | None, str]], 
     return rows, head_record
 
 
+def _unfinished(rows: list[tuple[int, dict[str, Any] | None, str]], at: int, seq: int, prev: str,
+                head: dict[str, Any] | None) -> bool:
+    """Whether the non-entry line `rows[at]` is an append a crash cut short, not damage.
+
+    A write to a file can stop short when its process is killed (the kernel checks for a fatal signal
+    between pages), and the writer dies before `journal.head` names the entry. Such a line begins as
+    the next entry would (`{"seq": <next>, `) and is followed either by nothing, with the head still
+    naming the entry before it, or by the retried entry: the same sequence number, chained to the same
+    entry. Anything else is damage."""
+    if not rows[at][2].startswith('{"seq": %d, ' % (seq + 1)):
+        return False
+    if at + 1 == len(rows):
+        return head is None or head.get("seq") == seq
+    following = rows[at + 1][1]
+    return following is not None and following.get("seq") == seq + 1 and following.get("prev") == prev
+
+
 def verify(repo: Repo) -> Verdict:
     rows, head = read_all(repo)
-    prev, seq = GENESIS, 0
-    for number, entry, _ in rows:
+    prev, seq, unfinished = GENESIS, 0, []
+    for at, (number, entry, _) in enumerate(rows):
         if entry is None:
+            if _unfinished(rows, at, seq, prev, head):
+                unfinished.append(number)
+                continue
             return Verdict(False, seq, f"line {number} is not a journal entry (edited, or torn by a crash)", number)
         if entry.get("hash") != entry_hash(entry):
             return Verdict(False, seq, f"entry {entry.get('seq')} at line {number} was edited (its hash does not match)",
@@ -131,7 +152,7 @@ def verify(repo: Repo) -> Verdict:
                        "entries were cut from its end", len(rows) + 1)
     if head is not None and head["seq"] == seq and head.get("hash") != prev:
         return Verdict(False, seq, f"the last entry {seq} is not the one journal.head recorded", len(rows))
-    return Verdict(True, seq)
+    return Verdict(True, seq, unfinished=unfinished)
 
 
 def repair(repo: Repo, now: datetime | None = None) -> tuple[Path, dict[str, Any]] | None:

@@ -89,6 +89,46 @@ def test_a_torn_last_line_is_detected_and_appends_go_on(repo: Path) -> None:
     assert after[0]["prev"] == json.loads(_journal(repo).read_text().splitlines()[3])["hash"]
 
 
+def _cut_short_append(repo: Path) -> tuple[bytes, str]:
+    """The journal as a crash leaves it when the append of its last entry stopped halfway: (bytes, that line)."""
+    head = repo / ".git" / "gate" / "journal.head"
+    _some_actions(repo)
+    before_head = head.read_bytes()
+    assert run_gate(repo, "claim").returncode == 0  # one more entry: the one the crash will cut short
+    lines = _journal(repo).read_bytes().splitlines(keepends=True)
+    half = lines[-1][: len(lines[-1]) // 2]
+    _journal(repo).write_bytes(b"".join(lines[:-1]) + half)
+    head.write_bytes(before_head)  # the writer died before journal.head named the entry
+    return b"".join(lines[:-1]) + half, half.decode()
+
+
+def test_an_append_cut_short_by_a_crash_is_not_damage(repo: Path) -> None:
+    _, half = _cut_short_append(repo)
+    proc = run_gate(repo, "journal", "--verify")
+    assert proc.returncode == 0 and proc.stdout.startswith("journal intact: 5 entries")
+    assert "1 append(s) a crash cut short before they were recorded (line 6)" in proc.stdout
+    assert run_gate(repo, "claim").returncode == 0  # the retry: same sequence number, chained to entry 5
+    lines = _journal(repo).read_text().splitlines()
+    assert lines[5] == half and json.loads(lines[6])["seq"] == 6
+    proc = run_gate(repo, "journal", "--verify")
+    assert proc.returncode == 0 and proc.stdout.startswith("journal intact: 6 entries") and "(line 6)" in proc.stdout
+
+
+@pytest.mark.parametrize("damage", ["head names it", "not how an entry begins", "no retry follows"])
+def test_a_torn_line_that_is_not_a_cut_short_append_is_damage(repo: Path, damage: str) -> None:
+    data, half = _cut_short_append(repo)
+    if damage == "head names it":  # the append was acknowledged: a torn line now is damage after the fact
+        (repo / ".git" / "gate" / "journal.head").write_text('{"seq": 6, "hash": "recorded"}\n')
+        _verify_fails(repo, "line 6 is not a journal entry (edited, or torn by a crash)")
+    elif damage == "not how an entry begins":
+        _journal(repo).write_bytes(data.replace(half.encode(), b'{"seq": 99, ' + half.encode()[12:]))
+        _verify_fails(repo, "line 6 is not a journal entry (edited, or torn by a crash)")
+    else:  # a torn line in the middle, and the next entry does not retry it
+        lines = _journal(repo).read_bytes().splitlines(keepends=True)
+        _journal(repo).write_bytes(b"".join(lines[:3]) + half.encode() + b"\n" + b"".join(lines[3:5]))
+        _verify_fails(repo, "line 4 is not a journal entry (edited, or torn by a crash)")
+
+
 def test_repair_keeps_the_broken_journal_and_starts_a_chain_that_names_it(repo: Path) -> None:
     assert run_gate(repo, "journal", "--repair").stdout == "journal intact: nothing to repair\n"
     _some_actions(repo)
