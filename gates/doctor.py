@@ -6,6 +6,7 @@ import json
 import os
 import stat
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from gates import config as config_module
@@ -76,11 +77,28 @@ def _commit_hooks(repo: Repo) -> list[Check]:
         if "pre-commit" not in text and not hooks.is_ours(native):
             out.append(Check(FIX, "the pre-commit framework is not installed in this clone: run `pre-commit install`"))
     if hooks.is_ours(native):
-        out.append(Check(OK, f"native hook {native} runs the gate"))
+        out.append(_native_hook(native))
     if not framework and not hooks.is_ours(native):
         out.append(Check(FIX, "no commit hook runs the gate: add it to .pre-commit-config.yaml and run "
                               "`pre-commit install`, or run `gate install-hooks`"))
     return out
+
+
+def _native_hook(native: Path) -> Check:
+    """Our hook runs an interpreter by absolute path: it breaks when that environment is removed, and a hook
+    written by another version of the gate may lack what this one writes (the `-c` entry of the no-change path)."""
+    import shlex
+
+    text = native.read_text(errors="replace")
+    words = shlex.split(text.splitlines()[-1]) if text.strip() else []
+    interpreter = words[1] if len(words) > 1 and words[0] == "exec" else ""
+    if not os.access(interpreter, os.X_OK):
+        return Check(FIX, f"native hook {native} runs {interpreter or 'no interpreter'}, which is gone: every commit "
+                          "fails — run `gate install-hooks` again from the environment the gate is installed in")
+    if text != hooks.script(native.name):
+        return Check(WARN, f"native hook {native} was written by another installation or version of the gate: "
+                           "`gate install-hooks` rewrites it for this one")
+    return Check(OK, f"native hook {native} runs the gate")
 
 
 def _framework_hooks(repo: Repo) -> set[str]:

@@ -15,6 +15,7 @@ from xml.etree import ElementTree
 import pytest
 from conftest import ROOT, commit_all, git, handoff_text, init_repo, run_gate
 
+from gates.hooks import ENTRY
 from gates.registry import GATES
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -129,6 +130,15 @@ def test_doctor_says_what_to_fix(repo: Path) -> None:
         {"matcher": "", "hooks": [{"type": "command", "command": "gate brief --format claude"}]}]}}))
     healthy = run_gate(repo, "doctor")
     assert healthy.returncode == 0, healthy.stdout
+    hook = Path(git(repo, "rev-parse", "--path-format=absolute", "--git-path", "hooks")) / "pre-commit"
+    text = hook.read_text()
+    hook.write_text(text.replace(" -I -c ", " -I -m gates ").replace(shlex.quote(ENTRY) + " ", ""))  # an older form
+    assert "warn  native hook" in run_gate(repo, "doctor").stdout
+    interpreter = shlex.split(text.splitlines()[-1])[1]
+    hook.write_text(text.replace(interpreter, "/nonexistent/venv/bin/python"))
+    gone = run_gate(repo, "doctor")
+    assert gone.returncode == 1 and "/nonexistent/venv/bin/python, which is gone" in gone.stdout
+    hook.write_text(text)
     (repo / ".git" / "index.lock").write_text("")
     os.utime(repo / ".git" / "index.lock", (0, 0))
     (repo / ".gate.yaml").write_text("locks:\n  threshold: 1s\n")
