@@ -8,9 +8,9 @@ an item in both files, never in neither.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from gates import fsio, handoff, journal
 from gates.config import Config
@@ -20,8 +20,7 @@ from gates.git import Repo
 MAX_ARCHIVE_BYTES = 64 << 20
 
 
-@dataclass(frozen=True)
-class Move:
+class Move(NamedTuple):
     section: str
     item: handoff.Item
 

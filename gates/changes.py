@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from gates.git import History, Repo
 
 
-@dataclass
 class Change:
-    repo: Repo
-    history: History
-    old: str | None  # the parent commit; None when there is none
-    new: str | None  # the commit; None: the index (the commit being made)
-    subject: str = ""
-    _all: list[tuple[str, str]] | None = field(default=None, repr=False)
+    def __init__(self, repo: Repo, history: History, old: str | None, new: str | None, subject: str = "") -> None:
+        self.repo = repo
+        self.history = history
+        self.old = old  # the parent commit; None when there is none
+        self.new = new  # the commit; None: the index (the commit being made)
+        self.subject = subject
+        self._all: list[tuple[str, str]] | None = None
 
     @property
     def label(self) -> str:

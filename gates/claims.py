@@ -19,10 +19,9 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gates import dataio, fsio, journal, state
 from gates.errors import USAGE, GateError
@@ -55,8 +54,7 @@ def check_note(note: str | None) -> str | None:
     return note
 
 
-@dataclass(frozen=True)
-class Holder:
+class Holder(NamedTuple):
     """Who asks: this worktree, and the session when one is named."""
 
     worktree: str
@@ -163,8 +161,7 @@ def _human(seconds: int) -> str:
     return "".join(parts) or "0s"
 
 
-@dataclass
-class Outcome:
+class Outcome(NamedTuple):
     kind: str  # granted | renewed | taken-over | denied | released | broken | not-holder | none
     record: dict[str, Any] | None = None
     previous: dict[str, Any] | None = None

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from gates.changes import Change
 from gates.config import Config
@@ -12,8 +11,7 @@ from gates.git import Repo
 from gates.handoff import Document
 
 
-@dataclass(frozen=True)
-class Loaded:
+class Loaded(NamedTuple):
     """A hand-over file as read: its document, or only its size when it was over the cap."""
 
     shown: str
@@ -21,16 +19,19 @@ class Loaded:
     doc: Document | None
 
 
-@dataclass
 class Context:
-    repo: Repo
-    config: Config
-    handoffs: list[Loaded]
-    now: datetime
-    changes: list[Change] = field(default_factory=list)  # what the change-judging gates judge
-    range_spec: str | None = None  # set under `gate check --range`: changes are those commits
-    events: list[tuple[str, str]] = field(default_factory=list)  # (flag reason, message) to flag even on success
-    _records: tuple[list[Any], list[tuple[str, int, str]]] | None = field(default=None, repr=False)
+    """What every gate of one check reads: the repository, the config, the hand-over files as read, the time."""
+
+    def __init__(self, repo: Repo, config: Config, handoffs: list[Loaded], now: datetime,
+                 changes: list[Change] | None = None, range_spec: str | None = None) -> None:
+        self.repo = repo
+        self.config = config
+        self.handoffs = handoffs
+        self.now = now
+        self.changes = changes or []  # what the change-judging gates judge
+        self.range_spec = range_spec  # set under `gate check --range`: changes are those commits
+        self.events: list[tuple[str, str]] = []  # (flag reason, message) to flag even on success
+        self._records: tuple[list[Any], list[tuple[str, int, str]]] | None = None
 
     def records(self) -> tuple[list[Any], list[tuple[str, int, str]]]:
         """The records of the work tree, read once per check for every gate that needs them."""

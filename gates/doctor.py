@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from gates import config as config_module
 from gates import flags, hooks, journal, locks, state
@@ -20,8 +19,7 @@ MIN_GIT = (2, 24)
 OUR_HOOK_IDS = {"gate", *GATES}
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(NamedTuple):
     status: str
     message: str
 

@@ -7,10 +7,9 @@ skipped; a line's visible text is what is left outside comments.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from gates.config import Config
@@ -36,16 +35,19 @@ def parse_utc(value: str) -> datetime | None:
         return None
 
 
-@dataclass
 class Item:
-    line: int
-    indent: int
-    marker: str
-    checked: bool | None  # None: not a task item
-    text: str
-    end_line: int
-    chars: int  # length of the whole item: its line and its continuation lines
-    children: list[Item] = field(default_factory=list)
+    """A list item with its continuation lines; its nested items are its children."""
+
+    def __init__(self, line: int, indent: int, marker: str, checked: bool | None, text: str, end_line: int,
+                 chars: int) -> None:
+        self.line = line
+        self.indent = indent
+        self.marker = marker
+        self.checked = checked  # None: not a task item
+        self.text = text
+        self.end_line = end_line
+        self.chars = chars  # length of the whole item: its line and its continuation lines
+        self.children: list[Item] = []
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -56,13 +58,13 @@ class Item:
         }
 
 
-@dataclass
 class Section:
-    name: str
-    line: int
-    end_line: int
-    items: list[Item] = field(default_factory=list)  # top-level items; children nest
-    text_lines: list[int] = field(default_factory=list)  # lines with visible text
+    def __init__(self, name: str, line: int, end_line: int) -> None:
+        self.name = name
+        self.line = line
+        self.end_line = end_line
+        self.items: list[Item] = []  # top-level items; children nest
+        self.text_lines: list[int] = []  # lines with visible text
 
     def walk(self) -> list[Item]:
         out: list[Item] = []
@@ -74,22 +76,21 @@ class Section:
         return out
 
 
-@dataclass
-class MetaEntry:
+class MetaEntry(NamedTuple):
     key: str
     value: str
     line: int
 
 
-@dataclass
 class Document:
-    path: str
-    lines: list[str]
-    titles: list[tuple[str, int]] = field(default_factory=list)
-    preamble: Section = field(default_factory=lambda: Section("", 1, 1))
-    sections: list[Section] = field(default_factory=list)
-    conflict_markers: list[int] = field(default_factory=list)
-    unclosed: list[tuple[str, int]] = field(default_factory=list)  # ("fence" | "comment", line)
+    def __init__(self, path: str, lines: list[str]) -> None:
+        self.path = path
+        self.lines = lines
+        self.titles: list[tuple[str, int]] = []
+        self.preamble = Section("", 1, 1)
+        self.sections: list[Section] = []
+        self.conflict_markers: list[int] = []
+        self.unclosed: list[tuple[str, int]] = []  # ("fence" | "comment", line)
 
     def section(self, name: str) -> list[Section]:
         return [s for s in self.sections if s.name.casefold() == name.casefold()]
@@ -277,8 +278,7 @@ class _Parser:
             self.doc.unclosed.append(("HTML comment", self.comment_line))
 
 
-@dataclass
-class Source:
+class Source(NamedTuple):
     """A text file's lines and the conventions to write them back with: its line end, BOM and last newline."""
 
     lines: list[str]

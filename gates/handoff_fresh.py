@@ -10,9 +10,8 @@ is a warning that says how to fetch more history.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from gates import handoff
 from gates.context import Context, Loaded
@@ -25,8 +24,7 @@ ID = "handoff-fresh"
 SUMMARY = "the Meta ref is HEAD or a recent ancestor, and the hand-over is not stale"
 
 
-@dataclass(frozen=True)
-class Relation:
+class Relation(NamedTuple):
     """Where a Meta ref stands against HEAD: current, N behind, not in this history, or unknown here."""
 
     kind: str  # current | behind | elsewhere | shallow | unborn

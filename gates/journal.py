@@ -10,10 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gates import dataio, fsio, state
 from gates.git import Repo
@@ -77,8 +76,7 @@ def _last_entry(path: Path) -> tuple[dict[str, Any] | None, bool]:
     return None, torn
 
 
-@dataclass
-class Verdict:
+class Verdict(NamedTuple):
     ok: bool
     entries: int
     problem: str = ""

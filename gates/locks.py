@@ -17,10 +17,9 @@ import json
 import os
 import re
 import stat
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gates import dataio, fsio, journal, state
 from gates.errors import USAGE, VIOLATION, GateError
@@ -36,19 +35,21 @@ _PID_LINE = re.compile(r"^pid (\d{1,10})\s*$")
 FRESH, LIVE, STALE, INELIGIBLE = "fresh", "live", "stale", "ineligible"
 
 
-@dataclass
 class Lock:
-    path: Path
-    shown: str  # relative to the common dir, as the quarantine keeps it
-    size: int = 0
-    age: float = 0.0
-    verdict: str = LIVE
-    reason: str = ""
-    evidence: dict[str, Any] = field(default_factory=dict)
-    ident: tuple[int, int] = (0, 0)
-    mtime: float = 0.0
-    ctime: float = 0.0
-    companion: bool = False
+    """A git lock file, and what judging it found (size, age, verdict, why, and the evidence)."""
+
+    def __init__(self, path: Path, shown: str, companion: bool = False) -> None:
+        self.path = path
+        self.shown = shown  # relative to the common dir, as the quarantine keeps it
+        self.companion = companion
+        self.size = 0
+        self.age = 0.0
+        self.verdict = LIVE
+        self.reason = ""
+        self.evidence: dict[str, Any] = {}
+        self.ident = (0, 0)
+        self.mtime = 0.0
+        self.ctime = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {"path": str(self.path), "shown": self.shown, "size": self.size, "age_seconds": round(self.age, 1),
@@ -204,8 +205,7 @@ def _companion(lock: Lock, locks: list[Lock]) -> dict[str, Any] | None:
     return {"path": str(partner), "pid": pid, "alive": procscan.pid_alive(pid)}
 
 
-@dataclass
-class Moved:
+class Moved(NamedTuple):
     lock: Lock
     evidence_dir: Path | None
     target: Path | None

@@ -7,18 +7,19 @@ makes the scan `complete = False`, and the caller must then treat every lock as 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 PROC = Path("/proc")
 
 
-@dataclass
 class Scan:
-    complete: bool = True
-    doubts: list[str] = field(default_factory=list)
-    open_by: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (dev, ino) -> pids
-    git_in_repo: list[tuple[int, str]] = field(default_factory=list)  # (pid, cwd)
+    """What /proc showed: which processes hold which files open, and same-user git processes in the repository."""
+
+    def __init__(self, complete: bool = True, doubts: list[str] | None = None) -> None:
+        self.complete = complete
+        self.doubts = doubts or []
+        self.open_by: dict[tuple[int, int], list[int]] = {}  # (dev, ino) -> pids
+        self.git_in_repo: list[tuple[int, str]] = []  # (pid, cwd)
 
 
 def _inside(path: str, roots: list[str]) -> bool:

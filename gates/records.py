@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -26,12 +25,13 @@ FINAL = ("closed", "superseded")
 _SLUG = re.compile(r"[^a-z0-9]+")
 
 
-@dataclass
 class Record:
-    shown: str
-    meta: dict[str, Any]
-    lines: dict[tuple[object, ...], int]  # line of each front-matter key, in the file
-    checked: list[tuple[int, str]] | None = None  # schema problems, once computed
+    def __init__(self, shown: str, meta: dict[str, Any], lines: dict[tuple[object, ...], int],
+                 checked: list[tuple[int, str]] | None = None) -> None:
+        self.shown = shown
+        self.meta = meta
+        self.lines = lines  # line of each front-matter key, in the file
+        self.checked = checked  # schema problems, once computed
 
     @property
     def status(self) -> str:

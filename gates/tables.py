@@ -8,8 +8,7 @@ NAME `decisions` lists the open records; `decisions-closed` the closed and super
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from gates import fsio, handoff, journal, records
 from gates.config import Config
@@ -24,8 +23,7 @@ SELECT: dict[str, Callable[[records.Record], bool]] = {
 }
 
 
-@dataclass(frozen=True)
-class Region:
+class Region(NamedTuple):
     name: str
     start: int  # 0-based index of the start marker
     end: int | None  # 0-based index of the end marker; None when it is missing
