@@ -146,10 +146,11 @@ def _check(run: Run, args: argparse.Namespace) -> tuple[CheckResult, list[str], 
     """Run the gates, with the recipe of what they depend on taken first (for the no-change path)."""
     from gates import check, fastpath
 
+    before = fastpath.before_discovery()  # the evidence as it stands before git is asked where the repository is
     repo, config = run.repo(), run.config()
     gate_ids = check.select(config, args.only, args.skip)
     fixed = _fix(run, config, gate_ids) if args.fix else []
-    plan = fastpath.plan(repo, config, args, run.argv) if not fixed else None
+    plan = fastpath.plan(repo, config, args, run.argv, before) if not fixed else None
     result = check.run(repo, config, gate_ids, [Path(f).absolute() for f in args.files], range_spec=args.range)
     return result, fixed, plan
 

@@ -13,9 +13,10 @@ repository or a config with includes always take the full path.
 
 A record is written only when the run was clean, its answer came from HEAD's recent history alone
 (a Meta ref that git had to resolve by name or from the object store could change with any ref
-update or fetch), and nothing moved under it: the recipe is
-evaluated before the gates run and again after, and git is asked for discovery again; both must
-agree with what the run saw. A record expires when a clock-dependent verdict could flip (a claim's
+update or fetch), and nothing moved under it: the recipe is evaluated before the gates run and
+again after, and git's discovery is proven to have answered for this very state — by the
+discovery evidence standing unchanged from before git was asked until the plan (`Before`), or
+else by asking git a second time after the run. A record expires when a clock-dependent verdict could flip (a claim's
 TTL, the hand-over turning stale) and after an hour in any case. It lives in the rebuildable
 cache: deleting it changes no answer.
 """
@@ -46,12 +47,13 @@ class Plan:
     """A recipe, what it found before the gates ran, where git said the run looks, and until when a result holds."""
 
     def __init__(self, recipe: list[tuple[str, str]], head: bytes, found: tuple[str, str], until: float,
-                 where: tuple[str, str, str, str]) -> None:
+                 where: tuple[str, str, str, str], proven: bool) -> None:
         self.recipe = recipe
         self.head = head
         self.found = found
         self.until = until
         self.where = where
+        self.proven = proven  # the discovery evidence stood unchanged from before git's discovery until the plan
 
 
 def _epoch(text: str) -> float | None:
@@ -85,10 +87,9 @@ def _flips(path: Path, fresh_days: int, cap: int) -> float:
     return stale_at if stale_at > now else float("inf")
 
 
-def _discovery(repo: Repo, recipe: list[tuple[str, str]]) -> bool:
+def _discovery(top: str, git_dir: str, common: str, recipe: list[tuple[str, str]]) -> bool:
     """The evidence that git would find this repository again the same way; False when it cannot be had cheaply."""
     start = os.path.realpath(quick.start_dir(os.environ))
-    top, git_dir, common = str(repo.toplevel), str(repo.git_dir), str(repo.common_dir)
     folder = start
     while True:
         recipe.append(("kind", os.path.join(folder, ".git")))
@@ -101,8 +102,8 @@ def _discovery(repo: Repo, recipe: list[tuple[str, str]]) -> bool:
         folder = parent
     recipe += [("content", os.path.join(top, ".git")), ("kind", top), ("kind", git_dir), ("kind", common),
                ("content", os.path.join(git_dir, "commondir")), ("content", os.path.join(git_dir, "config.worktree"))]
-    config = _small(repo.common_dir / "config")
-    if config is None or b"include" in config.lower() or (repo.common_dir / "reftable").exists():
+    config = _small(Path(common, "config"))
+    if config is None or b"include" in config.lower() or os.path.lexists(os.path.join(common, "reftable")):
         return False
     recipe.append(("content", os.path.join(common, "config")))
     home, xdg = os.environ.get("HOME", ""), os.environ.get("XDG_CONFIG_HOME", "")
@@ -111,17 +112,39 @@ def _discovery(repo: Repo, recipe: list[tuple[str, str]]) -> bool:
                   os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"]
     recipe += [("stat", path) for path in user_files if path]
     # HEAD, and the loose ref it names; without one, packed-refs holds the answer.
-    head = _small(repo.git_dir / "HEAD", 4096) or b""
+    head = _small(Path(git_dir, "HEAD"), 4096) or b""
     recipe.append(("content", os.path.join(git_dir, "HEAD")))
     if head.startswith(b"ref: "):
         name = head[5:].strip().decode("utf-8", "replace")
         if not _REF.fullmatch(name) or ".." in name:
             return False
-        loose = _small(repo.common_dir / name, 4096)
+        loose = _small(Path(common, name), 4096)
         if loose is not None and loose.startswith(b"ref:"):
             return False  # a symbolic ref to a symbolic ref: not followed here
         recipe += [("content", os.path.join(common, name)), ("stat", os.path.join(common, "packed-refs"))]
     return True
+
+
+class Before:
+    """The discovery evidence as it stood before git was asked: where the cheap walk leads, and what it found."""
+
+    def __init__(self, where: tuple[str, str, str, str], recipe: list[tuple[str, str]], found: list[bytes]) -> None:
+        self.where = where
+        self.recipe = recipe
+        self.found = found
+
+
+def before_discovery() -> Before | None:
+    """Taken before git's discovery: if the same evidence stands after it (and git's answer is where this walk
+    leads), git answered for exactly this state, and the run needs no second discovery to prove it."""
+    try:
+        where = quick.locate(os.environ)
+        recipe: list[tuple[str, str]] = []
+        if where is None or not _discovery(where[0], where[1], where[2], recipe):
+            return None
+        return Before(where, recipe, quick.evaluate(recipe))
+    except (OSError, quick.Busy):
+        return None
 
 
 def _claims(repo: Repo, recipe: list[tuple[str, str]]) -> float:
@@ -156,13 +179,14 @@ def _folder(path: Path, pattern: str, recipe: list[tuple[str, str]], op: str) ->
     recipe += [(op, str(p)) for p in sorted(path.glob(pattern))] if path.is_dir() else []
 
 
-def plan(repo: Repo, config: Config, args: Any, argv: list[str]) -> Plan | None:
+def plan(repo: Repo, config: Config, args: Any, argv: list[str], before: Before | None = None) -> Plan | None:
     """The recipe of this run, evaluated before the gates run; None: this run is never replayed."""
     if args.range or config.section("locks")["deep"]:
         return None
     recipe: list[tuple[str, str]] = []
-    if not _discovery(repo, recipe):
+    if not _discovery(str(repo.toplevel), str(repo.git_dir), str(repo.common_dir), recipe):
         return None
+    evidence = len(recipe)
     worktrees = repo.common_dir / "worktrees"
     recipe += [("lock-free", str(repo.common_dir)), ("lock-free", str(repo.git_dir)), ("list", str(worktrees))]
     recipe += [("lock-free", str(worktrees / name)) for name in (sorted(os.listdir(worktrees)) if worktrees.is_dir() else [])]
@@ -196,7 +220,9 @@ def plan(repo: Repo, config: Config, args: Any, argv: list[str]) -> Plan | None:
     if config_now != (b"-" if config.raw is None else quick.content_value(config.raw)):
         return None  # .gate.yaml changed after it was read: this run's answer is not the file's
     where = (str(repo.toplevel), str(repo.git_dir), str(repo.common_dir), index_path)
-    return Plan(recipe, head, found, until, where)
+    proven = (before is not None and before.where == where and before.recipe == recipe[:evidence]
+              and before.found == quick.evaluate(recipe[:evidence]))
+    return Plan(recipe, head, found, until, where, proven)
 
 
 def _digests(head: bytes, recipe: list[tuple[str, str]]) -> tuple[str, str]:
@@ -218,7 +244,7 @@ def remember(repo: Repo, plan: Plan, argv: list[str], output: str) -> None:
     try:
         if _digests(plan.head, plan.recipe) != plan.found:
             return
-        again = discover(environ=os.environ)
+        again = repo if plan.proven else discover(environ=os.environ)  # else: ask git again, to be sure
     except (quick.Busy, GateError):
         return
     if (again.toplevel, again.git_dir, again.common_dir, again.head) != (repo.toplevel, repo.git_dir, repo.common_dir,

@@ -392,3 +392,38 @@ def test_the_index_reader_never_fails_on_damaged_input(repo: Path) -> None:
         damaged[i] ^= 0xFF
         assert quick.index_entries(bytes(damaged)) is None
     assert quick.index_entries(b"DIRC" + b"\xff" * 40) is None
+
+
+def test_git_discovery_is_proven_by_evidence_taken_before_it(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gates import config
+
+    monkeypatch.chdir(repo)
+    args = cli.build_parser("check").parse_args(["check"])
+    before = fastpath.before_discovery()
+    found = discover()
+    plan = fastpath.plan(found, config.load(found), args, ["check"], before)
+    assert plan is not None and plan.proven  # nothing moved between the evidence and git's answer
+    before = fastpath.before_discovery()
+    commit_all(repo, "HEAD moves between the evidence and git's answer")
+    found = discover()
+    plan = fastpath.plan(found, config.load(found), args, ["check"], before)
+    assert plan is not None and not plan.proven  # so remember() asks git a second time
+
+
+def _git_calls(repo: Path, log: Path) -> int:
+    log.write_text("")
+    assert run_gate(repo, "check", env={**os.environ, "PATH": f"{log.parent}:{os.environ['PATH']}"}).returncode == 0
+    return len(log.read_text().splitlines())
+
+
+def test_git_processes_per_check(repo: Path, tmp_path: Path) -> None:
+    wrapper = tmp_path / "bin"
+    wrapper.mkdir()
+    real = shutil.which("git")
+    log = wrapper / "calls.log"
+    (wrapper / "git").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    (wrapper / "git").chmod(0o755)
+    _git_calls(repo, log)  # the first run also asks for core.sharedRepository before it makes the cache folder
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text() + "\n")
+    assert _git_calls(repo, log) == 3, log.read_text()  # discovery, rev-list, diff --cached: no second discovery
+    assert _git_calls(repo, log) == 0  # replayed
