@@ -12,9 +12,9 @@ prints the remembered output and exits 0: no git process, and nothing imported b
 
 Anything else (other digests, a git lock file, a missing, foreign or unreadable record, a state
 folder that is not safely ours) falls through to the full path, which asks git and runs the
-gates. Finding the record is not repository discovery: git answered discovery when the record was
-written (twice, before and after the run; see fastpath.py), `locate` must arrive at the same
-answer, and the recipe holds the evidence that the answer still holds. Only the gate's own code
+gates. Finding the record is not repository discovery: git answered discovery for the run that
+wrote the record (proven to describe the recorded state; see fastpath.py), `locate` must arrive at
+the same answer, and the recipe holds the evidence that the answer still holds. Only the gate's own code
 evaluates recipes; nothing in a record is run.
 """
 
