@@ -110,7 +110,7 @@ def judge(repo: Repo, locks: list[Lock], threshold: float, fs_now: float) -> Non
     from gates import procscan
 
     roots, doubts = _repo_roots(repo)
-    found = procscan.scan({lock.ident for lock in aged}, roots)
+    found = procscan.scan({lock.ident: str(lock.path) for lock in aged}, roots)
     if doubts:  # a worktree we cannot locate could have a git process working in it
         found.complete = False
         found.doubts += doubts
@@ -143,7 +143,9 @@ def _eligible(lock: Lock) -> bool:
         from gates import procscan
 
         kind = procscan.filesystem_type(str(lock.path))
-        if procscan.is_network_fs(kind):
+        if kind is None:
+            problem = "the type of its filesystem cannot be established: reported, never moved"
+        elif procscan.is_network_fs(kind):
             problem = f"on a network filesystem ({kind}): reported, never moved"
     if problem:
         lock.verdict, lock.reason = INELIGIBLE, problem

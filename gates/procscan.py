@@ -1,15 +1,23 @@
-"""Liveness evidence from /proc: who holds a file open, which git processes work in a repository.
+"""Liveness evidence: who holds a file open, which git processes work in a repository.
 
-Any doubt counts as alive: a platform without /proc, or a process of ours that cannot be read,
-makes the scan `complete = False`, and the caller must then treat every lock as live.
+From /proc where there is one (Linux); else from `lsof` (macOS ships it as /usr/sbin/lsof), run
+from a system location only, never found through PATH. Any doubt counts as alive: no /proc and
+no lsof, an lsof that fails, or a process of ours that cannot be read makes the scan
+`complete = False`, and the caller must then treat every lock as live.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 from pathlib import Path
 
 PROC = Path("/proc")
+LSOF = ("/usr/sbin/lsof", "/usr/bin/lsof", "/sbin/lsof", "/bin/lsof")
+MOUNT = ("/sbin/mount", "/bin/mount", "/usr/bin/mount", "/usr/sbin/mount")
+_TOOL_ENV = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "LC_ALL": "C"}
+_TOOL_TIMEOUT = 10.0  # lsof can hang on a dead network mount: then doubt, so live
 
 
 class Scan:
@@ -26,13 +34,33 @@ def _inside(path: str, roots: list[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
-def scan(inodes: set[tuple[int, int]], roots: list[str]) -> Scan:
-    """One pass over the processes: holders of `inodes`, and git processes with a cwd under `roots`."""
-    result = Scan()
+def _system_tool(candidates: tuple[str, ...]) -> str | None:
+    return next((path for path in candidates if os.access(path, os.X_OK)), None)
+
+
+def _run_tool(argv: list[str]) -> str | None:
+    """A system tool's output, or None when it could not be run or said anything on stderr (doubt)."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, env=_TOOL_ENV,
+                              timeout=_TOOL_TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    # lsof exits 1 when it found nothing to list; anything on stderr is a problem it met.
+    if proc.returncode not in (0, 1) or proc.stderr.strip():
+        return None
+    return proc.stdout.decode("utf-8", "surrogateescape")
+
+
+def scan(targets: dict[tuple[int, int], str], roots: list[str]) -> Scan:
+    """One pass over the processes: holders of the files `targets` names ((device, inode) -> path), and git
+    processes of this user with a cwd under `roots`."""
     if not PROC.is_dir() or not (PROC / "self" / "fd").is_dir():
-        result.complete = False
-        result.doubts.append("no /proc on this platform: liveness cannot be established")
-        return result
+        lsof = _system_tool(LSOF)
+        if lsof is None:
+            return Scan(False, ["no /proc and no lsof on this platform: liveness cannot be established"])
+        return _scan_lsof(lsof, targets, roots)
+    inodes = set(targets)
+    result = Scan()
     me, uid = os.getpid(), os.geteuid()
     try:
         entries = [entry.name for entry in os.scandir(PROC) if entry.name.isdigit()]
@@ -75,6 +103,45 @@ def _one(pid: int, uid: int, inodes: set[tuple[int, int]], roots: list[str], res
         # Another user's process: it cannot have opened a lock that only we may write.
 
 
+def _lsof_records(output: str) -> list[tuple[int, dict[str, str]]]:
+    """lsof -F output as (pid, fields of one file): a `p` line starts a process, an `f` line a file."""
+    records: list[tuple[int, dict[str, str]]] = []
+    pid = 0
+    for line in output.split("\n"):
+        if not line:
+            continue
+        tag, value = line[0], line[1:]
+        if tag == "p":
+            pid = int(value) if value.isdigit() else 0
+        elif tag == "f":
+            records.append((pid, {}))
+        elif records and records[-1][0] == pid:
+            records[-1][1][tag] = value
+    return records
+
+
+def _scan_lsof(lsof: str, targets: dict[tuple[int, int], str], roots: list[str]) -> Scan:
+    result = Scan()
+    me = os.getpid()
+    if targets:
+        held = _run_tool([lsof, "-w", "-n", "-P", "-F", "pfi", "--", *targets.values()])
+        if held is None:
+            return Scan(False, ["lsof failed to list the holders of the lock files"])
+        by_inode = {ino: (dev, ino) for dev, ino in targets}
+        for pid, fields in _lsof_records(held):
+            key = by_inode.get(int(fields["i"])) if fields.get("i", "").isdigit() else None
+            if key is not None and pid not in (me, 0):
+                result.open_by.setdefault(key, []).append(pid)
+    cwds = _run_tool([lsof, "-w", "-n", "-P", "-a", "-u", str(os.geteuid()), "-c", "git", "-d", "cwd", "-F", "pfn"])
+    if cwds is None:
+        return Scan(False, ["lsof failed to list the working directories of git processes"])
+    for pid, fields in _lsof_records(cwds):
+        cwd = fields.get("n", "")
+        if pid != me and _inside(cwd, roots):
+            result.git_in_repo.append((pid, cwd))
+    return result
+
+
 def pid_alive(pid: int) -> bool | None:
     """True alive, False dead, None unknown."""
     if pid <= 0:
@@ -91,24 +158,45 @@ def pid_alive(pid: int) -> bool | None:
 
 
 NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "lustre", "gpfs",
-              "davfs", "sshfs", "fuse")
+              "davfs", "sshfs", "fuse", "afpfs", "webdav")
+_MOUNT_LINUX = re.compile(r"^.+? on (.+) type (\S+) \(.*\)$")  # util-linux: `dev on /dir type ext4 (rw,...)`
+_MOUNT_BSD = re.compile(r"^.+? on (.+) \(([^,()]+)(?:, [^()]*)?\)$")  # macOS: `dev on /dir (apfs, local, ...)`
 
 
-def filesystem_type(path: str) -> str | None:
-    """The type of the filesystem `path` is on, from /proc/self/mountinfo (None when unknown)."""
+def _mounts() -> list[tuple[str, str]] | None:
+    """(mount point, filesystem type) of every mount: /proc/self/mountinfo, else the `mount` command's listing."""
     try:
         lines = (PROC / "self" / "mountinfo").read_text(errors="replace").splitlines()
     except OSError:
-        return None
-    best, kind = "", None
+        tool = _system_tool(MOUNT)
+        output = _run_tool([tool]) if tool else None
+        return None if output is None else parse_mount_listing(output)
+    found = []
     for line in lines:
         left, _, right = line.partition(" - ")
         fields = left.split()
-        if len(fields) < 5 or not right:
-            continue
-        mount = fields[4].encode().decode("unicode_escape")  # \040 and friends
+        if len(fields) >= 5 and right:
+            found.append((fields[4].encode().decode("unicode_escape"), right.split()[0]))  # \040 and friends
+    return found
+
+
+def parse_mount_listing(output: str) -> list[tuple[str, str]]:
+    """The `mount` command's listing, in the Linux or the BSD/macOS form."""
+    found = []
+    for line in output.splitlines():
+        match = _MOUNT_LINUX.match(line) or _MOUNT_BSD.match(line)
+        if match:
+            found.append((match.group(1).replace("\\040", " "), match.group(2)))
+    return found
+
+
+def filesystem_type(path: str) -> str | None:
+    """The type of the filesystem `path` is on (None when unknown: the caller treats that as doubt)."""
+    mounts = _mounts()
+    best, kind = "", None
+    for mount, fs_type in mounts or []:
         if _inside(path, [mount]) and len(mount) >= len(best):
-            best, kind = mount, right.split()[0]
+            best, kind = mount, fs_type
     return kind
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import GATE_BIN, call_gate, flag_records, git, run_gate
 
-from gates import locks, state
+from gates import locks, procscan, state
 from gates.git import discover
 
 MIN = 60.0
@@ -119,7 +119,17 @@ def test_restore_puts_a_lock_back_only_where_its_place_is_free(repo: Path) -> No
     assert run_gate(repo, "locks", "--restore", "../../etc").returncode == 2
 
 
-def test_a_lock_held_open_by_another_process_is_live(repo: Path) -> None:
+@pytest.fixture(params=["proc", "lsof"])
+def evidence(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+    """Each liveness source in turn: /proc, and lsof (macOS has no /proc; Linux has lsof too)."""
+    if request.param == "lsof":
+        if not any(os.access(p, os.X_OK) for p in procscan.LSOF):
+            pytest.skip("no lsof here")
+        monkeypatch.setattr(procscan, "PROC", tmp_path / "no-proc")
+    return str(request.param)
+
+
+def test_a_lock_held_open_by_another_process_is_live(repo: Path, evidence: str) -> None:
     lock = _aged(repo / ".git" / "index.lock")
     holder = subprocess.Popen([sys.executable, "-c", f"f = open({str(lock)!r}); print('ok', flush=True); input()"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -276,3 +286,69 @@ def test_a_git_dir_that_cannot_be_listed_stops_the_gate(repo: Path, capsys: pyte
     code, _, err = call_gate(repo, "check", "--only", "git-stale-locks", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 3
     assert err.startswith("gate: cannot look for git lock files in ") and err.endswith(": Permission denied\n")
+
+
+# Without /proc (macOS): the evidence comes from lsof. Linux has lsof too, so the same real processes
+# are judged here with /proc switched off in this process.
+
+needs_lsof = pytest.mark.skipif(not any(os.access(p, os.X_OK) for p in procscan.LSOF), reason="no lsof here")
+
+
+@pytest.fixture
+def no_proc(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(procscan, "PROC", tmp_path / "no-proc")
+
+
+@needs_lsof
+def test_without_proc_lsof_finds_a_git_process_working_in_the_repository(repo: Path, no_proc: None) -> None:
+    head = git(repo, "rev-parse", "HEAD")
+    tx = subprocess.Popen(["git", "update-ref", "--stdin"], cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          text=True)
+    assert tx.stdin is not None and tx.stdout is not None
+    try:
+        tx.stdin.write(f"start\nupdate refs/heads/paused {head}\nprepare\n")
+        tx.stdin.flush()
+        assert tx.stdout.readline() == "start: ok\n" and tx.stdout.readline() == "prepare: ok\n"
+        verdict = _judge(repo, 60)["refs/heads/paused.lock"]
+        assert verdict.verdict == locks.LIVE and f"git process {tx.pid} is working in this repository" in verdict.reason
+    finally:
+        tx.stdin.write("abort\n")
+        tx.stdin.close()
+        tx.wait(timeout=20)
+
+
+@needs_lsof
+def test_without_proc_a_stale_lock_is_moved_while_the_gate_itself_pins_it(repo: Path, no_proc: None,
+                                                                          capsys: pytest.CaptureFixture[str],
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    _fast(repo)
+    lock = _aged(repo / ".git" / "index.lock")
+    os.utime(lock, (time.time() - 120, time.time() - 120))
+    time.sleep(1.1)  # ctime too must be older than the threshold
+    code, out, _ = call_gate(repo, "locks", "--quarantine", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0 and "moved" in out and not lock.exists()  # our own pin is not a holder
+
+
+def test_without_proc_or_lsof_every_old_lock_is_live(repo: Path, no_proc: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(procscan, "LSOF", ("/nonexistent/lsof",))
+    _aged(repo / ".git" / "index.lock")
+    verdict = _judge(repo, 60)["index.lock"]
+    assert verdict.verdict == locks.LIVE and "no /proc and no lsof" in verdict.reason
+
+
+def test_a_filesystem_of_unknown_type_is_never_moved_on(repo: Path, no_proc: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(procscan, "MOUNT", ("/nonexistent/mount",))
+    _aged(repo / ".git" / "index.lock")
+    verdict = _judge(repo, 60)["index.lock"]
+    assert verdict.verdict == locks.INELIGIBLE and "type of its filesystem cannot be established" in verdict.reason
+
+
+def test_both_forms_of_the_mount_listing_are_read() -> None:
+    linux = "/dev/vda1 on / type ext4 (rw,relatime)\nserver:/export on /mnt/my share type nfs4 (rw,vers=4.2)\n"
+    macos = ("/dev/disk3s1s1 on / (apfs, sealed, local, read-only, journaled)\n"
+             "//user@nas/share on /Volumes/share (smbfs, nodev, nosuid, mounted by user)\n"
+             "map auto_home on /System/Volumes/Data/home (autofs, automounted, nobrowse)\n")
+    assert procscan.parse_mount_listing(linux) == [("/", "ext4"), ("/mnt/my share", "nfs4")]
+    assert procscan.parse_mount_listing(macos) == [("/", "apfs"), ("/Volumes/share", "smbfs"),
+                                                    ("/System/Volumes/Data/home", "autofs")]
+    assert procscan.is_network_fs("smbfs") and procscan.is_network_fs("nfs4") and not procscan.is_network_fs("apfs")
