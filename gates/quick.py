@@ -379,6 +379,8 @@ class Record:
                          (plain, staged), recipe, body[end:])
         except ValueError:  # UnicodeDecodeError included
             return None
+        if not 0 < record.until < 1e11:  # NaN and infinity included: a record always expires
+            return None
         return record if all(op in LOOKS for op, _ in recipe) else None
 
 

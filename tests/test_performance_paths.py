@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 from conftest import call_gate, commit_all, git, handoff_text, run_gate
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gates import cli, fastpath, quick
 from gates.git import discover
@@ -177,8 +179,9 @@ def test_a_record_expires(repo: Path, capsys: pytest.CaptureFixture[str], monkey
     data = record.read_bytes()
     until = data.split(b"\n")[1]
     assert until.startswith(b"until ") and float(until[6:]) <= time.time() + fastpath.MAX_AGE
-    record.write_bytes(data.replace(until, b"until 1.0", 1))
-    assert not _replays(repo, monkeypatch)
+    for never in (b"until 1.0", b"until nan", b"until inf", b"until 1e300"):  # expired, or one that never would
+        record.write_bytes(data.replace(until, never, 1))
+        assert not _replays(repo, monkeypatch)
 
 
 def test_a_record_is_never_trusted_beyond_its_recipe(repo: Path, capsys: pytest.CaptureFixture[str],
@@ -427,3 +430,18 @@ def test_git_processes_per_check(repo: Path, tmp_path: Path) -> None:
     (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text() + "\n")
     assert _git_calls(repo, log) == 3, log.read_text()  # discovery, rev-list, diff --cached: no second discovery
     assert _git_calls(repo, log) == 0  # replayed
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=400), st.binary(max_size=200))
+def test_no_bytes_crash_the_record_or_index_readers(tail: bytes, junk: bytes) -> None:
+    for data in (quick.MAGIC + tail, tail, b"DIRC" + tail, b"DIRC\x00\x00\x00\x02" + tail):
+        record = quick.Record.decode(data)
+        entries = quick.index_entries(data)
+        assert record is None or isinstance(record, quick.Record)
+        assert entries is None or isinstance(entries, list)
+    good = quick.Record(123.5, ("/t", "/t/.git", "/t/.git", "/t/.git/index"), ("a" * 64, "b" * 64),
+                        [("content", "/t/HANDOFF.md"), ("lock-free", "/t/.git")], junk)
+    back = quick.Record.decode(good.encode())
+    assert back is not None and (back.until, back.where, back.found, back.recipe, back.output) == (
+        good.until, good.where, good.found, good.recipe, good.output)
