@@ -138,8 +138,8 @@ class Document:
 
 def _item_lines(items: list[Item], prefix: tuple[object, ...], lines: dict[tuple[object, ...], int]) -> None:
     for index, item in enumerate(items):
-        lines[(*prefix, index)] = item.line
-        _item_lines(item.children, (*prefix, index, "children"), lines)
+        lines[prefix + (index,)] = item.line  # not `(*prefix, index)`: mypy on Python 3.10 takes it for PEP 646
+        _item_lines(item.children, prefix + (index, "children"), lines)
 
 
 def _unquote(value: str) -> str:
