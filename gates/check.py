@@ -47,4 +47,5 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[Path], now:
         history.close()
     result.findings.sort(key=lambda f: (f.path, f.line, f.gate, f.message))
     result.events = ctx.events
+    result.until = ctx.until
     return result

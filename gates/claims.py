@@ -127,9 +127,15 @@ def same_worktree(record: dict[str, Any], holder: Holder) -> bool:
     return record.get("git_dir") == holder.git_dir and record.get("worktree") == holder.worktree
 
 
+def expiry(record: dict[str, Any]) -> datetime | None:
+    """When the claim's TTL runs out (None: it has none, or none readable as a UTC time: doubt, so no expiry)."""
+    expires = _parse_stamp(record.get("expires")) if record.get("expires") else None
+    return expires if expires is not None and expires.tzinfo is not None else None
+
+
 def liveness(record: dict[str, Any], now: datetime, host: str | None = None) -> tuple[bool, str]:
     """(live, why). Doubt counts as live: a worktree on another host cannot be looked at from here."""
-    expires = _parse_stamp(record.get("expires")) if record.get("expires") else None
+    expires = expiry(record)
     if expires is not None and now >= expires:
         return False, f"its TTL expired at {record['expires']}"
     if record.get("host") != (host or _hostname()):

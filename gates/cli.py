@@ -138,7 +138,7 @@ def cmd_check(args: argparse.Namespace, run: Run) -> int:
     if plan is not None and code == OK and not run.events and not run.reasons:
         from gates import fastpath
 
-        fastpath.remember(run.repo(), plan, run.argv, output)  # the next unchanged run replays this (quick.py)
+        fastpath.remember(run.repo(), plan, run.argv, output, result.until)  # the next unchanged run replays this
     return code
 
 
@@ -624,7 +624,8 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, quick_failure: Exception | None = None) -> int:
+    """The full command line. `quick_failure`: a bug the no-change path (quick.py) met before handing over."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if os.name != "posix":
         print("gate: handoff-gate runs on Linux and macOS only (POSIX file semantics are required)", file=sys.stderr)
@@ -635,6 +636,11 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else USAGE
     run = Run(argv)
+    if quick_failure is not None:
+        message = (f"internal error in the no-change path (a bug in handoff-gate; please report it): "
+                   f"{type(quick_failure).__name__}: {quick_failure}; the full check answered instead")
+        print(f"gate: {message}", file=sys.stderr)
+        run.notice("internal-error", message)
     try:
         code = args.func(args, run)
     except GateError as exc:

@@ -16,8 +16,9 @@ A record is written only when the run was clean, its answer came from HEAD's rec
 update or fetch), and nothing moved under it: the recipe is evaluated before the gates run and
 again after, and git's discovery is proven to have answered for this very state — by the
 discovery evidence standing unchanged from before git was asked until the plan (`Before`), or
-else by asking git a second time after the run. A record expires when a clock-dependent verdict could flip (a claim's
-TTL, the hand-over turning stale) and after an hour in any case. It lives in the rebuildable
+else by asking git a second time after the run. A record expires when a gate said its verdict could flip by the clock alone
+(Context.holds_until: a claim's TTL, the hand-over turning stale or no longer being in the
+future) and after an hour in any case. It lives in the rebuildable
 cache: deleting it changes no answer.
 """
 
@@ -31,15 +32,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gates import fsio, quick
+from gates import quick
 from gates.config import CONFIG_NAME, Config
 from gates.errors import GateError
 from gates.git import Repo
 
 MAX_AGE = 3600.0
-CLOCK_SKEW = 300.0  # handoff-structure's tolerance for an `updated` in the future
-_UPDATED = re.compile(rb"^\s*[-*+]\s+updated\s*:\s*`?([0-9T:.+Z-]+)`?\s*$", re.MULTILINE)
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(quick.PACKAGE)
 _REF = re.compile(r"refs/[A-Za-z0-9._/+-]+")
 
 
@@ -56,39 +55,9 @@ class Plan:
         self.proven = proven  # the discovery evidence stood unchanged from before git's discovery until the plan
 
 
-def _epoch(text: str) -> float | None:
-    try:
-        from datetime import datetime
-
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() if text else None
-    except ValueError:
-        return None
-
-
-def _small(path: Path, cap: int = 1 << 20) -> bytes | None:
-    try:
-        data = fsio.read_bytes_capped(path, cap, str(path))
-    except GateError:
-        return None
-    return data if isinstance(data, bytes) else None
-
-
-def _flips(path: Path, fresh_days: int, cap: int) -> float:
-    """When the verdict on this hand-over's `updated` could change by the clock alone (now: no replay)."""
-    data = _small(path, cap)
-    match = _UPDATED.search(data) if data is not None else None
-    when = _epoch(match.group(1).decode()) if match else None
-    if when is None:
-        return 0.0
-    now = time.time()
-    if when - CLOCK_SKEW > now:
-        return when - CLOCK_SKEW  # "in the future" until then
-    stale_at = when + (fresh_days + 1) * 86400.0  # `(now - updated).days > fresh_days` from then on
-    return stale_at if stale_at > now else float("inf")
-
-
-def _discovery(top: str, git_dir: str, common: str, recipe: list[tuple[str, str]]) -> bool:
-    """The evidence that git would find this repository again the same way; False when it cannot be had cheaply."""
+def _discovery(top: str, git_dir: str, common: str, recipe: list[tuple[str, str]]) -> bytes | None:
+    """The evidence that git would find this repository again the same way, and the repository's config as read;
+    None when the evidence cannot be had cheaply."""
     start = os.path.realpath(quick.start_dir(os.environ))
     folder = start
     while True:
@@ -102,9 +71,9 @@ def _discovery(top: str, git_dir: str, common: str, recipe: list[tuple[str, str]
         folder = parent
     recipe += [("content", os.path.join(top, ".git")), ("kind", top), ("kind", git_dir), ("kind", common),
                ("content", os.path.join(git_dir, "commondir")), ("content", os.path.join(git_dir, "config.worktree"))]
-    config = _small(Path(common, "config"))
+    config = quick.read_capped(os.path.join(common, "config"), 1 << 20)
     if config is None or b"include" in config.lower() or os.path.lexists(os.path.join(common, "reftable")):
-        return False
+        return None
     recipe.append(("content", os.path.join(common, "config")))
     home, xdg = os.environ.get("HOME", ""), os.environ.get("XDG_CONFIG_HOME", "")
     user_files = [os.environ.get("GIT_CONFIG_GLOBAL") or os.path.join(home, ".gitconfig"),
@@ -112,17 +81,17 @@ def _discovery(top: str, git_dir: str, common: str, recipe: list[tuple[str, str]
                   os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"]
     recipe += [("stat", path) for path in user_files if path]
     # HEAD, and the loose ref it names; without one, packed-refs holds the answer.
-    head = _small(Path(git_dir, "HEAD"), 4096) or b""
+    head = quick.read_capped(os.path.join(git_dir, "HEAD"), 4096) or b""
     recipe.append(("content", os.path.join(git_dir, "HEAD")))
     if head.startswith(b"ref: "):
         name = head[5:].strip().decode("utf-8", "replace")
         if not _REF.fullmatch(name) or ".." in name:
-            return False
-        loose = _small(Path(common, name), 4096)
+            return None
+        loose = quick.read_capped(os.path.join(common, name), 4096)
         if loose is not None and loose.startswith(b"ref:"):
-            return False  # a symbolic ref to a symbolic ref: not followed here
+            return None  # a symbolic ref to a symbolic ref: not followed here
         recipe += [("content", os.path.join(common, name)), ("stat", os.path.join(common, "packed-refs"))]
-    return True
+    return config
 
 
 class Before:
@@ -140,31 +109,25 @@ def before_discovery() -> Before | None:
     try:
         where = quick.locate(os.environ)
         recipe: list[tuple[str, str]] = []
-        if where is None or not _discovery(where[0], where[1], where[2], recipe):
+        if where is None or _discovery(where[0], where[1], where[2], recipe) is None:
             return None
         return Before(where, recipe, quick.evaluate(recipe))
     except (OSError, quick.Busy):
         return None
 
 
-def _claims(repo: Repo, recipe: list[tuple[str, str]]) -> float:
-    """Add the claims to the recipe; return when the earliest TTL runs out (inf when none does)."""
+def _claims(repo: Repo, recipe: list[tuple[str, str]]) -> None:
+    """Add the claims to the recipe, and whether the worktrees they name exist (a claim's TTL is handoff-claim's)."""
     folder = repo.common_dir / "gate" / "claims"
     recipe.append(("list", str(folder)))
-    until = float("inf")
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         recipe.append(("content", str(path)))
         try:
             record = json.loads(path.read_bytes())
         except (OSError, ValueError):
             continue
-        if not isinstance(record, dict):
-            continue
-        recipe += [("kind", str(record.get(key, ""))) for key in ("worktree", "git_dir")]
-        expires = _epoch(str(record.get("expires") or ""))
-        if expires is not None:
-            until = min(until, expires)
-    return until
+        if isinstance(record, dict):
+            recipe += [("kind", str(record.get(key, ""))) for key in ("worktree", "git_dir")]
 
 
 def _size(path: Path) -> int:
@@ -184,7 +147,8 @@ def plan(repo: Repo, config: Config, args: Any, argv: list[str], before: Before 
     if args.range or config.section("locks")["deep"]:
         return None
     recipe: list[tuple[str, str]] = []
-    if not _discovery(str(repo.toplevel), str(repo.git_dir), str(repo.common_dir), recipe):
+    repo_config = _discovery(str(repo.toplevel), str(repo.git_dir), str(repo.common_dir), recipe)
+    if repo_config is None:
         return None
     evidence = len(recipe)
     worktrees = repo.common_dir / "worktrees"
@@ -192,7 +156,7 @@ def plan(repo: Repo, config: Config, args: Any, argv: list[str], before: Before 
     recipe += [("lock-free", str(worktrees / name)) for name in (sorted(os.listdir(worktrees)) if worktrees.is_dir() else [])]
     index = repo.env.get("GIT_INDEX_FILE")
     index_path = os.path.realpath(repo.toplevel / index if index else repo.git_dir / "index")  # absolute stays so
-    sha1 = b"objectformat" not in (_small(repo.common_dir / "config") or b"").lower()  # quick.py reads SHA-1 indexes
+    sha1 = b"objectformat" not in repo_config.lower()  # quick.py takes apart SHA-1 indexes only
     recipe.append(("index" if sha1 else "stat", index_path))
     recipe.append(("stat", str(repo.common_dir / "shallow")))
     _folder(_PACKAGE, "*.py", recipe, "stat")
@@ -208,9 +172,7 @@ def plan(repo: Repo, config: Config, args: Any, argv: list[str], before: Before 
         named.append(top / handoff["schema"])
     recipe += [("content", str(path)) for path in named]
     _folder(top / config.section("records")["path"], "*.md", recipe, "content")
-    until = min(_claims(repo, recipe), time.time() + MAX_AGE)
-    for path in files:
-        until = min(until, _flips(path, config.section("fresh")["fresh_days"], handoff["max_bytes"]))
+    _claims(repo, recipe)
     head = _context(argv)
     try:
         found = _digests(head, recipe)
@@ -222,7 +184,7 @@ def plan(repo: Repo, config: Config, args: Any, argv: list[str], before: Before 
     where = (str(repo.toplevel), str(repo.git_dir), str(repo.common_dir), index_path)
     proven = (before is not None and before.where == where and before.recipe == recipe[:evidence]
               and before.found == quick.evaluate(recipe[:evidence]))
-    return Plan(recipe, head, found, until, where, proven)
+    return Plan(recipe, head, found, time.time() + MAX_AGE, where, proven)
 
 
 def _digests(head: bytes, recipe: list[tuple[str, str]]) -> tuple[str, str]:
@@ -234,8 +196,10 @@ def _context(argv: list[str]) -> bytes:
     return quick.context(os.getcwd(), argv, os.environ, getattr(sys.stdout, "encoding", None) or "")
 
 
-def remember(repo: Repo, plan: Plan, argv: list[str], output: str) -> None:
-    """Keep a clean run's output for replay, if nothing moved while it ran and git still answers the same."""
+def remember(repo: Repo, plan: Plan, argv: list[str], output: str, clock_until: float) -> None:
+    """Keep a clean run's output for replay, if nothing moved while it ran and git still answers the same.
+
+    `clock_until`: when a gate's verdict could change by the clock alone (Context.holds_until)."""
     from gates import cache
     from gates.git import discover
 
@@ -258,5 +222,5 @@ def remember(repo: Repo, plan: Plan, argv: list[str], output: str) -> None:
         data = output.encode(encoding, errors)
     except (UnicodeError, LookupError):
         return
-    record = quick.Record(plan.until, plan.where, plan.found, plan.recipe, data)
+    record = quick.Record(min(plan.until, clock_until), plan.where, plan.found, plan.recipe, data)
     cache.put_raw(repo, quick.slot(os.getcwd(), argv), record.encode())

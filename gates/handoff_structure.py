@@ -145,7 +145,9 @@ def _updated(ctx: Context, value: str, line: int, at: At) -> Iterator[Finding]:
     when = handoff.parse_utc(value)
     if when is None:
         yield at(line, f"Meta updated '{value[:60]}' is not a UTC time like 2026-11-30T08:00:00Z")
-    elif when > ctx.now + CLOCK_SKEW:
+        return
+    ctx.holds_until(when - CLOCK_SKEW)  # "in the future" until then
+    if when > ctx.now + CLOCK_SKEW:
         yield at(line, f"Meta updated {value} is in the future (now {ctx.now:%Y-%m-%dT%H:%M:%SZ})")
 
 

@@ -32,6 +32,7 @@ TYPE_CHECKING = False  # typing itself costs ~3 ms at startup; mypy reads this n
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
     from hashlib import sha256
+    from typing import Any
 else:  # the interpreter's own SHA-256 module: hashlib would load OpenSSL first (~2 ms)
     try:
         from _sha2 import sha256  # Python 3.12+
@@ -58,7 +59,7 @@ _ENV_IGNORED = frozenset({
     "GIT_DIR", "GIT_INDEX_FILE",
 })
 _ENV_KEPT = ("HOME", "XDG_CONFIG_HOME", "PYTHONPATH", "TZ")
-_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 
 class Busy(Exception):
@@ -68,7 +69,12 @@ class Busy(Exception):
 # What one recipe step finds at a path. Each answer is bytes; b"-" means nothing is there.
 
 def content_value(data: bytes) -> bytes:
-    return b"c%d:%s" % (len(data), sha256(data).hexdigest().encode())
+    """What a `content` step finds for these bytes (fastpath compares .gate.yaml as it was read with it)."""
+    return _content_tag(len(data), sha256(data))
+
+
+def _content_tag(size: int, digest: Any) -> bytes:
+    return b"c%d:%s" % (size, digest.hexdigest().encode())
 
 
 def _content(path: str) -> bytes:
@@ -87,7 +93,7 @@ def _content(path: str) -> bytes:
         while chunk := os.read(fd, _CHUNK):
             digest.update(chunk)
             size += len(chunk)
-        return b"c%d:%s" % (size, digest.hexdigest().encode())
+        return _content_tag(size, digest)
     except OSError as exc:
         return b"!%d" % (exc.errno or 0)
     finally:
@@ -218,7 +224,7 @@ def _checksum_ok(data: bytes) -> bool:
 def _staged(path: str) -> bytes:
     """What a git index stages (see index_entries), without the stat data and the extensions (cache tree,
     untracked cache) that git rewrites on every commit before its hook runs; else the index's stat."""
-    data = _read(path, MAX_RECORD_BYTES)
+    data = read_capped(path, MAX_RECORD_BYTES)
     entries = index_entries(data) if data else None
     if entries is None:
         return _stat(path)
@@ -228,7 +234,7 @@ def _staged(path: str) -> bytes:
     return b"i%d:%s" % (len(entries), hashed.hexdigest().encode())
 
 
-def _read(path: str, cap: int) -> bytes | None:
+def read_capped(path: str, cap: int) -> bytes | None:
     """A regular file's bytes through the one capped reader (fsio), or None: missing, unreadable, too big."""
     try:
         data = fsio.read_bytes_capped(path, cap, path)
@@ -253,7 +259,7 @@ def context(cwd: str, argv: Iterable[str], environ: Mapping[str, str], encoding:
         (name, value) for name, value in environ.items()
         if (name.startswith(("GIT_", "GATE_")) and name not in _ENV_IGNORED) or name in _ENV_KEPT
     )
-    parts = [MAGIC.decode(), __version__, _PACKAGE, sys.version, sys.prefix, os.path.realpath(sys.executable), encoding,
+    parts = [MAGIC.decode(), __version__, PACKAGE, sys.version, sys.prefix, os.path.realpath(sys.executable), encoding,
              os.uname().nodename, str(os.geteuid()), cwd, "\0argv", *argv, "\0env", *(f"{name}={value}" for name, value in env)]
     return b"\0".join(part.encode("utf-8", "surrogateescape") for part in parts)
 
@@ -310,11 +316,11 @@ def locate(environ: Mapping[str, str]) -> tuple[str, str, str, str] | None:
             top = parent
         git_dir = os.path.join(top, ".git")
         if not os.path.isdir(git_dir):
-            text = _read(git_dir, 4096) or b""
+            text = read_capped(git_dir, 4096) or b""
             if not text.startswith(b"gitdir: "):
                 return None
             git_dir = os.path.join(top, os.fsdecode(text[8:].strip()))
-    pointer = _read(os.path.join(git_dir, "commondir"), 4096)
+    pointer = read_capped(os.path.join(git_dir, "commondir"), 4096)
     common = os.path.join(git_dir, os.fsdecode(pointer.strip())) if pointer else git_dir
     index_file = None if pinned else environ.get("GIT_INDEX_FILE")
     index = os.path.join(top, index_file) if index_file else os.path.join(git_dir, "index")
@@ -398,14 +404,15 @@ def replay(argv: list[str], environ: Mapping[str, str]) -> bytes | None:
         if (digest(head, record.recipe, found=found) != record.found[0]
                 and digest(head, record.recipe, staged=True, found=found) != record.found[1]):
             return None
-    except Exception:  # noqa: BLE001 - Busy, a planted file, I/O, or a bug here: this path only saves time,
-        return None  # and the full path answers whatever went wrong (and flags it when it is real)
+    except (Busy, GateError, OSError):  # a lock file, a planted file, I/O: the full path answers (and judges them)
+        return None
     return record.output
 
 
 def main(argv: list[str] | None = None) -> int:
     """The `gate` command: the no-change path for `gate check`, else the full command line (gates/cli.py)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    failure = None
     if argv[:1] == ["check"] and os.name == "posix" and hasattr(sys.stdout, "buffer"):
         try:
             output = replay(argv, os.environ)
@@ -419,9 +426,11 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             sys.stderr.write("gate: interrupted\n")
             return 130
+        except Exception as exc:  # noqa: BLE001 - a bug here: the full path answers, and the bug is flagged there
+            failure = exc
     from gates.cli import main as full
 
-    return full(argv)
+    return full(argv, failure)
 
 
 def silence_stdout() -> None:

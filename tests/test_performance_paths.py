@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,12 +18,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import call_gate, commit_all, git, handoff_text, run_gate
+from conftest import call_gate, commit_all, flag_records, git, handoff_text, run_gate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gates import cli, fastpath, quick
-from gates.git import discover
+from gates.git import Repo, discover
 
 HEAVY = ("argparse", "pathlib", "subprocess", "json", "hashlib", "typing", "re", "jsonschema", "ruamel.yaml", "git",
          "pre_commit", "gates.cli", "gates.git", "dataclasses", "inspect")
@@ -184,6 +185,20 @@ def test_a_record_expires(repo: Path, capsys: pytest.CaptureFixture[str], monkey
         assert not _replays(repo, monkeypatch)
 
 
+def test_a_record_expires_when_the_hand_over_turns_stale(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    text = (repo / "HANDOFF.md").read_text()
+    stale_at = datetime.now(timezone.utc) + timedelta(minutes=30)
+    updated = (stale_at - timedelta(days=8)).strftime("%Y-%m-%dT%H:%M:%SZ")  # fresh_days 7: stale 8 days after
+    (repo / "HANDOFF.md").write_text(re.sub(r"- updated: \S+", f"- updated: {updated}", text))
+    _clean_run(repo, capsys, monkeypatch)
+    [record] = _records(repo)
+    until = float(record.read_bytes().split(b"\n")[1].removeprefix(b"until "))
+    assert abs(until - stale_at.timestamp()) < 2  # handoff-fresh said when its verdict flips by the clock alone
+
+
 def test_a_record_is_never_trusted_beyond_its_recipe(repo: Path, capsys: pytest.CaptureFixture[str],
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text() + "- [x] done\n")  # a failing state
@@ -254,7 +269,7 @@ def test_a_fix_is_never_remembered_but_a_clean_fixer_run_is(repo: Path, capsys: 
     _clean_run(repo, capsys, monkeypatch, "--only", "handoff-no-checked-items", "--fix")
 
 
-def _plan(repo: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[object, fastpath.Plan]:
+def _plan(repo: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Repo, fastpath.Plan]:
     from gates import config
 
     monkeypatch.chdir(repo)
@@ -267,17 +282,17 @@ def _plan(repo: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[object, fastpath
 
 def test_nothing_is_remembered_when_an_input_moves_during_the_run(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     found, plan = _plan(repo, monkeypatch)
-    fastpath.remember(found, plan, ["check"], "output\n")  # type: ignore[arg-type]
+    fastpath.remember(found, plan, ["check"], "output\n", float("inf"))
     assert len(_records(repo)) == 1 and _replays(repo, monkeypatch)
     shutil.rmtree(repo / ".git" / "gate" / "cache")
     found, plan = _plan(repo, monkeypatch)
     (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text() + "\n")  # while the gates run
-    fastpath.remember(found, plan, ["check"], "output\n")  # type: ignore[arg-type]
+    fastpath.remember(found, plan, ["check"], "output\n", float("inf"))
     assert _records(repo) == []
     found, plan = _plan(repo, monkeypatch)
     commit_all(repo, "moved HEAD")  # HEAD moves: git's second answer differs from its first
     plan.found = (quick.digest(plan.head, plan.recipe), quick.digest(plan.head, plan.recipe, staged=True))  # git still sees it
-    fastpath.remember(found, plan, ["check"], "output\n")  # type: ignore[arg-type]
+    fastpath.remember(found, plan, ["check"], "output\n", float("inf"))
     assert _records(repo) == []
 
 
@@ -445,3 +460,18 @@ def test_no_bytes_crash_the_record_or_index_readers(tail: bytes, junk: bytes) ->
     back = quick.Record.decode(good.encode())
     assert back is not None and (back.until, back.where, back.found, back.recipe, back.output) == (
         good.until, good.where, good.found, good.recipe, good.output)
+
+
+def test_a_bug_in_the_no_change_path_is_flagged_and_the_full_check_answers(
+        repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    _clean_run(repo, capsys, monkeypatch)
+
+    def broken(cls: object, data: bytes) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(quick.Record, "decode", classmethod(broken))  # only the no-change path reads records
+    code, out, err = call_gate(repo, "check", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0 and out == "gate check: passed (9 gates on HANDOFF.md)\n"
+    assert err == ("gate: internal error in the no-change path (a bug in handoff-gate; please report it): "
+                   "RuntimeError: a bug; the full check answered instead\n")
+    assert [r["reason"] for r in flag_records(repo / ".git")] == ["internal-error"]
