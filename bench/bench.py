@@ -173,7 +173,7 @@ def typical(bench: Bench, root: Path) -> None:
     _, gate_m, _, floor_m = bench.against_floor("gate check, typical repo, nothing changed", repo, [GATE, "check"], 1.5)
     bench.row("  peak memory, same run", f"{gate_m / 1024:.1f} MiB vs {floor_m / 1024:.1f} MiB = "
               f"{gate_m / floor_m:.2f}x", "<= 2x the floor's", gate_m <= 2 * floor_m)
-    hook = [sys.executable, "-I", "-c", "import sys; from gates.quick import main; sys.exit(main())", "check"]
+    hook = [sys.executable, "-I", "-c", "import sys; from gates.cli import main; sys.exit(main())", "check"]
     bench.against_floor("  the same, as `gate install-hooks` runs it (python -I -c)", repo, hook, 1.5)
     bench.against_floor("  the same, index rewritten with the same entries (a commit hook)", repo, [GATE, "check"], None,
                         rewrite_index(repo))

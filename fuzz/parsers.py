@@ -15,14 +15,14 @@ import sys
 import atheris
 
 with atheris.instrument_imports():
-    from gates import dataio, fsio, handoff, journal, quick, records
+    from gates import dataio, fsio, handoff, journal, records
     from gates.errors import GateError
 
 OWN = (dataio.DataError, GateError, records.RecordError)
 
 
 def one_input(data: bytes) -> None:
-    for parse in (_handoff, _yaml, _json, _record, _journal_line, _quick_record, _index):
+    for parse in (_handoff, _yaml, _json, _record, _journal_line):
         try:
             parse(data)
         except OWN:
@@ -50,14 +50,6 @@ def _journal_line(data: bytes) -> None:
     entry = dataio.load_json(fsio.decode_text(data, "journal.jsonl"))
     if isinstance(entry, dict):
         journal.entry_hash(entry)
-
-
-def _quick_record(data: bytes) -> None:
-    quick.Record.decode(data)  # returns None for anything that is not a record; never raises
-
-
-def _index(data: bytes) -> None:
-    quick.index_entries(b"DIRC" + data)  # the same promise for a git index
 
 
 if __name__ == "__main__":

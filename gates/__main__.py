@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from gates.quick import main
+from gates.cli import main
 
 raise SystemExit(main())

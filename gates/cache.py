@@ -24,7 +24,7 @@ from gates.git import Repo
 
 MAX_ENTRY_BYTES = 64 << 20
 PRUNE_AFTER = 30 * 86400.0
-PRUNED = ("config-", "quick-")
+PRUNED = ("config-", "quick-")  # quick-: verdict records of older versions, no longer written
 
 
 def key(*parts: bytes) -> str:

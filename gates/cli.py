@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 
     from gates.claims import Holder
     from gates.config import Config
-    from gates.fastpath import Plan
     from gates.findings import CheckResult
     from gates.locks import Moved
 
@@ -114,7 +113,7 @@ def cmd_check(args: argparse.Namespace, run: Run) -> int:
     from gates import report
 
     try:
-        result, fixed, plan = _check(run, args)
+        result, fixed = _check(run, args)
     except GateError as exc:
         if exc.code != USAGE:
             sys.stdout.write(_render(report, args.format, None, exc.code, exc))
@@ -122,8 +121,7 @@ def cmd_check(args: argparse.Namespace, run: Run) -> int:
     code = VIOLATION if result.errors or fixed else OK
     if fixed and args.format in ("text", "github"):
         print("\n".join(fixed))
-    output = _render(report, args.format, result, code, None)
-    sys.stdout.write(output)
+    sys.stdout.write(_render(report, args.format, result, code, None))
     if fixed:
         run.fail("autofix-applied", "\n".join(fixed))
     if result.errors:
@@ -135,24 +133,18 @@ def cmd_check(args: argparse.Namespace, run: Run) -> int:
                 run.fail(getattr(GATES[gate_id], "FLAG_REASON", gate_id), "\n".join(lines))
     for reason, message in result.events:
         run.notice(reason, message)
-    if plan is not None and code == OK and not run.events and not run.reasons:
-        from gates import fastpath
-
-        fastpath.remember(run.repo(), plan, run.argv, output, result.until)  # the next unchanged run replays this
     return code
 
 
-def _check(run: Run, args: argparse.Namespace) -> tuple[CheckResult, list[str], Plan | None]:
-    """Run the gates, with the recipe of what they depend on taken first (for the no-change path)."""
-    from gates import check, fastpath
+def _check(run: Run, args: argparse.Namespace) -> tuple[CheckResult, list[str]]:
+    """Run the gates on the state as it is now: every check judges afresh, nothing is replayed."""
+    from gates import check
 
-    before = fastpath.before_discovery()  # the evidence as it stands before git is asked where the repository is
     repo, config = run.repo(), run.config()
     gate_ids = check.select(config, args.only, args.skip)
     fixed = _fix(run, config, gate_ids) if args.fix else []
-    plan = fastpath.plan(repo, config, args, run.argv, before) if not fixed else None
     result = check.run(repo, config, gate_ids, [Path(f).absolute() for f in args.files], range_spec=args.range)
-    return result, fixed, plan
+    return result, fixed
 
 
 def _render(report: Any, fmt: str, result: Any, code: int, error: GateError | None) -> str:
@@ -624,8 +616,8 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None, quick_failure: Exception | None = None) -> int:
-    """The full command line. `quick_failure`: a bug the no-change path (quick.py) met before handing over."""
+def main(argv: list[str] | None = None) -> int:
+    """The `gate` command line: `_bin/gate`, `python -m gates` and the native hooks start here."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if os.name != "posix":
         print("gate: handoff-gate runs on Linux and macOS only (POSIX file semantics are required)", file=sys.stderr)
@@ -636,11 +628,6 @@ def main(argv: list[str] | None = None, quick_failure: Exception | None = None) 
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else USAGE
     run = Run(argv)
-    if quick_failure is not None:
-        message = (f"internal error in the no-change path (a bug in handoff-gate; please report it): "
-                   f"{type(quick_failure).__name__}: {quick_failure}; the full check answered instead")
-        print(f"gate: {message}", file=sys.stderr)
-        run.notice("internal-error", message)
     try:
         code = args.func(args, run)
     except GateError as exc:
@@ -652,9 +639,7 @@ def main(argv: list[str] | None = None, quick_failure: Exception | None = None) 
         print("gate: interrupted", file=sys.stderr)
         return INTERRUPTED
     except BrokenPipeError:
-        from gates.quick import silence_stdout
-
-        silence_stdout()
+        _silence_stdout()
         return VIOLATION
     except Exception as exc:  # the boundary: a bug, reported short and flagged
         code = _internal_error(exc, run)
@@ -668,3 +653,9 @@ def _internal_error(exc: Exception, run: Run) -> int:
     sys.stderr.write("gate: internal error (a bug in handoff-gate; please report it):\n" + "".join(frames))
     run.fail("internal-error", f"internal error: {type(exc).__name__}: {exc}")
     return INTERNAL
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null so that the interpreter's final flush cannot fail."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())

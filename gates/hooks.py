@@ -20,7 +20,7 @@ from gates.git import Repo
 
 MARK = "# installed by handoff-gate: `gate install-hooks` (remove with `gate install-hooks --uninstall`)"
 CHAINED = ".pre-gate"
-ENTRY = "import sys; from gates.quick import main; sys.exit(main())"
+ENTRY = "import sys; from gates.cli import main; sys.exit(main())"
 
 
 def hooks_dir(repo: Repo) -> Path:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from gates.cli import main  # the command's entry point
 from gates.git import REPO_ENV_VARS
-from gates.quick import main  # the command's entry point: the no-change path, then the full command line
 
 # CI runs the same examples every time (a red run must be reproducible); local runs explore anew.
 settings.register_profile("ci", derandomize=True, database=None)

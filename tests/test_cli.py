@@ -151,7 +151,7 @@ def test_elsewhere_than_posix_the_command_fails_clearly(tmp_path: Path) -> None:
     # What a Windows user meets, as near as Linux can show it: no fcntl, os.name "nt".
     # (pathlib cannot be imported under a faked os.name, so the modules are imported first.)
     script = ("import os, sys; sys.modules['fcntl'] = None\n"
-              "from gates.quick import main\nimport gates.cli\nos.name = 'nt'\nsys.exit(main(['check']))\n")
+              "from gates.cli import main\nos.name = 'nt'\nsys.exit(main(['check']))\n")
     proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 3 and proc.stdout == ""
     assert proc.stderr == "gate: handoff-gate runs on Linux and macOS only (POSIX file semantics are required)\n"

@@ -84,7 +84,7 @@ def test_native_hook_blocks_a_bad_commit_and_runs_the_existing_hook(repo: Path) 
     exec_line = _hook_text(repo).splitlines()[-1]
     interpreter, isolated, c, code, command = shlex.split(exec_line.removeprefix("exec "))
     assert Path(interpreter).is_absolute() and Path(interpreter).exists()
-    assert (isolated, c, command) == ("-I", "-c", "check") and "gates.quick" in code
+    assert (isolated, c, command) == ("-I", "-c", "check") and "gates.cli" in code
     _break(repo)
     git(repo, "add", "HANDOFF.md")
     bad = subprocess.run(["git", "commit", "-q", "-m", "bad"], cwd=repo, capture_output=True, text=True)

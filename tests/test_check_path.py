@@ -1,0 +1,132 @@
+"""The one check path: every `gate check` judges the state as it is now, and stays cheap.
+
+Timings live in bench/ (docs/performance.md); these tests check what a run does instead: that no
+verdict is remembered and replayed, which modules a check imports, how many git processes it
+starts, and that caches of parsed inputs only accelerate (deleting them changes no answer).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import commit_all, git, handoff_text, run_gate
+
+HEAVY = ("dataclasses", "inspect", "jsonschema", "ruamel.yaml", "git", "pre_commit")
+PROBE = f"""
+import sys
+already = set(sys.modules)
+from gates.cli import main
+code = main(["check"])
+print("LOADED=" + ",".join(m for m in {HEAVY!r} if m in sys.modules and m not in already), "CODE=%d" % code)
+"""
+
+
+def _probe(repo: Path) -> str:
+    proc = subprocess.run([sys.executable, "-c", PROBE], cwd=repo, capture_output=True, text=True)
+    return next(line for line in proc.stdout.splitlines() if line.startswith("LOADED="))
+
+
+def test_a_check_loads_no_heavy_module_once_the_config_is_cached(repo: Path) -> None:
+    (repo / ".gate.yaml").write_text("handoff:\n  max_lines: 500\n")
+    assert "jsonschema" in _probe(repo)  # the first run parses and validates .gate.yaml
+    (repo / "HANDOFF.md").write_text(handoff_text(git(repo, "rev-parse", "HEAD"), target="Another target."))
+    assert _probe(repo) == "LOADED= CODE=0"  # ~8 ms of dataclasses/inspect, and the parsers, kept off every hook
+
+
+def test_a_replaced_history_is_judged_not_remembered(repo: Path) -> None:
+    """`git replace --graft` changes HEAD's history without touching any file a record could list."""
+    for _ in range(4):
+        commit_all(repo, "work after the hand-over")
+    assert run_gate(repo, "check").returncode == 1  # 4 commits past the Meta ref
+    meta = handoff_text(git(repo, "rev-parse", "HEAD"))
+    (repo / "HANDOFF.md").write_text(meta)
+    commit_all(repo, "close-out")
+    assert run_gate(repo, "check").returncode == 0
+    first = git(repo, "rev-list", "--max-parents=0", "HEAD")
+    git(repo, "replace", "--graft", "HEAD", first)  # the Meta ref's commit is no longer in HEAD's history
+    again = run_gate(repo, "check")
+    assert again.returncode == 1 and "[handoff-fresh]" in again.stdout, again.stdout
+
+
+def test_grafts_are_judged_not_remembered(repo: Path) -> None:
+    """`info/grafts` (read by git when no replace refs exist) cuts HEAD's history just as well."""
+    assert run_gate(repo, "check").returncode == 0  # Meta ref is HEAD's parent
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "grafts").write_text(f"{git(repo, 'rev-parse', 'HEAD')}\n")  # HEAD now has no parent
+    after = run_gate(repo, "check")
+    assert after.returncode == 1 and "is not in HEAD's history" in after.stdout, after.stdout
+
+
+def test_github_actions_gets_annotations_on_every_run(repo: Path) -> None:
+    env = {**os.environ, "GITHUB_ACTIONS": "true"}
+    assert run_gate(repo, "check").returncode == 0  # a text run first: nothing of it may be reused
+    (repo / "HANDOFF.md").write_text(handoff_text(git(repo, "rev-parse", "HEAD"), threads="- [x] done"))
+    out = run_gate(repo, "check", env=env).stdout
+    assert out.startswith("::error file=HANDOFF.md,line="), out
+
+
+def test_a_huge_sparse_hand_over_is_refused_from_its_size(repo: Path) -> None:
+    with open(repo / "HANDOFF.md", "r+b") as handle:
+        handle.truncate(4 << 30)  # 4 GB, sparse: hashing or reading it would take many seconds
+    proc = run_gate(repo, "check", timeout=30)
+    assert proc.returncode == 1 and "4,294,967,296 bytes, over handoff.max_bytes (65,536)" in proc.stdout, proc.stdout
+    assert not (repo / ".git" / "gate" / "cache").is_dir() or not list((repo / ".git" / "gate" / "cache").glob("quick-*"))
+
+
+def test_deleting_the_cache_changes_no_answer(repo: Path) -> None:
+    (repo / ".gate.yaml").write_text("handoff:\n  max_lines: 500\n")
+    answers = [run_gate(repo, "check", "--format", "json").stdout for _ in range(3)]
+    assert len({*answers}) == 1 and json.loads(answers[0])["ok"] is True
+    cache = repo / ".git" / "gate" / "cache"
+    assert {p.name.split("-")[0] for p in cache.iterdir()} == {"config"}
+    shutil.rmtree(cache)
+    assert run_gate(repo, "check", "--format", "json").stdout == answers[0]
+    for entry in cache.iterdir():  # a corrupt cache is passed over, not trusted
+        entry.write_text("{not json")
+    assert run_gate(repo, "check", "--format", "json").stdout == answers[0]
+
+
+def test_a_repeated_failure_is_judged_every_time(repo: Path) -> None:
+    (repo / "HANDOFF.md").write_text(handoff_text(git(repo, "rev-parse", "HEAD"), threads="- [x] done"))
+    for _ in range(3):
+        assert run_gate(repo, "check").returncode == 1
+    [flag] = [json.loads(p.read_text()) for p in (repo / ".git" / "gate" / "flags").glob("*.json")]
+    assert flag["count"] == 3
+
+
+def test_old_cache_entries_are_pruned_when_the_cache_is_written(repo: Path) -> None:
+    cache = repo / ".git" / "gate" / "cache"
+    (repo / ".gate.yaml").write_text("handoff:\n  max_lines: 500\n")
+    assert run_gate(repo, "check").returncode == 0
+    old, fresh, other = cache / "config-0000", cache / "quick-0000", cache / "records.json"
+    for path in (old, fresh, other):
+        path.write_text("{}")
+    month_ago = time.time() - 31 * 86400
+    for path in (old, other):
+        os.utime(path, (month_ago, month_ago))
+    (repo / ".gate.yaml").write_text("handoff:\n  max_lines: 501\n")
+    assert run_gate(repo, "check").returncode == 0  # a new config is parsed and cached
+    assert not old.exists() and fresh.exists() and other.exists()  # only old config-/quick- entries go
+
+
+def _git_calls(repo: Path, log: Path) -> int:
+    log.write_text("")
+    assert run_gate(repo, "check", env={**os.environ, "PATH": f"{log.parent}:{os.environ['PATH']}"}).returncode == 0
+    return len(log.read_text().splitlines())
+
+
+def test_git_processes_per_check(repo: Path, tmp_path: Path) -> None:
+    wrapper = tmp_path / "bin"
+    wrapper.mkdir()
+    real = shutil.which("git")
+    log = wrapper / "calls.log"
+    (wrapper / "git").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    (wrapper / "git").chmod(0o755)
+    for _ in range(2):  # the same on every run: nothing is answered from a record
+        assert _git_calls(repo, log) == 3, log.read_text()  # discovery, rev-list, diff --cached
