@@ -85,5 +85,4 @@ def _append_to_archive(repo: Repo, path: Path, block: list[str]) -> None:
         data, eol = b"# Archive\n", "\n"
     if data and not data.endswith(b"\n"):
         data += eol.encode()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fsio.write_atomic(path, data + (eol.join(block) + eol).encode("utf-8", "surrogateescape"))
+    fsio.write_atomic(path, data + (eol.join(block) + eol).encode("utf-8", "surrogateescape"), parents=True)

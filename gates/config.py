@@ -7,13 +7,16 @@ imported only when the file exists.
 from __future__ import annotations
 
 import copy
+import os
 import re
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
-from gates import dataio, fsio, schemas
+from gates import dataio, fsio, paths, schemas
 from gates.errors import CANNOT_RUN, USAGE, GateError
 from gates.git import Repo
+from gates.text import excerpt
 
 CONFIG_NAME = ".gate.yaml"
 MAX_CONFIG_BYTES = 1 << 20
@@ -79,13 +82,26 @@ def _bad(message: str, shown: str, line: int | None) -> GateError:
     return GateError(message, code=CANNOT_RUN, reason="config-invalid", path=shown, line=line)
 
 
+# Every key that names a file or folder: resolved and confined at load, then kept in canonical form.
+PATH_KEYS = (("handoff", "path"), ("handoff", "schema"), ("archive", "path"), ("records", "path"),
+             ("mailbox", "path"), ("heartbeat", "journal"), ("append_only", "files"))
+
+
 def load(repo: Repo) -> Config:
-    path = repo.toplevel / CONFIG_NAME
     config = Config(copy.deepcopy(DEFAULTS))
-    if not path.exists() and not path.is_symlink():
-        return config
+    path = repo.toplevel / CONFIG_NAME
+    if os.path.lexists(path):
+        _read(repo, config, path)
+    _confine(repo, config)
+    return config
+
+
+def _read(repo: Repo, config: Config, path: Path) -> None:
     shown = CONFIG_NAME
-    data = fsio.read_bytes_capped(path, MAX_CONFIG_BYTES, shown)
+    real, why = paths.resolve(repo, path)
+    if why:
+        raise _bad(f"refusing it: it {why}", shown, None)
+    data = fsio.read_bytes_capped(real, MAX_CONFIG_BYTES, shown)
     if isinstance(data, int):
         raise _bad(f"config file is {data:,} bytes, over the {MAX_CONFIG_BYTES:,}-byte cap", shown, None)
     config.raw = data
@@ -93,17 +109,49 @@ def load(repo: Repo) -> Config:
 
     entry = f"config-{cache.key(data, schemas.schema_path('config').read_bytes())[:40]}"
     hit = cache.get(repo, entry)
+    config.source = shown
     if isinstance(hit, dict):  # this very file was parsed and validated before
         _overlay(config, hit)
-        config.source = shown
-        return config
+        return
     parsed = _parse_and_validate(data, shown)
     _overlay(config, parsed[0])
     _check_sections(config, parsed[1], shown)
     _check_durations(config, parsed[1], shown)
-    config.source = shown
     cache.put(repo, entry, parsed[0])
-    return config
+
+
+def _confine(repo: Repo, config: Config) -> None:
+    """Each configured path as the canonical repository-relative path it names; one that leads out is refused.
+
+    Judged on every load (the cache holds only what the file says, never what the disk looks like now).
+    """
+    for section, key in PATH_KEYS:
+        value = config.section(section)[key]
+        if value is None:
+            continue
+        items = value if isinstance(value, list) else [value]
+        canon = [_canonical(repo, config, (section, key, i) if isinstance(value, list) else (section, key), item)
+                 for i, item in enumerate(items)]
+        config.section(section)[key] = canon if isinstance(value, list) else canon[0]
+
+
+def _canonical(repo: Repo, config: Config, where: tuple[object, ...], relative: str) -> str:
+    text, why = paths.canonical(repo, relative.rstrip("/") if len(relative) > 1 else relative)
+    if why is None:
+        return text
+    label = ".".join(str(part) for part in where[:2]) + (f"[{where[2]}]" if len(where) > 2 else "")
+    line = _line_of(config, where)
+    raise _bad(f"{label} '{excerpt(relative)}' {why}: refused", config.source or CONFIG_NAME, line)
+
+
+def _line_of(config: Config, where: tuple[object, ...]) -> int | None:
+    if config.raw is None:
+        return None
+    try:
+        _, lines = dataio.load_yaml(fsio.decode_text(config.raw, CONFIG_NAME))
+    except (GateError, dataio.DataError):
+        return None
+    return lines.get(where) or lines.get(where[:2]) or lines.get(where[:1])
 
 
 def _parse_and_validate(data: bytes, shown: str) -> tuple[dict[str, Any], dict[tuple[object, ...], int]]:

@@ -8,12 +8,9 @@ NaN and deep nesting are refused with the line where they stand.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 MAX_DEPTH = 64
-# C0/C1 controls, and the bidi and zero-width controls that make text read differently than it is.
-_UNSAFE_TEXT = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 Path_ = tuple[object, ...]
 
 _CORE = "tag:yaml.org,2002:"
@@ -31,7 +28,9 @@ class DataError(Exception):
 
 def unsafe_text(text: str) -> bool:
     """Whether `text` (a note, a title: words people read) holds control, NUL, bidi or zero-width characters."""
-    return _UNSAFE_TEXT.search(text) is not None
+    from gates.text import unsafe
+
+    return unsafe(text)
 
 
 def load_yaml(text: str) -> tuple[Any, dict[Path_, int]]:

@@ -33,4 +33,6 @@ class GateError(Exception):
         where = ""
         if self.path is not None:
             where = f"{self.path}:{self.line}: " if self.line else f"{self.path}: "
-        return f"{where}{self.message}"
+        from gates.text import clean
+
+        return clean(f"{where}{self.message}")  # no raw control or bidi character reaches a terminal or a flag

@@ -13,7 +13,14 @@ _Base = namedtuple("_Base", ["path", "line", "gate", "message", "severity"], def
 
 
 class Finding(_Base):
+    """One problem. Its text is shown sanitised: a message quoting input never prints a control or bidi character raw."""
+
     __slots__ = ()
+
+    def __new__(cls, path: str, line: int, gate: str, message: str, severity: str = ERROR) -> Finding:
+        from gates.text import clean
+
+        return super().__new__(cls, clean(path), line, gate, clean(message), severity)
 
     def render(self) -> str:
         tag = self.gate if self.severity == ERROR else f"{self.gate} {self.severity}"

@@ -30,8 +30,52 @@ def umask() -> int:
     return mask
 
 
-def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def open_dir(directory: Path | str, *, create: bool = False, mode: int = 0o777) -> int:
+    """A descriptor of the absolute, resolved `directory`, opened one component at a time following no symlink.
+
+    A symlink anywhere on the way (one planted, or swapped in after the path was resolved) is refused
+    with ELOOP/ENOTDIR instead of being followed. With `create`, missing folders are made on the way.
+    """
+    text = os.path.abspath(directory)
+    fd = os.open("/", _DIR_FLAGS)
+    try:
+        for part in text.split(os.sep):
+            if not part:
+                continue
+            try:
+                step = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                try:
+                    os.mkdir(part, mode, dir_fd=fd)
+                except FileExistsError:
+                    pass  # made meanwhile by another process: opened below without following a link
+                step = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = step
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_file(path: Path | str, flags: int, mode: int = 0o666) -> int:
+    """os.open of `path` without following a symlink in any component (see open_dir)."""
+    folder, name = os.path.split(os.path.abspath(path))
+    dir_fd = open_dir(folder)
+    try:
+        return os.open(name, flags | NOFOLLOW, mode, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def fsync_dir(directory: Path | str) -> None:
+    fd = open_dir(directory)
     try:
         os.fsync(fd)
     finally:
@@ -46,25 +90,26 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def write_atomic(path: Path, data: bytes, *, exclusive: bool = False, reason: str = "io-error",
-                 executable: bool = False, mode: int | None = None) -> bool:
+                 executable: bool = False, mode: int | None = None, parents: bool = False) -> bool:
     """Put `data` at `path` so that readers see the old or the new content, never a mix.
 
+    `path` must be resolved (see paths.py): no component is followed if it is a symlink, and a symlink
+    or anything but a regular file at `path` itself is refused, never replaced or written through.
     With `exclusive`, the target must not exist: returns False (and writes nothing) when it does.
-    New files get the mode the umask allows (with execute bits when `executable`); an existing
-    file keeps its mode.
+    New files get the mode the umask allows (with execute bits when `executable`); an existing file
+    keeps its read and write bits, and its execute bits only when `executable`. With `parents`,
+    missing folders are created (without following a link).
     """
-    directory = path.parent
-    try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)  # an existing file keeps its mode
-    except FileNotFoundError:
-        if mode is None:
-            mode = (0o777 if executable else 0o666) & ~umask()
-    except OSError as exc:
-        raise _io_error("stat", path, exc, reason) from None
-    step = "create temp file"
+    folder, name = os.path.split(os.path.abspath(path))
+    step = "open folder"
     tmp: str | None = None
+    dir_fd = -1
     try:
-        fd, tmp = _mkstemp(directory, path.name)
+        dir_fd = open_dir(folder, create=parents)
+        step = "stat"
+        mode = _target_mode(name, dir_fd, executable, mode)
+        step = "create temp file"
+        fd, tmp = _mkstemp(dir_fd, name)
         try:
             step = "chmod"
             os.fchmod(fd, mode)
@@ -77,54 +122,82 @@ def write_atomic(path: Path, data: bytes, *, exclusive: bool = False, reason: st
         step = "link" if exclusive else "rename"
         if exclusive:
             try:
-                os.link(tmp, path)
+                os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
             except FileExistsError:
                 return False
             finally:
-                os.unlink(tmp)
+                os.unlink(tmp, dir_fd=dir_fd)
         else:
-            os.replace(tmp, path)
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         tmp = None
         step = "fsync directory"
-        fsync_dir(directory)
+        os.fsync(dir_fd)
         step = "read back"
-        _verify(path, data)
+        _verify(dir_fd, name, data)
     except OSError as exc:
         raise _io_error(step, path, exc, reason) from None
     finally:
-        if tmp is not None and os.path.lexists(tmp):
-            os.unlink(tmp)  # our own temp file, never the target
+        if tmp is not None:
+            try:
+                os.unlink(tmp, dir_fd=dir_fd)  # our own temp file, never the target
+            except OSError:
+                pass
+        if dir_fd >= 0:
+            os.close(dir_fd)
     return True
 
 
-def _mkstemp(directory: Path, name: str) -> tuple[int, str]:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+def _target_mode(name: str, dir_fd: int, executable: bool, mode: int | None) -> int:
+    try:
+        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        if mode is None:
+            mode = (0o777 if executable else 0o666) & ~umask()
+        return mode
+    if stat.S_ISLNK(info.st_mode):
+        raise OSError(errno.ELOOP, "a symlink is there: refused (it is never written through or replaced)")
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError(errno.EINVAL, "not a regular file: refused")
+    kept = stat.S_IMODE(info.st_mode)
+    return kept if executable else kept & ~0o7111  # a data file never keeps (or gains) execute or set-id bits
+
+
+def _mkstemp(dir_fd: int, name: str) -> tuple[int, str]:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW
     for _ in range(100):
-        candidate = str(directory / f"{TEMP_PREFIX}{name[:40]}-{os.urandom(6).hex()}")
+        candidate = f"{TEMP_PREFIX}{name[:40]}-{os.urandom(6).hex()}"
         try:
-            return os.open(candidate, flags, 0o600), candidate
+            return os.open(candidate, flags, 0o600, dir_fd=dir_fd), candidate
         except FileExistsError:
             continue
-    raise FileExistsError(errno.EEXIST, "no free temp file name", str(directory))
+    raise FileExistsError(errno.EEXIST, "no free temp file name")
 
 
-def _verify(path: Path, data: bytes) -> None:
-    with open(path, "rb") as handle:
-        back = handle.read(len(data) + 1)
+def _verify(dir_fd: int, name: str, data: bytes) -> None:
+    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | NOFOLLOW, dir_fd=dir_fd)
+    try:
+        back = _read_up_to(fd, len(data) + 1)
+    finally:
+        os.close(fd)
     if back != data:
         raise OSError(errno.EIO, "the file read back differs from what was written")
 
 
 def _io_error(step: str, path: Path | str, exc: OSError, reason: str) -> GateError:
     detail = exc.strerror or str(exc)
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR) and step in ("open folder", "open", "open for append", "open lock"):
+        detail = "a symlink (or a file) where a folder should be on its path: refused, not followed"
     return GateError(f"cannot write {path} ({step}): {detail}", code=CANNOT_RUN, reason=reason)
 
 
 def append_line(path: Path, data: bytes, *, reason: str, mode: int | None = None) -> None:
     """Append one record with a single O_APPEND write, then fsync: concurrent appenders never interleave."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
     try:
-        fd = os.open(path, flags, mode if mode is not None else 0o666 & ~umask())
+        fd = open_file(path, flags, mode if mode is not None else 0o666 & ~umask())
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(errno.EINVAL, "not a regular file: refused")
     except OSError as exc:
         raise _io_error("open for append", path, exc, reason) from None
     try:
@@ -150,9 +223,9 @@ class locked:  # noqa: N801 - used as `with fsio.locked(folder):`
     def __enter__(self) -> None:
         import fcntl  # POSIX only: importing this module must still work where the gate refuses to run
 
-        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
+        flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK
         try:
-            self.fd = os.open(self.path, flags, 0o666 & ~umask())
+            self.fd = open_file(self.path, flags, 0o666 & ~umask())
         except OSError as exc:
             raise _io_error("open lock", self.path, exc, "io-error") from None
         try:
@@ -168,13 +241,17 @@ class locked:  # noqa: N801 - used as `with fsio.locked(folder):`
 def read_bytes_capped(path: Path | str, cap: int, shown: str) -> bytes | int:
     """The bytes of the regular file at `path`, or its size (an int) when it is larger than `cap`.
 
-    Never blocks on a FIFO and never reads more than `cap` + 1 bytes.
+    Never blocks on a FIFO, never reads more than `cap` + 1 bytes, and never follows a symlink: `path`
+    is resolved first (paths.confined), so a link met here was swapped in since and is refused.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = open_file(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
         raise GateError("file not found", reason="input-unreadable", path=shown) from None
     except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise GateError("cannot open: a symlink on its path changed since it was resolved: refused",
+                            reason="input-unreadable", path=shown) from None
         raise GateError(f"cannot open: {exc.strerror}", reason="input-unreadable", path=shown) from None
     try:
         info = os.fstat(fd)
@@ -207,10 +284,10 @@ def read_state_file(path: Path | str, cap: int) -> bytes | None:
     A symlink, a FIFO, a device, a hard-linked file or an oversized file there was planted, not
     written by us: it is refused (`state-unsafe`), never followed, never blocked on.
     """
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0) | os.O_CLOEXEC
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
     for attempt in range(20):
         try:
-            fd = os.open(path, flags)
+            fd = open_file(path, flags)
         except FileNotFoundError:
             return None
         except OSError as exc:

@@ -315,15 +315,17 @@ def read(repo: Repo, config: Config, path: Path | None = None) -> tuple[Path, st
     """The hand-over file (the configured one unless `path`) as (path, shown, bytes), or its size in place of
     the bytes when it is over handoff.max_bytes: it is then never read. A missing file is refused."""
     import os
+    from pathlib import Path
 
-    from gates import fsio
+    from gates import fsio, paths
     from gates.errors import GateError
 
     path = path if path is not None else repo.toplevel / config.section("handoff")["path"]
     shown = repo.relpath(path)
     if not os.path.lexists(path):
         raise GateError("file not found — create it with `gate init`", reason="input-unreadable", path=shown)
-    return path, shown, fsio.read_bytes_capped(path, config.section("handoff")["max_bytes"], shown)
+    real = Path(paths.confined(repo, path, shown))  # a hand-over that leads outside the work tree is never read
+    return real, shown, fsio.read_bytes_capped(real, config.section("handoff")["max_bytes"], shown)
 
 
 def read_for_rewrite(repo: Repo, config: Config, verb: str) -> tuple[Path, str, bytes, Source]:

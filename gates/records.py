@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from gates import dataio, fsio, journal, schemas
+from gates import dataio, fsio, journal, paths, schemas
 from gates.config import Config
 from gates.errors import USAGE, GateError
 from gates.git import Repo
@@ -94,7 +94,11 @@ def load_all(repo: Repo, config: Config) -> tuple[list[Record], list[tuple[str, 
     records, broken = [], []
     for path in sorted(directory.glob("*.md")):
         shown = repo.relpath(path)
-        data = fsio.read_bytes_capped(path, MAX_RECORD_BYTES, shown)
+        real, why = paths.resolve(repo, path)
+        if why:  # never read, never quoted
+            broken.append((shown, 1, f"a symlink that {why}: not read"))
+            continue
+        data = fsio.read_bytes_capped(real, MAX_RECORD_BYTES, shown)
         if isinstance(data, int):
             broken.append((shown, 1, f"{data:,} bytes, over the {MAX_RECORD_BYTES:,}-byte cap"))
             continue
@@ -130,14 +134,13 @@ def new(repo: Repo, config: Config, title: str, now: datetime) -> Path:
         raise GateError("a record title is 1-200 characters of plain text (no control, NUL or bidi characters)",
                         code=USAGE, reason="usage")
     directory, _ = folder(repo, config)
-    directory.mkdir(parents=True, exist_ok=True)
     prefix = config.section("records")["prefix"]
     for _ in range(10):
         record_id = f"{prefix}-{now:%Y%m%dT%H%M%SZ}-{os.urandom(6).hex()}"
         path = directory / f"{record_id}-{slug(title)}.md"
         body = (f"---\nid: {record_id}\ntitle: {_quote(title)}\nstatus: open\ndate: {now:%Y-%m-%d}\n---\n\n"
                 f"# {title}\n\n## Context\n\n## Decision\n\n## Consequences\n")
-        if fsio.write_atomic(path, body.encode("utf-8"), exclusive=True):
+        if fsio.write_atomic(path, body.encode("utf-8"), exclusive=True, parents=True):
             journal.append(repo, "record-created", {"id": record_id, "path": repo.relpath(path)}, now)
             return path
     raise GateError(f"could not find a free record id in {directory}", reason="io-error")

@@ -107,7 +107,6 @@ def init(repo: Repo, config: Config, now: datetime) -> list[tuple[str, bool]]:
         if path.exists() or path.is_symlink():
             results.append((repo.relpath(path), False))
             continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        written = fsio.write_atomic(path, content.encode("utf-8"), exclusive=True)
+        written = fsio.write_atomic(path, content.encode("utf-8"), exclusive=True, parents=True)
         results.append((repo.relpath(path), written))
     return results

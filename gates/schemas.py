@@ -10,6 +10,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
+from gates.text import excerpt
+
 NAMES = ("config", "handoff", "flag", "check-result", "record")
 
 
@@ -67,13 +69,13 @@ def _describe(error: Any, lines: dict[tuple[object, ...], int]) -> Iterable[tupl
         allowed = set(error.schema.get("properties", {}))
         for key in error.instance:
             if key not in allowed:
-                where = _dotted((*path, key))
+                where = excerpt(_dotted((*path, key)), 120)
                 yield _nearest((*path, key), lines), f"unknown key '{where}'{_suggest(key, allowed)}"
         return
-    where = _dotted(path) or "(top level)"
-    message = error.message
+    where = excerpt(_dotted(path) or "(top level)", 120)
+    message = excerpt(error.message, 160)  # jsonschema quotes the value: a short, sanitised excerpt only
     if error.validator == "pattern" and "description" in error.schema:
-        message = f"{error.instance!r} is not {error.schema['description']}"
+        message = f"'{excerpt(str(error.instance))}' is not {error.schema['description']}"
     yield _nearest(path, lines), f"{where}: {message}"
 
 

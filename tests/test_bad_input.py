@@ -112,7 +112,7 @@ def test_crlf_and_bom_are_the_same_document(repo: Path) -> None:
          "gate: .gate.yaml:2: YAML merge keys (<<) are not allowed: plain data only"),
         (b"handoff:\n  path: ../outside.md\n",
          "gate: .gate.yaml:2: handoff.path: '../outside.md' is not a relative path inside the repository "
-         "(no leading '/', no '..', no control characters)"),
+         "(no leading '/', no '..', no control, bidi or zero-width characters)"),
         (b"handoff:\n  max_lines: .nan\n", "gate: .gate.yaml:2: '.nan' is not allowed: numbers must be finite"),
         (b"- just\n- a list\n", "gate: .gate.yaml:1: (top level): ['just', 'a list'] is not of type 'object'"),
         (b"handoff:\n  title: caf\xe9\n", "gate: .gate.yaml:2: not valid UTF-8 (byte 0xe9): save the file as UTF-8"),

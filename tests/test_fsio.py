@@ -51,7 +51,7 @@ def test_a_failed_write_keeps_the_old_content_and_says_which_step(tmp_path: Path
     target.write_bytes(b"old")
     with pytest.raises(GateError) as caught:
         fsio.write_atomic(tmp_path / "missing-dir" / "f", b"new")
-    assert "(create temp file)" in caught.value.message
+    assert "(open folder): No such file or directory" in caught.value.message
     assert target.read_bytes() == b"old"
 
 

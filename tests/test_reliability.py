@@ -11,6 +11,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -95,11 +96,13 @@ class Faults:
         self.monkeypatch = monkeypatch
         self.calls: list[str] = []
 
-    def fail(self, name: str, error: int, times: int = 1) -> None:
+    def fail(self, name: str, error: int, times: int = 1, when: Callable[..., bool] | None = None) -> None:
         real = getattr(os, name)
         left = [times]
 
         def broken(*args: object, **kwargs: object) -> object:
+            if when is not None and not when(*args, **kwargs):
+                return real(*args, **kwargs)
             self.calls.append(name)
             if left[0] > 0:
                 left[0] -= 1
@@ -119,7 +122,8 @@ def test_a_fault_at_each_step_keeps_the_old_bytes_and_names_the_step(
 ) -> None:
     target = tmp_path / "file"
     target.write_bytes(b"old content")
-    Faults(monkeypatch).fail(name, error)
+    creating = (lambda path, flags, *rest, **kw: bool(flags & os.O_EXCL)) if name == "open" else None
+    Faults(monkeypatch).fail(name, error, when=creating)  # for open: the temp file's, not the folders' on the way
     with pytest.raises(GateError) as caught:
         fsio.write_atomic(target, b"new content")
     assert f"({step})" in caught.value.message
@@ -162,7 +166,7 @@ def test_short_writes_are_completed(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 def test_a_phantom_write_is_caught_by_the_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = tmp_path / "f"
     target.write_bytes(b"old")
-    monkeypatch.setattr(fsio.os, "replace", lambda src, dst: None)  # claims success, puts nothing on disk
+    monkeypatch.setattr(fsio.os, "replace", lambda src, dst, **kw: None)  # claims success, puts nothing on disk
     with pytest.raises(GateError) as caught:
         fsio.write_atomic(target, b"new")
     assert "(read back)" in caught.value.message

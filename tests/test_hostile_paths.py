@@ -1,0 +1,173 @@
+"""Attacks through paths: a committed `.gate.yaml`, a planted symlink, a swapped folder.
+
+Each test is the attack: it shapes a hostile repository, runs the gate's commands as processes,
+and compares a snapshot of everything that must not change (tests/test_confinement.py's).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from conftest import commit_all, flag_records, git, handoff_text, run_gate
+from test_confinement import snapshot
+
+from gates import fsio
+from gates.errors import GateError
+
+PATH_KEYS = ["handoff:\n  path", "handoff:\n  schema", "archive:\n  path", "records:\n  path", "mailbox:\n  path",
+             "heartbeat:\n  journal"]
+SECRET = "root:$6$s3cr3t-hash-never-echoed:19000:0:99999:7:::"
+
+
+def _hook(repo: Path) -> Path:
+    hooks = repo / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    hook = hooks / "post-commit"
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    hook.chmod(0o755)
+    return hook
+
+
+def _checked_items(repo: Path) -> None:
+    (repo / "HANDOFF.md").write_text(handoff_text(git(repo, "rev-parse", "HEAD~1"), threads="- [x] done\n- [ ] next"))
+
+
+@pytest.mark.parametrize("key", PATH_KEYS)
+@pytest.mark.parametrize("target", [".git/hooks/post-commit", "./.git/hooks/post-commit", ".git/config", ".GIT/x"])
+def test_no_configured_path_reaches_the_git_directory(repo: Path, tmp_path: Path, key: str, target: str) -> None:
+    hook = _hook(repo)
+    _checked_items(repo)
+    (repo / ".gate.yaml").write_text(f"{key}: {target}\n")
+    before = snapshot(tmp_path, [repo / ".git" / "gate"])
+    for argv in (["check", "--fix"], ["mailbox", "take"], ["archive"], ["record", "new", "x"], ["stamp"]):
+        proc = run_gate(repo, *argv)
+        assert proc.returncode == 3, (argv, proc.stdout, proc.stderr)
+        label = key.replace(":\n  ", ".")
+        assert proc.stderr.startswith(f"gate: .gate.yaml:2: {label} '{target}' resolves inside "), proc.stderr
+        assert len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert snapshot(tmp_path, [repo / ".git" / "gate"]) == before
+    assert hook.read_text() == "#!/bin/sh\nexit 0\n" and os.access(hook, os.X_OK)
+    assert {flag["reason"] for flag in flag_records(repo / ".git")} == {"config-invalid"}
+
+
+def test_a_committed_directory_symlink_leads_no_write_outside(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "anywhere"
+    outside.mkdir()
+    (outside / "file").write_text("precious\n")
+    os.symlink(outside, repo / "out")
+    commit_all(repo, "a committed directory symlink")
+    _checked_items(repo)
+    for key, argv in (("mailbox:\n  path: out/file", ["mailbox", "take"]), ("archive:\n  path: out/ARCHIVE.md", ["archive"]),
+                      ("records:\n  path: out", ["record", "new", "planted"]), ("handoff:\n  path: out/file", ["stamp"])):
+        (repo / ".gate.yaml").write_text(key + "\n")
+        before = snapshot(tmp_path, [repo / ".git" / "gate"])
+        proc = run_gate(repo, *argv)
+        assert proc.returncode == 3 and "resolves outside the repository: refused" in proc.stderr, (key, proc.stderr)
+        assert snapshot(tmp_path, [repo / ".git" / "gate"]) == before, key
+    assert sorted(p.name for p in outside.iterdir()) == ["file"] and (outside / "file").read_text() == "precious\n"
+
+
+def test_a_folder_swapped_for_a_symlink_after_resolution_is_not_followed(tmp_path: Path) -> None:
+    """The race the config check cannot see: the writer opens every component without following links."""
+    inside, outside = tmp_path / "tree", tmp_path / "outside"
+    (inside / "docs").mkdir(parents=True)
+    outside.mkdir()
+    target = inside / "docs" / "ARCHIVE.md"  # resolved and judged fine...
+    (inside / "docs").rmdir()
+    os.symlink(outside, inside / "docs")  # ...then swapped
+    with pytest.raises(GateError) as caught:
+        fsio.write_atomic(target, b"attack\n")
+    assert caught.value.reason == "io-error" and "refused, not followed" in caught.value.message
+    with pytest.raises(GateError):
+        fsio.write_atomic(target, b"attack\n", parents=True)
+    with pytest.raises(GateError):
+        fsio.append_line(target, b"attack\n", reason="io-error")
+    assert list(outside.iterdir()) == []
+
+
+def test_a_symlink_at_the_target_is_never_written_through(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    link = tmp_path / "HANDOFF.md"
+    os.symlink(victim, link)
+    with pytest.raises(GateError) as caught:
+        fsio.write_atomic(link, b"attack\n")
+    assert "a symlink is there" in caught.value.message
+    assert victim.read_text() == "precious\n" and os.path.islink(link)
+
+
+@pytest.mark.parametrize("planted", [".gate.yaml", "HANDOFF.md", "ARCHIVE.md"])
+def test_a_file_that_resolves_outside_is_never_echoed(repo: Path, tmp_path: Path, planted: str) -> None:
+    secret = tmp_path / "shadow"
+    secret.write_text("\n".join([SECRET] * 20) + "\n")
+    (repo / planted).unlink(missing_ok=True)
+    os.symlink(secret, repo / planted)
+    seen = []
+    for argv in (["check"], ["check", "--format", "json"], ["brief"], ["brief", "--format", "claude"], ["archive"],
+                 ["stamp"], ["config"], ["flags"], ["journal"]):
+        proc = run_gate(repo, *argv)
+        seen.append(proc.stdout + proc.stderr)
+        assert "Traceback" not in proc.stderr
+    seen += [json.dumps(flag) for flag in flag_records(repo / ".git")]
+    journal = repo / ".git" / "gate" / "journal.jsonl"
+    seen.append(journal.read_text() if journal.exists() else "")
+    assert not any("s3cr3t" in text or "root:" in text for text in seen)
+    assert any("resolves outside the repository" in text for text in seen)
+    assert secret.read_text().count(SECRET) == 20
+
+
+def test_path_keys_refuse_control_and_bidi_characters(repo: Path) -> None:
+    (repo / ".gate.yaml").write_text('handoff:\n  path: "HAND\\u202eOFF.md"\n')
+    proc = run_gate(repo, "check")
+    assert proc.returncode == 3 and "\u202e" not in proc.stdout + proc.stderr
+    assert proc.stderr == ("gate: .gate.yaml:2: handoff.path: 'HAND\\u202eOFF.md' is not a relative path inside the "
+                           "repository (no leading '/', no '..', no control, bidi or zero-width characters)\n")
+    [flag] = flag_records(repo / ".git")
+    assert flag["reason"] == "config-invalid" and "\u202e" not in flag["message"]
+
+
+def test_every_spelling_of_a_path_is_one_canonical_path(repo: Path) -> None:
+    for spelling in ("./HANDOFF.md", ".//HANDOFF.md", "HANDOFF.md/", "sub/../HANDOFF.md".replace("sub/../", "./")):
+        (repo / ".gate.yaml").write_text(f"handoff:\n  path: {spelling}\n")
+        proc = run_gate(repo, "config", "--format", "json")
+        assert proc.returncode == 0 and json.loads(proc.stdout)["handoff"]["path"] == "HANDOFF.md", spelling
+
+
+def test_a_symlink_inside_the_tree_is_followed_to_its_file(repo: Path) -> None:
+    (repo / "docs").mkdir()
+    os.rename(repo / "HANDOFF.md", repo / "docs" / "HANDOFF.md")
+    os.symlink("docs/HANDOFF.md", repo / "HANDOFF.md")
+    commit_all(repo, "the hand-over lives in docs/")
+    proc = run_gate(repo, "stamp")
+    assert proc.returncode == 0, proc.stderr
+    assert os.path.islink(repo / "HANDOFF.md") and git(repo, "rev-parse", "HEAD") in (repo / "docs" / "HANDOFF.md").read_text()
+    assert json.loads(run_gate(repo, "config", "--format", "json").stdout)["handoff"]["path"] == "docs/HANDOFF.md"
+
+
+def test_a_rewritten_data_file_never_keeps_execute_bits(repo: Path) -> None:
+    (repo / "HANDOFF.md").chmod(0o755)
+    assert run_gate(repo, "stamp").returncode == 0
+    assert stat.S_IMODE(os.stat(repo / "HANDOFF.md").st_mode) == 0o644
+
+
+def test_a_path_into_a_linked_worktrees_admin_dir_is_refused(repo: Path, tmp_path: Path) -> None:
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(linked))
+    os.symlink(repo / ".git" / "worktrees", linked / "admin")
+    (linked / ".gate.yaml").write_text("archive:\n  path: admin/linked/ARCHIVE.md\n")
+    before = snapshot(tmp_path, [repo / ".git" / "gate"])
+    proc = run_gate(linked, "archive")
+    assert proc.returncode == 3 and "archive.path 'admin/linked/ARCHIVE.md' resolves inside the git directory" in proc.stderr
+    assert snapshot(tmp_path, [repo / ".git" / "gate"]) == before
+
+
+def test_a_check_of_a_file_outside_the_tree_reads_nothing(repo: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "shadow"
+    secret.write_text(SECRET + "\n")
+    proc = run_gate(repo, "check", str(secret))
+    assert proc.returncode == 3 and "s3cr3t" not in proc.stdout + proc.stderr
+    assert "refusing it: it resolves outside the repository" in proc.stdout + proc.stderr
