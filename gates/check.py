@@ -45,7 +45,7 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[Path], now:
             result.findings.extend(GATES[gate_id].check(ctx))
     finally:
         history.close()
-    result.findings.sort(key=lambda f: (f.path, f.line, f.gate, f.message))
+    result.findings.sort(key=lambda f: (f.path, f.line, f.gate))  # stable: a gate's own order stands within a line
     result.events = ctx.events
     result.until = ctx.until
     return result

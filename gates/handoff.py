@@ -25,6 +25,10 @@ _CONFLICT = re.compile(r"^(<{7}|>{7}|\|{7})(?: |$)")
 _UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|\+00:00)$")
 
 
+# What `gate init` writes where a person must write: recognised by this marker, never by guessing at wording.
+PLACEHOLDER = "<!-- gate:placeholder -->"
+
+
 def parse_utc(value: str) -> datetime | None:
     """An ISO-8601 UTC time as the Meta block writes it (`Z` or `+00:00`), or None."""
     if not _UTC.match(value):

@@ -59,6 +59,7 @@ def _check_one(ctx: Context, loaded: Loaded) -> Iterator[Finding]:
     yield from _sections(doc, cfg, at)
     yield from _meta(ctx, doc, cfg, at)
     yield from _target(doc, cfg, at)
+    yield from _placeholders(ctx, doc, at)
     if cfg["schema"]:
         yield from _project_schema(ctx, doc, cfg, at)
 
@@ -93,12 +94,17 @@ def _sections(doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:
 
 
 def _missing(doc: Document, expected: list[str], index: int, at: At) -> Finding:
-    """Point where the missing section belongs: before the next present one, else at the end."""
-    for name in expected[index + 1:]:
-        if doc.section(name):
-            following = doc.section(name)[0]
-            return at(following.line, f"missing section '## {expected[index]}' — add it before '## {following.name}'")
-    return at(len(doc.lines) or 1, f"missing section '## {expected[index]}' — add it at the end")
+    """Say where the missing section goes: before the next present one, else after the one it follows in the order.
+
+    Followed in the order reported (the configured order), the advice builds a file in that order.
+    """
+    name = expected[index]
+    for later in expected[index + 1:]:
+        if doc.section(later):
+            following = doc.section(later)[0]
+            return at(following.line, f"missing section '## {name}' — add it before '## {following.name}'")
+    where = f"after '## {expected[index - 1]}'" if index else "right after the title"
+    return at(len(doc.lines) or 1, f"missing section '## {name}' — add it at the end, {where}")
 
 
 def _meta(ctx: Context, doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:
@@ -155,6 +161,23 @@ def _target(doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:
     for section in doc.section(cfg["target_section"])[:1]:
         if not section.text_lines and not section.items:
             yield at(section.line, f"'## {section.name}' is empty — say in one sentence what is being worked on")
+
+
+def _placeholders(ctx: Context, doc: Document, at: At) -> Iterator[Finding]:
+    """`gate init`'s placeholder is not a hand-over: a warning while it stands, a violation in a commit that carries it."""
+    lines = [number for number, text in enumerate(doc.lines, start=1) if handoff.PLACEHOLDER in text]
+    if not lines:
+        return
+    relative = ctx.config.section("handoff")["path"]
+    carried = [change for change in ctx.changes if change.touches(relative)
+               and handoff.PLACEHOLDER.encode() in (change.after(relative) or b"")]
+    for number in lines:
+        if carried:
+            yield at(number, f"{carried[0].label} carries the placeholder `gate init` wrote — write the real text "
+                     "in its place (and drop the marker) before committing the hand-over")
+        else:
+            yield at(number, "placeholder text from `gate init` — replace it with the real text (and drop the marker)",
+                     WARNING)
 
 
 def _project_schema(ctx: Context, doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:

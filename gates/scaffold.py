@@ -6,6 +6,7 @@ from datetime import datetime
 from pathlib import Path
 
 from gates import fsio
+from gates.handoff import PLACEHOLDER
 from gates.config import CONFIG_NAME, Config
 from gates.git import Repo
 
@@ -16,7 +17,7 @@ def handoff_template(config: Config, head: str | None, now: datetime) -> str:
     cfg = config.section("handoff")
     archive = config.section("archive")["path"]
     guidance = {
-        cfg["target_section"]: "Set up handoff-gate: replace this line with what is being worked on now, in one sentence.",
+        cfg["target_section"]: "Replace this line with what is being worked on now, in one sentence. " + PLACEHOLDER,
         "Open Threads": "<!-- - [ ] <item> — next: <concrete next step> -->",
         "Decisions": "<!-- What was decided and why, one line each; long records go to their own files. -->",
         "Dead Ends": "<!-- What was tried and did not work, so that nobody tries it again. -->",
