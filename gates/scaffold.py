@@ -6,9 +6,9 @@ from datetime import datetime
 from pathlib import Path
 
 from gates import fsio
-from gates.handoff import PLACEHOLDER
 from gates.config import CONFIG_NAME, Config
 from gates.git import Repo
+from gates.handoff import PLACEHOLDER
 
 UNBORN_REF = "0000000"
 
