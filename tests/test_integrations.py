@@ -185,6 +185,15 @@ def _copy_project(target: Path) -> str:
     return commit_all(target, "handoff-gate as it is now")
 
 
+def _readme_rev() -> str:
+    from gates import __version__
+
+    snippet = (ROOT / "README.md").read_text().split("# .pre-commit-config.yaml", 1)[1].split("```", 1)[0]
+    rev = next(line.split("rev:", 1)[1].split("#", 1)[0].strip() for line in snippet.splitlines() if "rev:" in line)
+    assert rev == f"v{__version__}", "the README's pre-commit snippet names the release tag of this version"
+    return rev
+
+
 @pytest.mark.e2e
 @pytest.mark.slow
 def test_the_real_pre_commit_framework(tmp_path: Path) -> None:
@@ -199,7 +208,9 @@ def test_the_real_pre_commit_framework(tmp_path: Path) -> None:
     commit_all(project, "first")
     assert run_gate(project, "init").returncode == 0
     hooks = "\n".join(f"      - id: {hook_id}" for hook_id in ids)
-    (project / ".pre-commit-config.yaml").write_text(f"repos:\n  - repo: {hook_repo}\n    rev: {sha}\n    hooks:\n{hooks}\n")
+    rev = _readme_rev()  # the README's snippet, at the tag it names: a release is tagged v<version>
+    git(hook_repo, "tag", rev, sha)
+    (project / ".pre-commit-config.yaml").write_text(f"repos:\n  - repo: {hook_repo}\n    rev: {rev}\n    hooks:\n{hooks}\n")
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
     pre_commit = [sys.executable, "-m", "pre_commit"]
     install = subprocess.run([*pre_commit, "install"], cwd=project, env=env, capture_output=True, text=True)

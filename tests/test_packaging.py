@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, commit_all, handoff_text, init_repo
 
+from gates import __version__
 from gates.registry import GATES
 
 
@@ -94,3 +96,27 @@ def test_a_plain_install_into_a_fresh_venv_finds_its_schemas(tmp_path: Path) -> 
     assert "import re" not in script
     again = subprocess.run([str(venv / "bin" / "gate"), "check"], cwd=repo, capture_output=True, text=True)
     assert (again.returncode, again.stdout) == (0, check.stdout)
+
+
+@pytest.mark.slow
+def test_the_readme_first_command_as_a_new_user_runs_it(tmp_path: Path) -> None:
+    """Step 1 in a clone of this repository, step 2 in a project, one shell, a fresh HOME: gate is on PATH after."""
+    block = (ROOT / "README.md").read_text().split("## Quick start", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    steps = [line for line in block.splitlines() if line and not line.startswith("#")]
+    assert len(steps) == 2, block
+    clone, project, home = tmp_path / "handoff-gate", tmp_path / "project", tmp_path / "home"
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(clone)], check=True)
+    for name in subprocess.run(["git", "diff", "--name-only", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                               check=True).stdout.split():  # this checkout's uncommitted state, as it will land
+        if (ROOT / name).is_file():
+            shutil.copy2(ROOT / name, clone / name)
+    home.mkdir()
+    init_repo(project)
+    (project / "code.py").write_text("print(1)\n")
+    commit_all(project, "first")
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env.update(HOME=str(home), PATH=":".join(p for p in env["PATH"].split(":") if not p.startswith(sys.prefix)))
+    script = f"set -e\ncd {clone}\n{steps[0]}\ncd {project}\n{steps[1]}\ngate --version\n"
+    proc = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "gate check: passed with warnings" in proc.stdout and proc.stdout.rstrip().endswith(f"handoff-gate {__version__}")
