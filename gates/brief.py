@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 from datetime import datetime
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from gates import claims, flags, handoff, locks, state
 from gates.check import load_handoff
@@ -47,7 +47,7 @@ def sections(repo: Repo, config: Config, now: datetime) -> list[Section]:
     # Read the hand-over file once for the two sections that need it (a failure is simply read again).
     handoff_file = functools.cache(lambda: load_handoff(repo, config, repo.toplevel / config.section("handoff")["path"]))
     return [
-        _guard("1. Flags", lambda: _flags(repo)),
+        _guard("1. Flags", lambda: _flags(repo, config, handoff_file)),
         _guard("2. Tripwire: does the hand-over agree with git?", lambda: _tripwire(repo, config, handoff_file())),
         _guard("3. Claim and locks", lambda: _claim_and_locks(repo, config, now)),
         _guard("4. Hand-over", lambda: _handoff(handoff_file(), config, now)),
@@ -55,18 +55,51 @@ def sections(repo: Repo, config: Config, now: datetime) -> list[Section]:
     ]
 
 
-def _flags(repo: Repo) -> str:
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' if count != 1 else ''}"
+
+
+def _flags(repo: Repo, config: Config, handoff_file: Callable[[], Loaded]) -> str:
+    """Open flags grouped by reason (count, first and last seen, the latest message verbatim), oldest group first,
+    and one line for the problems raised and resolved since the last close-out."""
     pending = flags.pending(repo)
-    if not pending:
-        return "No unacknowledged flags."
-    out = [f"{len(pending)} unacknowledged flag{'s' if len(pending) != 1 else ''}, oldest first {INFO}. "
-           "Deal with each, then `gate flags --ack ID`."]
+    groups: dict[str, list[dict[str, Any]]] = {}
     for record in pending:
-        count = f" ×{record.get('count')}" if record.get("count", 1) != 1 else ""
-        out.append(f"- [{record.get('reason')}]{count} {record.get('id')} (last {record.get('last_seen')}, "
-                   f"`{record.get('command', '?')}`):")
-        out.append("  " + str(record["message"]).replace("\n", "\n  "))
+        groups.setdefault(str(record.get("reason")), []).append(record)
+    out = [f"{_plural(len(pending), 'unacknowledged flag')} for {_plural(len(groups), 'reason')}, oldest first {INFO}. "
+           "Deal with each, then `gate flags --ack ID` (`gate flags` lists each one verbatim)."] if pending else [
+           "No unacknowledged flags."]
+    resolved = _resolved_line(repo, config, handoff_file)
+    if resolved:
+        out.append(resolved)
+    for reason, records in groups.items():
+        latest = max(records, key=lambda r: (str(r.get("last_seen", "")), int(r.get("created_ns") or 0)))
+        times = sum(int(r.get("count") or 1) for r in records)
+        out.append(f"- [{reason}] {_plural(len(records), 'flag')} seen {_plural(times, 'time')}, "
+                   f"first {min(str(r.get('first_seen', '')) for r in records)}, "
+                   f"last {max(str(r.get('last_seen', '')) for r in records)}; "
+                   f"the latest, {latest.get('id')} (`{latest.get('command', '?')}`), says:")
+        out.append("  " + str(latest["message"]).replace("\n", "\n  "))
     return "\n".join(out)
+
+
+def _resolved_line(repo: Repo, config: Config, handoff_file: Callable[[], Loaded]) -> str | None:
+    """The last close-out is the hand-over's Meta `updated` (what this worktree's close-out stamped)."""
+    try:
+        updated = _meta(handoff_file(), config)[1]
+    except (GateError, OSError):
+        updated = None
+    since = handoff.parse_utc(updated) if updated else None
+    records = flags.resolved_since(repo, since)
+    if not records:
+        return None
+    counts: dict[str, int] = {}
+    for record in records:
+        counts[str(record.get("reason"))] = counts.get(str(record.get("reason")), 0) + 1
+    tally = ", ".join(f"{reason} ×{n}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    when = f"updated {updated}" if since else "no valid Meta updated time, so ever"
+    return (f"Since the last close-out ({when}): {_plural(len(records), 'problem')} raised and resolved ({tally}); "
+            "`gate flags --all` shows them.")
 
 
 def _meta(loaded: Loaded, config: Config) -> tuple[str | None, str | None]:

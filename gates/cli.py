@@ -10,6 +10,7 @@ import argparse
 import os
 import shlex
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -44,6 +45,10 @@ class Run:
         self._config: Config | None = None
         self.reasons: list[tuple[str, str]] = []
         self.events: list[tuple[str, str]] = []
+        self.started_ns = time.time_ns()  # a flag raised by a run begun later is not this run's to resolve
+        self.gate_of: dict[tuple[str, str], str] = {}  # (reason, message) -> the gate whose failure it is
+        self.scope: dict[str, Any] | None = None  # what this check judged (flags.scope_of)
+        self.passed: list[str] = []  # gates that ran in this check and found no error
 
     def repo(self) -> Repo:
         if self._repo is None:
@@ -59,9 +64,11 @@ class Run:
             self._config = config.load(self.repo())
         return self._config
 
-    def fail(self, reason: str, message: str) -> None:
-        """A reason this run failed: flagged when it ends with exit 1, 3 or 4."""
+    def fail(self, reason: str, message: str, *, gate: str | None = None) -> None:
+        """A reason this run failed: flagged when it ends with exit 1, 3 or 4; with `gate`, resolved by its next pass."""
         self.reasons.append((reason, message))
+        if gate is not None:
+            self.gate_of[(reason, message)] = gate
 
     def notice(self, reason: str, message: str) -> None:
         """An event the next session must hear of even though the run succeeds (a claim broken, say)."""
@@ -79,6 +86,16 @@ class Run:
         self.notice(reason, message)
 
     def write_flags(self, code: int) -> int:
+        """Resolve the flags of the gates that passed in this check, then flag this run's failures and events."""
+        if self.passed and self.scope is not None and self._repo is not None:
+            from gates import flags
+
+            try:
+                flags.resolve(self._repo, self.passed, self.scope, command=self.command, observed_ns=self.started_ns)
+            except GateError as exc:
+                print(f"gate: could not resolve flags: {exc.render()}", file=sys.stderr)
+            except OSError as exc:
+                print(f"gate: could not resolve flags: {exc}", file=sys.stderr)
         pending = list(self.events)
         if code in (VIOLATION, CANNOT_RUN, INTERNAL):
             pending += self.reasons
@@ -90,8 +107,10 @@ class Run:
         from gates import flags
 
         for reason, message in pending:
+            gate = self.gate_of.get((reason, message))
             try:
-                flags.raise_flag(self._repo, reason, message, command=self.command, exit_code=code)
+                flags.raise_flag(self._repo, reason, message, command=self.command, exit_code=code, gate=gate,
+                                 scope=self.scope if gate else None, observed_ns=self.started_ns)
             except GateError as exc:
                 print(f"gate: could not write the {reason} flag: {exc.render()}", file=sys.stderr)
             except OSError as exc:
@@ -120,30 +139,33 @@ def cmd_check(args: argparse.Namespace, run: Run) -> int:
         raise
     code = VIOLATION if result.errors or fixed else OK
     if fixed and args.format in ("text", "github"):
-        print("\n".join(fixed))
+        print("\n".join(line for _, line in fixed))
     sys.stdout.write(_render(report, args.format, result, code, None))
-    if fixed:
-        run.fail("autofix-applied", "\n".join(fixed))
-    if result.errors:
-        from gates.registry import GATES
+    for gate_id, line in fixed:  # resolved when that gate next passes: the fix was staged
+        run.fail("autofix-applied", line, gate=gate_id)
+    from gates.registry import GATES
 
-        for gate_id in result.gates:
-            lines = [f.render() for f in result.errors if f.gate == gate_id]
-            if lines:
-                run.fail(getattr(GATES[gate_id], "FLAG_REASON", gate_id), "\n".join(lines))
+    for gate_id in result.gates:
+        lines = [f.render() for f in result.errors if f.gate == gate_id]
+        if lines:
+            run.fail(getattr(GATES[gate_id], "FLAG_REASON", gate_id), "\n".join(lines), gate=gate_id)
+        elif not any(fixer == gate_id for fixer, _ in fixed):
+            run.passed.append(gate_id)  # write_flags resolves its open flags in this worktree and scope
     for reason, message in result.events:
         run.notice(reason, message)
     return code
 
 
-def _check(run: Run, args: argparse.Namespace) -> tuple[CheckResult, list[str]]:
+def _check(run: Run, args: argparse.Namespace) -> tuple[CheckResult, list[tuple[str, str]]]:
     """Run the gates on the state as it is now: every check judges afresh, nothing is replayed."""
-    from gates import check
+    from gates import check, flags
 
     repo, config = run.repo(), run.config()
     gate_ids = check.select(config, args.only, args.skip)
     fixed = _fix(run, config, gate_ids) if args.fix else []
-    result = check.run(repo, config, gate_ids, [Path(f).absolute() for f in args.files], range_spec=args.range)
+    files = [Path(f).absolute() for f in args.files]
+    run.scope = flags.scope_of(repo, files, args.range, repo.toplevel / config.section("handoff")["path"])
+    result = check.run(repo, config, gate_ids, files, range_spec=args.range)
     return result, fixed
 
 
@@ -159,20 +181,24 @@ def _render(report: Any, fmt: str, result: Any, code: int, error: GateError | No
     return str(report.text(result)) if result is not None else ""
 
 
-def _fix(run: Run, config: Config, gate_ids: list[str]) -> list[str]:
-    """What pre-commit fixers do: change the files, say so, and make the run exit 1 so they are staged again."""
+def _fix(run: Run, config: Config, gate_ids: list[str]) -> list[tuple[str, str]]:
+    """What pre-commit fixers do: change the files, say so, and make the run exit 1 so they are staged again.
+
+    Each fix is (the gate that fixed, what it did)."""
     from gates import archive, tables
 
     said = []
     if "handoff-no-checked-items" in gate_ids:
         moves = archive.archive(run.repo(), config, _now())
         if moves:
-            said.append(f"fixed: moved {len(moves)} checked item(s) to {config.section('archive')['path']}: "
-                        + "; ".join(m.item.text[:60] for m in moves) + " — stage both files again")
+            said.append(("handoff-no-checked-items",
+                         f"fixed: moved {len(moves)} checked item(s) to {config.section('archive')['path']}: "
+                         + "; ".join(m.item.text[:60] for m in moves) + " — stage both files again"))
     if "handoff-tables" in gate_ids:
         stale, _ = tables.render_file(run.repo(), config, write=True)
         if stale:
-            said.append(f"fixed: rendered {len(stale)} table(s) in {config.section('handoff')['path']} — stage it again")
+            said.append(("handoff-tables",
+                         f"fixed: rendered {len(stale)} table(s) in {config.section('handoff')['path']} — stage it again"))
     return said
 
 
@@ -205,16 +231,21 @@ def cmd_flags(args: argparse.Namespace, run: Run) -> int:
         moved = flags.acknowledge(run.repo(), None if args.ack_all else args.ack)
         print(f"acknowledged {len(moved)} flag{'s' if len(moved) != 1 else ''}" + "".join(f"\n  {i}" for i in moved))
         return OK
-    pending = flags.pending(run.repo())
+    listed = flags.every(run.repo()) if args.all else flags.pending(run.repo())
     if args.format == "json":
-        _emit_json({"version": 1, "flags": pending})
+        _emit_json({"version": 1, "flags": listed})
         return OK
-    if not pending:
-        print("no unacknowledged flags")
-    for record in pending:
+    if not listed:
+        print("no flags at all" if args.all else "no unacknowledged flags")
+    for record in listed:
         count = f" ×{record.get('count')}" if record.get("count", 1) != 1 else ""
+        status = ""
+        if args.all:
+            resolved = record.get("resolved") if record["status"] == "resolved" else None
+            status = (f" (resolved {resolved.get('time')} by `{resolved.get('command')}`)" if isinstance(resolved, dict)
+                      else f" ({record['status']})")
         print(f"== flag {record.get('id')} [{record.get('reason')}]{count} first {record.get('first_seen')} "
-              f"last {record.get('last_seen')} by `{record.get('command', '?')}` in {record.get('worktree', '?')}")
+              f"last {record.get('last_seen')} by `{record.get('command', '?')}` in {record.get('worktree', '?')}{status}")
         print(record["message"])
     return OK
 
@@ -559,8 +590,9 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     schema = add("schema", cmd_schema, "print a shipped JSON Schema")
     schema.add_argument("name", choices=NAMES)
 
-    flags = add("flags", cmd_flags, "print every unacknowledged flag verbatim, oldest first")
+    flags = add("flags", cmd_flags, "print every open flag verbatim, oldest first")
     flags.add_argument("--format", choices=("text", "json"), default="text")
+    flags.add_argument("--all", action="store_true", help="also the resolved and acknowledged flags, marked as such")
     group = flags.add_mutually_exclusive_group()
     group.add_argument("--ack", action="append", metavar="ID", help="acknowledge a flag (repeatable)")
     group.add_argument("--ack-all", action="store_true", help="acknowledge every flag")

@@ -245,7 +245,7 @@ def test_mailbox_take_prints_and_clears(repo: Path) -> None:
     assert run_gate(repo, "check", "--only", "mailbox").returncode == 0
     assert run_gate(repo, "mailbox", "take").stdout == "the mailbox is empty: no work package\n"
     actions = [json.loads(line)["action"] for line in (repo / ".git/gate/journal.jsonl").read_text().splitlines()]
-    assert actions == ["flag-raised", "mailbox-taken"]
+    assert actions == ["flag-raised", "flags-resolved", "mailbox-taken"]  # the mailbox flag resolved by its pass
 
 
 def test_heartbeat_off_by_default_and_on_when_enabled(repo: Path) -> None:

@@ -48,9 +48,10 @@ def test_identical_repeats_coalesce_into_one_flag_with_a_count(repo: Path) -> No
     for _ in range(3):
         assert run_gate(repo, "check").returncode == 1
     found = discover(repo, {})
+    scope = flags.scope_of(found, [], None, repo / "HANDOFF.md")  # what `gate check` judged
     for _ in range(500):
         flags.raise_flag(found, "handoff-no-checked-items", flag_records(repo / ".git")[0]["message"],
-                         command="gate check", exit_code=1)
+                         command="gate check", exit_code=1, gate="handoff-no-checked-items", scope=scope)
     records = flag_records(repo / ".git")
     assert sorted((r["reason"], r["count"]) for r in records) == [("handoff-no-checked-items", 503)]
     _break(repo, "another")  # a different message is a different flag

@@ -142,8 +142,9 @@ def test_the_brief_order_and_flags_verbatim(repo: Path) -> None:
 
 def test_claude_format_envelope_and_cap_with_500_flags(repo: Path) -> None:
     found = discover(repo, {})
+    reasons = sorted(flags.EVENT_REASONS)  # grouped by reason: each group shows its latest message
     for i in range(500):
-        flags.raise_flag(found, "io-error", f"problem number {i} " + "x" * 80, command="gate", exit_code=3)
+        flags.raise_flag(found, reasons[i % len(reasons)], f"problem number {i} " + "x" * 800, command="gate", exit_code=3)
     proc = run_gate(repo, "brief", "--format", "claude")
     assert proc.returncode == 0
     document = json.loads(proc.stdout)
@@ -152,10 +153,10 @@ def test_claude_format_envelope_and_cap_with_500_flags(repo: Path) -> None:
     assert document["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     context = document["hookSpecificOutput"]["additionalContext"]
     assert len(context) < 9000
-    assert "problem number 0 " in context and "problem number 499" not in context
+    assert f"- [{reasons[0]}] " in context and f"- [{reasons[-1]}] " not in context
     assert "the full brief is in " in context and "## 2. Tripwire" in context and "## 5. Read the rest" in context
     saved = (repo / ".git" / "gate" / "brief.md").read_text()
-    assert "problem number 499" in saved
+    assert "problem number 499" in saved and f"- [{reasons[-1]}] " in saved
 
 
 def test_the_brief_never_wedges_a_session(repo: Path, tmp_path: Path) -> None:
