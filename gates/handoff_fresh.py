@@ -1,8 +1,9 @@
 """handoff-fresh: the hand-over describes the world git is in now.
 
-The Meta `ref` must be HEAD or an ancestor of HEAD at most `fresh.max_behind` first-parent
-commits behind; a ref that is not in HEAD's history (rebased away, another branch, an unknown
-object) is a violation. When the commit being made changes the hand-over file, its Meta `ref`
+At most `fresh.max_behind` commits of work may follow the Meta `ref` (what counts is
+gates/ancestry.py's one definition: the hook counts the commit being made, --range judges every
+commit of the range the same way); a ref that is not in HEAD's history (rebased away, another
+branch, an unknown object) is a violation. When the commit being made changes the hand-over file, its Meta `ref`
 must be HEAD itself (the new commit's parent). An `updated` older than `fresh.fresh_days` is a
 warning, or a violation with `fresh.strict`. In a shallow clone a ref that cannot be resolved
 is a warning that says how to fetch more history.
@@ -10,48 +11,19 @@ is a warning that says how to fetch more history.
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime, timedelta
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Iterator
 
 from gates import handoff
+from gates.ancestry import meta_ref, relation
 from gates.context import Context, Loaded
 from gates.errors import GateError
 from gates.findings import WARNING, Finding
-from gates.git import Repo
 from gates.handoff_structure import SHALLOW_ADVICE
 
 ID = "handoff-fresh"
 SUMMARY = "the Meta ref is HEAD or a recent ancestor, and the hand-over is not stale"
-
-
-class Relation(NamedTuple):
-    """Where a Meta ref stands against HEAD: current, N behind, not in this history, or unknown here."""
-
-    kind: str  # current | behind | elsewhere | shallow | unborn
-    behind: int = 0
-    commit: str | None = None
-
-    def verdict(self) -> str:
-        return {
-            "current": "current (the Meta ref is HEAD)",
-            "behind": f"{self.behind} commit{'s' if self.behind != 1 else ''} behind HEAD",
-            "elsewhere": "NOT IN THIS HISTORY (rebased away, another branch, or an unknown commit)",
-            "shallow": f"unknown: not in this shallow clone — {SHALLOW_ADVICE}",
-            "unborn": "unknown: this branch has no commit yet",
-        }[self.kind]
-
-
-def relation(repo: Repo, ref: str, limit: int) -> Relation:
-    if repo.head is None:
-        return Relation("unborn")
-    commit = repo.resolve_commit(ref)
-    if commit is None:
-        return Relation("shallow" if repo.is_shallow() else "elsewhere")
-    near = repo.first_parent_distance(commit, limit)
-    if near is not None:
-        return Relation("current" if near == 0 else "behind", near, commit)
-    far = repo.commits_between(commit)
-    return Relation("elsewhere", 0, commit) if far is None else Relation("behind", far, commit)
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -64,23 +36,53 @@ def check(ctx: Context) -> list[Finding]:
 
 
 def _history(ctx: Context) -> Iterator[Finding]:
-    """Under --range: every commit that changes the hand-over file names its parent as the Meta ref."""
-    cfg = ctx.config.section("handoff")
+    """Under --range: every commit that changes the hand-over file names its parent as the Meta ref, and no commit
+    has more work after its hand-over than the hook lets through (HEAD's own is judged in the work tree)."""
+    path = ctx.config.section("handoff")["path"]
+    limit = ctx.config.section("fresh")["max_behind"]
+    refs: dict[str, handoff.MetaEntry | None] = {}  # the Meta ref of the hand-over at each commit seen
     for change in ctx.changes:
-        if change.old is None or not change.touches(cfg["path"]):
+        assert change.new is not None
+        touches = change.touches(path)
+        if change.old is not None and change.old in refs and not touches:
+            ref = refs[change.old]
+        else:
+            data = change.after(path)
+            try:
+                ref = meta_ref(data, ctx.config)
+            except GateError:
+                ref = None  # unreadable text: handoff-structure's to judge in the work tree
+            else:
+                if change.old is not None and touches and data is not None and \
+                        (ref is None or ctx.repo.resolve_commit(ref.value) != change.old):
+                    named = ref.value if ref else "nothing"
+                    yield Finding(path, ref.line if ref else 1, ID, f"{change.label} changes {path}, but its Meta ref "
+                                  f"is {named}, not the commit's parent {change.old[:12]} — close out with `gate stamp`")
+        refs[change.new] = ref
+        if ref is None or not ref.value or change.new == ctx.repo.head:
             continue
-        data = change.after(cfg["path"])
-        if data is None:
-            continue
-        try:
-            doc = handoff.parse(handoff.Source.decode(data, cfg["path"]).lines, cfg["path"])
-        except GateError:
-            continue  # unreadable text: handoff-structure's to judge in the work tree
-        ref = doc.meta_value(cfg["meta_section"], "ref")
-        if ref is None or ctx.repo.resolve_commit(ref.value) != change.old:
-            named = ref.value if ref else "nothing"
-            yield Finding(cfg["path"], ref.line if ref else 1, ID, f"{change.label} changes {cfg['path']}, but its Meta "
-                          f"ref is {named}, not the commit's parent {change.old[:12]} — close out with `gate stamp`")
+        found = relation(ctx.repo, ctx.config, ref.value, tip=change.new, exact=False,
+                         read=functools.partial(change.history.blob, path=path))
+        if found.kind == "elsewhere":
+            yield Finding(path, ref.line, ID, f"{change.label}: its Meta ref {ref.value} is not in its history")
+        elif found.kind == "behind" and found.behind > limit:
+            yield Finding(path, ref.line, ID, f"{change.label}: its Meta ref {ref.value} is {found.behind} commits "
+                          f"behind it, more than fresh.max_behind ({limit}): committed without updating the hand-over")
+
+
+def _pending(ctx: Context) -> bool | None:
+    """The commit being made, as the hook sees it: None when there is none (--range, or nothing is staged), else
+    whether it is a close-out (it stages the hand-over file, and the staged Meta ref is HEAD)."""
+    if ctx.range_spec or not ctx.changes or ctx.changes[0].new is not None or not ctx.changes[0].changed():
+        return None
+    path = ctx.config.section("handoff")["path"]
+    if not ctx.changes[0].touches(path):
+        return False
+    try:
+        staged = meta_ref(ctx.changes[0].after(path), ctx.config)
+    except GateError:
+        return False  # unreadable text: handoff-structure's to judge
+    return staged is not None and ctx.repo.head is not None and ctx.repo.resolve_commit(staged.value) == ctx.repo.head
 
 
 def _check_one(ctx: Context, loaded: Loaded) -> Iterator[Finding]:
@@ -101,7 +103,8 @@ def _check_one(ctx: Context, loaded: Loaded) -> Iterator[Finding]:
 
 
 def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: dict[str, Any]) -> Iterator[Finding]:
-    found = relation(ctx.repo, ref.value, fresh["max_behind"])
+    pending = _pending(ctx)
+    found = relation(ctx.repo, ctx.config, ref.value, pending=pending, exact=False)
     if found.kind == "elsewhere":
         yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is not in HEAD's history (rebased away, another "
                       "branch, or an unknown commit): the hand-over describes another world — re-read git, then "
@@ -109,9 +112,10 @@ def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: dict[str, Any]
     elif found.kind == "shallow":
         yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is not in this shallow clone: {SHALLOW_ADVICE}", WARNING)
     elif found.kind == "behind" and found.behind > fresh["max_behind"]:
-        yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is {found.behind} commits behind HEAD, more than "
-                      f"fresh.max_behind ({fresh['max_behind']}): sessions committed without updating the hand-over — "
-                      "bring it up to date, then `gate stamp`")
+        made = " once this commit is made" if pending is not None else ""
+        yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is {found.behind} commits behind HEAD{made}, more "
+                      f"than fresh.max_behind ({fresh['max_behind']}): sessions committed without updating the "
+                      "hand-over — bring it up to date, then `gate stamp`")
     if found.kind != "unborn" and not ctx.range_spec and ctx.staged(shown) and found.commit != ctx.repo.head:
         assert ctx.repo.head is not None
         yield Finding(shown, ref.line, ID, f"this commit changes {shown}, so its Meta ref must be HEAD "

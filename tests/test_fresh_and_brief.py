@@ -15,9 +15,11 @@ from gates.git import discover
 
 
 def _commits(repo: Path, count: int) -> None:
+    """Ordinary commits: each changes a work file only (a hand-over edited meanwhile stays out of them)."""
     for i in range(count):
         (repo / f"work{i}.txt").write_text(str(i))
-        commit_all(repo, f"work {i}")
+        git(repo, "add", f"work{i}.txt")
+        git(repo, "commit", "-q", "--no-verify", "-m", f"work {i}")
 
 
 def _fresh(repo: Path) -> subprocess.CompletedProcess[str]:
