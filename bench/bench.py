@@ -1,8 +1,13 @@
-"""handoff-gate benchmarks: whole-process medians, ratios and peak memory, measured side by side.
+"""handoff-gate benchmarks: whole-process times, ratios and peak memory, each from one alternating pair.
 
-Run through `bench/run` (which makes a fresh virtual environment with a plain install of this
-checkout and check-jsonschema). Every pair is measured alternately in the same run, so machine
-drift cancels; each row is the median of N runs. Fixtures are built in a temp dir.
+Run through `bench/run`, which makes a fresh virtual environment with a plain install of this
+checkout, check-jsonschema, pre-commit and pre-commit-hooks. Every row comes from ONE pair: side A
+and side B run alternately in the same loop (A, B, A, B, ...) after warm-up runs, so machine drift
+cancels; a side's time is its median, its memory the largest `ru_maxrss` of the measured process
+itself (`os.wait4` on the direct child). A `before` step runs outside the timed part; the steps
+that promise a change fail the bench when nothing changed, and a measured command that exits with
+an unexpected code fails it too (a failing gate would otherwise be measured as a fast failure).
+Fixtures are built in a temp dir.
 """
 
 from __future__ import annotations
@@ -21,231 +26,489 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
+CHECKOUT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 GATE = str(BIN / "gate")
+FLOOR = [sys.executable, "-c", "pass"]
 ENV = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
        "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
        "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+for _name in ("GATE_ROOT", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "PRE_COMMIT_HOME"):
+    ENV.pop(_name, None)
+# The typical repository's config: the defaults, with room for the commits the commit rows make.
+TYPICAL_CONFIG = "handoff:\n  max_lines: 1000\nfresh:\n  max_behind: 100000\n"
+BIG_CONFIG = TYPICAL_CONFIG.replace("max_lines: 1000", "max_lines: 1000000\n  max_bytes: 268435456")
+
+
+class BenchError(Exception):
+    """The bench cannot trust what it would measure: it stops, loudly."""
+
+
+# ---------------------------------------------------------------- processes
+
+def run(argv: list[str], cwd: Path, expect: tuple[int, ...] = (0,)) -> str:
+    """An untimed setup command; its exit code is checked."""
+    proc = subprocess.run(argv, cwd=cwd, env=ENV, capture_output=True, text=True)
+    if proc.returncode not in expect:
+        raise BenchError(f"setup step `{' '.join(argv)}` in {cwd} exited {proc.returncode} (expected "
+                         f"{expect}):\n{(proc.stdout + proc.stderr).strip()[-2000:]}")
+    return proc.stdout.strip()
 
 
 def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, env=ENV, check=True, capture_output=True, text=True).stdout.strip()
+    return run(["git", *args], cwd)
 
 
-def measure(argv: list[str], cwd: Path, before: Callable[[], None] | None = None) -> tuple[float, int]:
-    """Wall time (s) and peak RSS (KiB) of one run of `argv`."""
-    if before:
-        before()
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, _, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - start
-    proc.returncode = 0
-    return elapsed, usage.ru_maxrss
+class Cmd(NamedTuple):
+    """One side of a pair: what runs, where, the untimed step before each run, the exit codes allowed."""
+
+    argv: list[str]
+    cwd: Path
+    before: Callable[[], None] | None = None
+    expect: tuple[int, ...] = (0,)
 
 
-def pair(runs: int, a: tuple[list[str], Path, Callable[[], None] | None],
-         b: tuple[list[str], Path, Callable[[], None] | None]) -> tuple[tuple[float, int], tuple[float, int]]:
-    """Medians of `a` and `b`, measured alternately."""
-    times_a, times_b, mem_a, mem_b = [], [], [], []
-    for _ in range(2):  # warm caches (the gate's own included) before timing
-        measure(*a)
-        measure(*b)
+class Sample(NamedTuple):
+    seconds: float
+    rss_kib: int
+
+
+def measure(cmd: Cmd) -> Sample:
+    """One run: wall time and the child's own peak RSS (os.wait4 on the child, not our process)."""
+    if cmd.before:
+        cmd.before()
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd.argv, cwd=cmd.cwd, env=ENV, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - start
+        proc.returncode = code = os.waitstatus_to_exitcode(status)
+        if code not in cmd.expect:
+            err.seek(0)
+            raise BenchError(f"`{' '.join(cmd.argv)}` in {cmd.cwd} exited {code}, expected {cmd.expect}: "
+                             f"it would be measured as a fast failure.\n"
+                             f"{err.read().decode(errors='replace').strip()[-2000:]}")
+    return Sample(elapsed, usage.ru_maxrss)
+
+
+class Side(NamedTuple):
+    seconds: float  # median
+    rss_kib: int  # largest
+    runs: int
+
+
+def summarize(samples: list[Sample]) -> Side:
+    return Side(statistics.median(s.seconds for s in samples), max(s.rss_kib for s in samples), len(samples))
+
+
+def pair(runs: int, a: Cmd, b: Cmd, warmup: int = 2) -> tuple[Side, Side]:
+    """`a` and `b` alternately in one loop (A, B, A, B, ...), after `warmup` runs of each."""
+    for _ in range(warmup):
+        measure(a)
+        measure(b)
+    samples_a, samples_b = [], []
     for _ in range(runs):
-        t, m = measure(*a)
-        times_a.append(t)
-        mem_a.append(m)
-        t, m = measure(*b)
-        times_b.append(t)
-        mem_b.append(m)
-    return (statistics.median(times_a), max(mem_a)), (statistics.median(times_b), max(mem_b))
+        samples_a.append(measure(a))
+        samples_b.append(measure(b))
+    return summarize(samples_a), summarize(samples_b)
 
 
-def handoff_text(head: str, threads: int) -> str:
+# ---------------------------------------------------------------- before steps (untimed)
+
+_EDITS = itertools.count(1)  # one counter for the whole bench: no two edits write the same text
+
+
+def _rewrite(path: Path, text: str) -> None:
+    old = path.read_bytes() if path.exists() else None
+    path.write_text(text)
+    if path.read_bytes() == old:
+        raise BenchError(f"the before step did not change {path}: the row would measure an unchanged state")
+
+
+def edit_files(repo: Path) -> None:
+    """Change one tracked code file and one tracked YAML file (new text every time); nothing is staged."""
+    n = next(_EDITS)
+    _rewrite(repo / "src" / "churn.py", f"VALUE = {n}\n")
+    _rewrite(repo / "conf" / "churn.yaml", f"value: {n}\n")
+
+
+class StageFresh:
+    """A `before` step: edit files and `git add` them, then prove the staged tree is one never staged before."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo
+        self.seen = {git(repo, "write-tree")}
+
+    def __call__(self) -> None:
+        edit_files(self.repo)
+        git(self.repo, "add", "src/churn.py", "conf/churn.yaml")
+        tree = git(self.repo, "write-tree")
+        if tree in self.seen:
+            raise BenchError(f"the staged state in {self.repo} is one already checked: not a new staged state")
+        self.seen.add(tree)
+
+
+class EditForCommit:
+    """A `before` step for `git commit -a`: a fresh unstaged change (and, with `stamp`, `gate stamp` too)."""
+
+    def __init__(self, repo: Path, stamp: bool = False) -> None:
+        self.repo = repo
+        self.stamp = stamp
+
+    def __call__(self) -> None:
+        handoff = (self.repo / "HANDOFF.md").read_bytes()
+        if self.stamp:
+            time.sleep(0.001)
+            run([GATE, "stamp"], self.repo)
+            if (self.repo / "HANDOFF.md").read_bytes() == handoff:
+                raise BenchError(f"`gate stamp` did not change {self.repo / 'HANDOFF.md'}")
+        edit_files(self.repo)
+        changed = git(self.repo, "diff", "--name-only")
+        wanted = {"src/churn.py", "conf/churn.yaml"} | ({"HANDOFF.md"} if self.stamp else set())
+        if not wanted <= set(changed.splitlines()):
+            raise BenchError(f"the before step left {self.repo} with changes {changed!r}, expected {sorted(wanted)}")
+
+
+def edit_target(repo: Path) -> Callable[[], None]:
+    """A `before` step: the Current Target text of HANDOFF.md changes (in the work tree)."""
+    def change() -> None:
+        path = repo / "HANDOFF.md"
+        old = path.read_text()
+        new = re.sub(r"Ship the benchmark( \(\d+\))?\.", f"Ship the benchmark ({next(_EDITS)}).", old, count=1)
+        _rewrite(path, new)
+    return change
+
+
+# ---------------------------------------------------------------- fixtures
+
+def handoff_text(head: str, lines: int) -> str:
     items = "\n".join(f"- [ ] thread {i}: look into part {i} of the parser — next: write the test for case {i}"
-                      for i in range(threads))
+                      for i in range(max(1, lines - 20)))
     return (f"# Handoff\n\n## Meta\n- ref: {head}\n- updated: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n\n"
             f"## Current Target\nShip the benchmark.\n\n## Open Threads\n{items}\n\n## Decisions\n## Dead Ends\n"
             "## Verified\n## Assumed\n## Key References\n")
 
 
-def make_repo(root: Path, name: str, *, lines: int = 200, worktrees: int = 10, records: int = 5,
-              loose_refs: int = 0, config: str = "") -> Path:
+def record_text(rid: str, n: int, status: str) -> str:
+    return f"---\nid: {rid}\ntitle: record {n}\nstatus: {status}\ndate: 2026-11-30\n---\n\n# record {n}\n"
+
+
+def write_tree_files(repo: Path, files: int, records: int) -> None:
+    """`files` tracked files (a tenth YAML, the rest Python, two of them the churn files) and the records."""
+    (repo / "src").mkdir()
+    (repo / "conf").mkdir()
+    (repo / "src" / "churn.py").write_text("VALUE = 0\n")
+    (repo / "conf" / "churn.yaml").write_text("value: 0\n")
+    for i in range(files - 2):
+        if i % 10 == 0:
+            (repo / "conf" / f"c{i:04}.yaml").write_text(f"name: c{i}\nitems: [1, 2, 3]\n")
+        else:
+            (repo / "src" / f"m{i:04}.py").write_text(f"def f{i}():\n    return {i}\n")
+    (repo / "decisions").mkdir()
+    for i in range(records):
+        rid = f"D-20261130T000000Z-{i:012x}"
+        (repo / "decisions" / f"{rid}-r.md").write_text(record_text(rid, i, "open" if i % 3 else "closed"))
+
+
+def make_repo(root: Path, name: str, *, lines: int = 200, worktrees: int = 10, records: int = 20,
+              files: int = 300, config: str = TYPICAL_CONFIG, claims: bool = True) -> Path:
+    """The typical repository by default: HANDOFF.md of 200 lines, 10 worktrees, 4 claims, 20 records, 300 files.
+
+    A clone has one claim per state file: the main worktree holds it and three linked worktrees
+    ask for it too (denied, exit 1), so 4 claims are made and one is held.
+    """
     repo = root / name
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main", "--template=")
-    (repo / "code.py").write_text("print(1)\n")
+    write_tree_files(repo, files, records)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "first")
-    head = git(repo, "rev-parse", "HEAD")
-    (repo / "HANDOFF.md").write_text(handoff_text(head, max(1, lines - 20)))
+    (repo / "HANDOFF.md").write_text(handoff_text(git(repo, "rev-parse", "HEAD"), lines))
     (repo / "ARCHIVE.md").write_text("# Archive\n")
-    (repo / ".gate.yaml").write_text(config or "handoff:\n  max_lines: 1000\n")
-    decisions = repo / "decisions"
-    decisions.mkdir()
-    for i in range(records):
-        (decisions / f"D-20261130T000000Z-{i:012x}-r.md").write_text(
-            f"---\nid: D-20261130T000000Z-{i:012x}\ntitle: record {i}\nstatus: {'open' if i % 3 else 'closed'}\n"
-            f"date: 2026-11-30\n---\n\n# record {i}\n")
+    (repo / ".gate.yaml").write_text(config)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "handoff")
     for i in range(worktrees):
         git(repo, "worktree", "add", "-q", "-b", f"wt{i}", str(root / f"{name}-wt{i}"))
-    for i in range(loose_refs):
-        ref = repo / ".git" / "refs" / "heads" / "many" / f"r{i}"
-        ref.parent.mkdir(parents=True, exist_ok=True)
-        ref.write_text(head + "\n")
-    subprocess.run([GATE, "claim", "--note", "bench"], cwd=repo, env=ENV, capture_output=True)
-    for i in range(min(worktrees, 3)):
-        subprocess.run([GATE, "claim"], cwd=root / f"{name}-wt{i}", env=ENV, capture_output=True)
-    subprocess.run([GATE, "check"], cwd=repo, env=ENV, capture_output=True)  # fills the caches once
+    if claims:
+        run([GATE, "claim", "--note", "bench"], repo)
+        for i in range(min(worktrees, 3)):
+            run([GATE, "claim"], root / f"{name}-wt{i}", expect=(1,))  # held by the main worktree
+    run([GATE, "check"], repo)  # the fixture must pass before anything is measured
     return repo
 
 
-class Bench:
+def add_history(repo: Path, commits: int) -> str:
+    """`commits` commits on main (fast-import): code changes, archive appends, new records; returns the base."""
+    base = git(repo, "rev-parse", "HEAD")
+    archive = (repo / "ARCHIVE.md").read_text()
+    stream = []
+    for n in range(1, commits + 1):
+        blobs = [("src/churn.py", f"VALUE = -{n}\n")]
+        if n % 10 == 0:
+            archive += f"- archived item {n}\n"
+            blobs.append(("ARCHIVE.md", archive))
+        if n % 100 == 0:
+            rid = f"D-20261201T000000Z-{n:012x}"
+            blobs.append((f"decisions/{rid}-h.md", record_text(rid, n, "open")))
+        message = f"history {n}\n"
+        stream.append(f"commit refs/heads/main\nmark :{n}\ncommitter bench <bench@example.invalid> {1764460800 + n} +0000\n"
+                      f"data {len(message.encode())}\n{message}from {base if n == 1 else f':{n - 1}'}\n")
+        for path, text in blobs:
+            stream.append(f"M 100644 inline {path}\ndata {len(text.encode())}\n{text}\n")
+    proc = subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, env=ENV, input="".join(stream).encode(),
+                          capture_output=True)
+    if proc.returncode:
+        raise BenchError(f"git fast-import failed: {proc.stderr.decode()[-2000:]}")
+    git(repo, "reset", "-q", "--hard", "main")
+    return base
+
+
+def hook_repo(root: Path) -> tuple[Path, str]:
+    """This checkout's files (as `pip install .` sees them) committed in a temp repository: a pre-commit hook repo."""
+    repo = root / "hook-repo"
+    repo.mkdir()
+    listed = run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], CHECKOUT)
+    for rel in filter(None, listed.split("\0")):
+        src = CHECKOUT / rel
+        if src.is_file() and not rel.startswith(("bench/", "tests/", "fuzz/")):
+            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, repo / rel)
+    git(repo, "init", "-q", "-b", "main", "--template=")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "hook repo")
+    return repo, git(repo, "rev-parse", "HEAD")
+
+
+def local_hook(hook_id: str, entry: str, extra: str = "") -> str:
+    return f"  - id: {hook_id}\n    name: {hook_id}\n    entry: {json.dumps(entry)}\n    language: system\n{extra}"
+
+
+def framework_configs(root: Path) -> dict[str, str]:
+    """The .pre-commit-config.yaml of each side: the gate from its hook repo, the two standard hooks, a trivial hook."""
+    repo, sha = hook_repo(root)
+    return {
+        "gate": f"repos:\n- repo: {repo}\n  rev: {sha}\n  hooks:\n  - id: gate\n",
+        "standard": ("repos:\n- repo: local\n  hooks:\n"
+                     + local_hook("check-yaml", str(BIN / "check-yaml"), "    types: [yaml]\n")
+                     + local_hook("end-of-file-fixer", str(BIN / "end-of-file-fixer"), "    types: [text]\n")),
+        "trivial": ("repos:\n- repo: local\n  hooks:\n"
+                    + local_hook("trivial", "true", "    pass_filenames: false\n    always_run: true\n")),
+    }
+
+
+def framework_repo(root: Path, name: str, config: str) -> Path:
+    repo = make_repo(root, name, worktrees=0, claims=False)
+    (repo / ".pre-commit-config.yaml").write_text(config)
+    git(repo, "add", ".pre-commit-config.yaml")
+    git(repo, "commit", "-q", "-m", "pre-commit config")
+    pre_commit = str(BIN / "pre-commit")
+    run([pre_commit, "install", "-t", "pre-commit"], repo)
+    run([pre_commit, "install-hooks"], repo)
+    return repo
+
+
+# ---------------------------------------------------------------- report
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def mib(kib: int) -> str:
+    return f"{kib / 1024:.1f} MiB"
+
+
+class Report:
     def __init__(self, runs: int) -> None:
         self.runs = runs
         self.rows: list[dict[str, object]] = []
-        self.floor = [sys.executable, "-c", "pass"]
 
-    def row(self, name: str, value: str, target: str, met: bool | None, memory: int | None = None) -> None:
-        self.rows.append({"name": name, "value": value, "target": target, "met": met, "memory_kib": memory})
-        mark = {True: "met", False: "NOT MET", None: "-"}[met]
-        print(f"{name:62} {value:34} {target:26} {mark}", flush=True)
+    def row(self, name: str, value: str, target: str, met: bool | None, **data: object) -> None:
+        self.rows.append({"name": name, "value": value, "target": target, "met": met, **data})
+        mark = {True: "met", False: "NOT MET", None: "measured"}[met]
+        print(f"{name:72} {value:42} {target:50} {mark}", flush=True)
 
-    def against_floor(self, name: str, repo: Path, argv: list[str], limit: float | None,
-                      before: Callable[[], None] | None = None) -> tuple[float, int, float, int]:
-        (gate_t, gate_m), (floor_t, floor_m) = pair(self.runs, (argv, repo, before), (self.floor, repo, None))
-        ratio = gate_t / floor_t
-        target = f"<= {limit}x python -c pass" if limit else "(measured)"
-        self.row(name, f"{gate_t * 1000:.1f} ms vs {floor_t * 1000:.1f} ms = {ratio:.2f}x", target,
-                 ratio <= limit if limit else None, gate_m)
-        return gate_t, gate_m, floor_t, floor_m
+    def ratio(self, name: str, a: Side, b: Side, limit: float | None, against: str,
+              stretch: float | None = None) -> float:
+        """A row for the time ratio a/b of one pair, judged against `limit` (and `stretch`) when given."""
+        ratio = a.seconds / b.seconds
+        target = "(measured)" if limit is None else f"<= {limit}x {against}"
+        met = None if limit is None else ratio <= limit
+        if stretch is not None:
+            target += f" (stretch {stretch}x: {'met' if ratio <= stretch else 'not met'})"
+        self.row(name, f"{ms(a.seconds)} vs {ms(b.seconds)} = {ratio:.2f}x", target, met,
+                 a_seconds=a.seconds, b_seconds=b.seconds, ratio=ratio, a_rss_kib=a.rss_kib, b_rss_kib=b.rss_kib,
+                 runs=a.runs)
+        return ratio
 
+    def memory(self, name: str, a: Side, b: Side, limit: float | None) -> None:
+        ratio = a.rss_kib / b.rss_kib
+        self.row(name, f"{mib(a.rss_kib)} vs {mib(b.rss_kib)} = {ratio:.2f}x",
+                 "(measured)" if limit is None else f"<= {limit}x the floor's", None if limit is None else ratio <= limit,
+                 a_rss_kib=a.rss_kib, b_rss_kib=b.rss_kib, ratio=ratio)
 
-_EDITS = itertools.count(1)
-
-
-def touch_handoff(repo: Path) -> Callable[[], None]:
-    """A `before` step that really changes HANDOFF.md (one global counter: no two edits write the same text)."""
-    def change() -> None:
-        path = repo / "HANDOFF.md"
-        old = path.read_text()
-        new = re.sub(r"Ship the benchmark( \(\d+\))?\.", f"Ship the benchmark ({next(_EDITS)}).", old, count=1)
-        if new == old:
-            raise SystemExit(f"bench: could not change {path}: the 'after a change' rows would measure nothing")
-        path.write_text(new)
-    return change
-
-
-def rewrite_index(repo: Path) -> Callable[[], None]:
-    """What `git commit` does before its hook: the index written anew (new stat data), staging the same entries."""
-    def rewrite() -> None:
-        os.utime(repo / "code.py")
-        git(repo, "update-index", "-q", "--really-refresh")
-    return rewrite
+    def seconds(self, name: str, a: Side, floor: Side, limit: float | None) -> None:
+        """A row for an absolute time (the floor of the same pair shown beside it)."""
+        self.row(name, f"{ms(a.seconds)} ({a.seconds / floor.seconds:.1f}x the floor's {ms(floor.seconds)}), "
+                 f"{mib(a.rss_kib)}", "(measured)" if limit is None else f"< {limit:g} s",
+                 None if limit is None else a.seconds < limit,
+                 a_seconds=a.seconds, floor_seconds=floor.seconds, a_rss_kib=a.rss_kib, runs=a.runs)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs", type=int, default=21)
-    parser.add_argument("--quick", action="store_true", help="fewer runs and the smaller scaling steps only")
-    parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
-    args = parser.parse_args()
-    runs = 7 if args.quick else args.runs
-    bench = Bench(runs)
-    print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores; "
-          f"{git(Path.cwd(), 'version')}; median of {runs} runs, alternating\n")
-    root = Path(tempfile.mkdtemp(prefix="gate-bench-"))
-    try:
-        typical(bench, root)
-        scaling(bench, root, args.quick)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-    if args.json:
-        Path(args.json).write_text(json.dumps(bench.rows, indent=2) + "\n")
-    return 0
+# ---------------------------------------------------------------- scenarios
 
-
-def typical(bench: Bench, root: Path) -> None:
+def typical_checks(report: Report, root: Path) -> Path:
     repo = make_repo(root, "typical")
-    _, gate_m, _, floor_m = bench.against_floor("gate check, typical repo, nothing changed", repo, [GATE, "check"], 1.5)
-    bench.row("  peak memory, same run", f"{gate_m / 1024:.1f} MiB vs {floor_m / 1024:.1f} MiB = "
-              f"{gate_m / floor_m:.2f}x", "<= 2x the floor's", gate_m <= 2 * floor_m)
-    hook = [sys.executable, "-I", "-c", "import sys; from gates.cli import main; sys.exit(main())", "check"]
-    bench.against_floor("  the same, as `gate install-hooks` runs it (python -I -c)", repo, hook, 1.5)
-    bench.against_floor("  the same, index rewritten with the same entries (a commit hook)", repo, [GATE, "check"], None,
-                        rewrite_index(repo))
-    bench.against_floor("gate check, typical repo, right after HANDOFF.md changed", repo, [GATE, "check"], None,
-                        touch_handoff(repo))
-    model = root / "model.json"
-    schema = root / "handoff.schema.json"
-    subprocess.run([sys.executable, "-c", (
-        "import json,sys; from gates import handoff, schemas; "
+    run([GATE, "install-hooks"], repo)  # so `gate doctor` finds its commit hook
+    runs = report.runs
+    gate, floor = pair(runs, Cmd([GATE, "check"], repo, StageFresh(repo)), Cmd(FLOOR, repo))
+    report.ratio("gate check, typical repo, new staged state", gate, floor, 2.0, "python -c pass", stretch=1.5)
+    report.memory("  peak RSS, same pair (the full path)", gate, floor, 1.5)
+    gate, floor = pair(runs, Cmd([GATE, "check"], repo), Cmd(FLOOR, repo))
+    report.ratio("gate check, typical repo, nothing changed", gate, floor, 2.0, "python -c pass", stretch=1.5)
+    hook = Cmd([str(repo / ".git" / "hooks" / "pre-commit")], repo, StageFresh(repo))
+    gate, floor = pair(runs, hook, Cmd(FLOOR, repo))
+    report.ratio("native hook script run directly, new staged state", gate, floor, None, "")
+    report.memory("  peak RSS of the gate as the hook runs it (direct child)", gate, floor, 1.5)
+    return repo
+
+
+def commands(report: Report, repo: Path) -> None:
+    for name, argv, limit in (("gate brief", [GATE, "brief"], 2.5),
+                              ("gate claim (renew)", [GATE, "claim", "--note", "bench"], 2.5),
+                              ("gate locks", [GATE, "locks"], 3.0),
+                              ("gate doctor", [GATE, "doctor"], 3.0)):
+        gate, floor = pair(report.runs, Cmd(argv, repo), Cmd(FLOOR, repo))
+        report.ratio(f"{name}, typical repo", gate, floor, limit, "python -c pass")
+
+
+def structure_vs_jsonschema(report: Report, root: Path, repo: Path) -> None:
+    model, schema = root / "model.json", root / "handoff.schema.json"
+    run([sys.executable, "-c", (
+        "import json; from gates import handoff, schemas; "
         f"lines=open({str(repo / 'HANDOFF.md')!r}).read().splitlines(); "
         "m,_=handoff.parse(lines,'HANDOFF.md').to_json('Meta'); "
         f"open({str(model)!r},'w').write(json.dumps(m)); "
-        f"open({str(schema)!r},'w').write(json.dumps(schemas.load('handoff')))")], check=True, env=ENV)
-    cj = str(BIN / "check-jsonschema")
-    (gate_t, _), (cj_t, _) = pair(bench.runs, ([GATE, "check", "--only", "handoff-structure"], repo, touch_handoff(repo)),
-                                  ([cj, "--schemafile", str(schema), str(model)], repo, None))
-    bench.row("gate check --only handoff-structure after a change, vs check-jsonschema",
-              f"{gate_t * 1000:.1f} ms vs {cj_t * 1000:.1f} ms = {gate_t / cj_t:.2f}x", "<= 0.5x check-jsonschema",
-              gate_t / cj_t <= 0.5)
-    bench.against_floor("gate brief, typical repo", repo, [GATE, "brief"], None)
-    bench.against_floor("gate claim (renew), typical repo", repo, [GATE, "claim", "--note", "bench"], None)
+        f"open({str(schema)!r},'w').write(json.dumps(schemas.load('handoff')))")], root)
+    gate, cj = pair(report.runs, Cmd([GATE, "check", "--only", "handoff-structure"], repo, edit_target(repo)),
+                    Cmd([str(BIN / "check-jsonschema"), "--schemafile", str(schema), str(model)], repo))
+    report.ratio("gate check --only handoff-structure after a change, vs check-jsonschema", gate, cj, 0.25,
+                 "check-jsonschema")
 
 
-def single(bench: Bench, repo: Path, argv: list[str], before: Callable[[], None] | None = None) -> tuple[float, int]:
-    times, memory = [], 0
-    for _ in range(max(3, bench.runs // 3)):
-        t, m = measure(argv, repo, before)
-        times.append(t)
-        memory = max(memory, m)
-    return statistics.median(times), memory
+def commits(report: Report, root: Path) -> None:
+    hooked, plain = make_repo(root, "commit-hook"), make_repo(root, "commit-plain")
+    run([GATE, "install-hooks"], hooked)
+    commit = ["git", "commit", "-q", "-a", "-m", "bench"]
+    with_hook, without = pair(report.runs, Cmd(commit, hooked, EditForCommit(hooked)),
+                              Cmd(commit, plain, EditForCommit(plain)))
+    report.ratio("git commit -a, native hook vs no hook", with_hook, without, 3.5, "the no-hook commit")
+    with_hook, without = pair(report.runs, Cmd(commit, hooked, EditForCommit(hooked, stamp=True)),
+                              Cmd(commit, plain, EditForCommit(plain, stamp=True)))
+    report.ratio("  the same, stamping HANDOFF.md (gate stamp in before)", with_hook, without, None, "")
 
 
-def scaling(bench: Bench, root: Path, quick: bool) -> None:
-    big = "handoff:\n  max_lines: 1000000\n  max_bytes: 268435456\n  max_item_chars: 1000\n"
-    for lines in (2_000, 20_000) if quick else (2_000, 20_000, 200_000):
-        repo = make_repo(root, f"lines{lines}", lines=lines, worktrees=0, config=big)
-        t, m = single(bench, repo, [GATE, "check"], touch_handoff(repo))
-        limit = 2.0 if lines == 200_000 else None
-        bench.row(f"HANDOFF.md of {lines:,} lines, after a change", f"{t * 1000:.0f} ms, {m / 1024:.0f} MiB",
-                  "< 2 s" if limit else "(measured)", t < limit if limit else None)
-    capped = make_repo(root, "capped", lines=200_000, worktrees=0)
-    t, _ = single(bench, capped, [GATE, "check"], touch_handoff(capped))
-    bench.row("HANDOFF.md of 200,000 lines refused by the default size cap", f"{t * 1000:.1f} ms", "(fast)", None)
-    base = None
-    for count in (1, 10) if quick else (1, 10, 100):
-        repo = make_repo(root, f"wt{count}", worktrees=count)
-        (t, _), (floor_t, _) = pair(bench.runs, ([GATE, "check"], repo, touch_handoff(repo)), (bench.floor, repo, None))
-        base = base or t
-        bench.row(f"{count} worktree(s) with claims, after a change", f"{t * 1000:.1f} ms ({t / base:.2f}x of 1)",
-                  "<= 1.2x of 1 worktree", t / base <= 1.2)
-        if count == 100:
-            bench.against_floor("100 worktrees with claims, nothing changed", repo, [GATE, "check"], None)
-    for count in (10, 1_000) if quick else (10, 1_000, 10_000):
-        repo = make_repo(root, f"rec{count}", worktrees=0, records=count)
-        t, _ = single(bench, repo, [GATE, "check"])
-        bench.row(f"{count:,} records, nothing changed", f"{t * 1000:.0f} ms", "< 2 s", t < 2.0)
-        t, _ = single(bench, repo, [GATE, "check"], _touch_record(repo))
-        bench.row(f"{count:,} records, one record changed", f"{t * 1000:.0f} ms", "< 2 s", t < 2.0)
-    repo = make_repo(root, "refs", worktrees=0, loose_refs=1_000 if quick else 10_000)
-    t, _ = single(bench, repo, [GATE, "check"], touch_handoff(repo))
-    bench.row(f"a .git with {1_000 if quick else 10_000:,} loose refs, after a change", f"{t * 1000:.1f} ms",
-              "(measured)", None)
+def framework(report: Report, root: Path) -> None:
+    """The pre-commit framework, through real `git commit -a` runs with `pre-commit install`."""
+    configs = framework_configs(root)
+    repos = {name: framework_repo(root, f"fw-{name}", text) for name, text in configs.items()}
+    plain = make_repo(root, "fw-none", worktrees=0, claims=False)
+    commit = ["git", "commit", "-q", "-a", "-m", "bench"]
+    side = {name: Cmd(commit, repo, EditForCommit(repo)) for name, repo in {**repos, "none": plain}.items()}
+    runs = max(5, report.runs // 2)
+    gate, standard = pair(runs, side["gate"], side["standard"])
+    report.ratio("pre-commit: gate hook vs check-yaml + end-of-file-fixer", gate, standard, None, "")
+    trivial, none = pair(runs, side["trivial"], side["none"])
+    report.ratio("pre-commit running a trivial hook vs no framework", trivial, none, None, "")
+    report.row("  the framework's own overhead per commit", ms(trivial.seconds - none.seconds), "(measured)", None,
+               overhead_seconds=trivial.seconds - none.seconds)
 
 
-def _touch_record(repo: Path) -> Callable[[], None]:
-    counter = [0]
+def big_handoff(report: Report, root: Path, quick: bool) -> None:
+    for lines in (200_000,) if quick else (2_000, 20_000, 200_000):
+        repo = make_repo(root, f"lines{lines}", lines=lines, worktrees=0, config=BIG_CONFIG)
+        gate, floor = pair(heavy(report), Cmd([GATE, "check"], repo, StageFresh(repo)), Cmd(FLOOR, repo), warmup=1)
+        report.seconds(f"HANDOFF.md of {lines:,} lines, new staged state", gate, floor,
+                       1.0 if lines == 200_000 else None)
 
-    def change() -> None:
-        counter[0] += 1
-        path = next((repo / "decisions").glob("*.md"))
-        path.write_text(path.read_text().rstrip("\n") + f"\nedit {counter[0]}\n")
-    return change
+
+def many_records(report: Report, root: Path) -> None:
+    few = make_repo(root, "rec10", worktrees=0, records=10)
+    many = make_repo(root, "rec10000", worktrees=0, records=10_000)
+    gate, floor = pair(heavy(report), Cmd([GATE, "check"], many, StageFresh(many)), Cmd(FLOOR, many), warmup=1)
+    report.seconds("10,000 records, new staged state", gate, floor, 0.5)
+    big, small = pair(report.runs, Cmd([GATE, "check"], many), Cmd([GATE, "check"], few))
+    report.ratio("10,000 vs 10 records, nothing changed", big, small, 1.1, "of 10 records")
+
+
+def history(report: Report, root: Path) -> None:
+    repo = make_repo(root, "history", worktrees=0)
+    base = add_history(repo, 999)
+    EditForCommit(repo, stamp=True)()
+    git(repo, "commit", "-q", "-a", "-m", "stamp")
+    count = int(git(repo, "rev-list", "--count", f"{base}..HEAD"))
+    gate, floor = pair(heavy(report), Cmd([GATE, "check", "--range", f"{base}..HEAD"], repo), Cmd(FLOOR, repo), warmup=1)
+    report.seconds(f"gate check --range over {count:,} commits", gate, floor, 1.0)
+
+
+def worktrees(report: Report, root: Path) -> None:
+    count = 100
+    one, hundred = make_repo(root, "wt1", worktrees=1), make_repo(root, f"wt{count}", worktrees=count)
+    big, small = pair(report.runs, Cmd([GATE, "check"], hundred, StageFresh(hundred)),
+                      Cmd([GATE, "check"], one, StageFresh(one)))
+    report.ratio(f"{count} worktrees vs 1, new staged state", big, small, 1.1, "of 1 worktree")
+
+
+def heavy(report: Report) -> int:
+    """Runs for the rows whose one run costs up to a second."""
+    return max(3, report.runs // 3)
+
+
+# ---------------------------------------------------------------- main
+
+def machine() -> dict[str, object]:
+    return {"python": platform.python_version(), "machine": platform.machine(), "cores": os.cpu_count(),
+            "git": git(Path.cwd(), "version"), "platform": platform.platform()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=21, help="runs of each side of a pair (default 21)")
+    parser.add_argument("--quick", action="store_true", help="7 runs a side and only the target size of each scaling row")
+    parser.add_argument("--json", metavar="FILE", help="also write the machine, the command and the rows as JSON")
+    args = parser.parse_args()
+    runs = 7 if args.quick else args.runs
+    report = Report(runs)
+    info = machine()
+    command = os.environ.get("BENCH_COMMAND") or " ".join([sys.argv[0], *sys.argv[1:]])
+    print(f"command: {command}\nmachine: python {info['python']} on {info['machine']}, {info['cores']} cores, "
+          f"{info['git']} ({info['platform']})\neach row: one pair, run alternately, {runs} runs a side "
+          f"(heavy rows {heavy(report)}) after warm-up; time = median, memory = largest ru_maxrss of the measured "
+          "process\n", flush=True)
+    root = Path(tempfile.mkdtemp(prefix="gate-bench-"))
+    ENV["PRE_COMMIT_HOME"] = str(root / "pre-commit-home")
+    try:
+        repo = typical_checks(report, root)
+        commands(report, repo)
+        structure_vs_jsonschema(report, root, repo)
+        commits(report, root)
+        framework(report, root)
+        big_handoff(report, root, args.quick)
+        many_records(report, root)
+        history(report, root)
+        worktrees(report, root)
+    except BenchError as error:
+        print(f"\nbench: FAILED: {error}", file=sys.stderr)
+        return 2
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"command": command, "machine": info, "runs": runs,
+                                               "rows": report.rows}, indent=2) + "\n")
+    return 0
 
 
 if __name__ == "__main__":

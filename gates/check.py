@@ -9,9 +9,13 @@ from gates import changes, handoff
 from gates.config import Config
 from gates.context import Context, Loaded
 from gates.errors import USAGE, GateError
-from gates.findings import CheckResult
+from gates.findings import ERROR, WARNING, CheckResult, Finding
 from gates.git import Repo
 from gates.registry import GATES
+
+# The gate id of findings about the gate's own environment rather than a gate's rule: a state dir writing
+# commands would refuse, and temp files of a killed writer (staged: an error; lying about: a warning).
+ENVIRONMENT = "gate"
 
 
 def select(config: Config, only: list[str], skip: list[str]) -> list[str]:
@@ -43,9 +47,31 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[Path], now:
     try:
         for gate_id in gate_ids:
             result.findings.extend(GATES[gate_id].check(ctx))
+        result.findings.extend(environment(repo, config, [c.changed() for c in found], paths))
     finally:
         history.close()
     result.findings.sort(key=lambda f: (f.path, f.line, f.gate))  # stable: a gate's own order stands within a line
     result.events = ctx.events
     result.until = ctx.until
+    if any(f.gate == ENVIRONMENT for f in result.findings):
+        result.until = 1.0  # long past: folders and files outside any gate's inputs: never to be replayed
     return result
+
+
+def environment(repo: Repo, config: Config, changed: list[list[tuple[str, str]]], paths: list[Path]) -> list[Finding]:
+    """What a passing check must still mention. Only looks: nothing is created, the state dir included."""
+    from gates import leftovers, state
+
+    out = []
+    for folder, why in state.unsafe(state.layout(repo)):
+        out.append(Finding(str(folder), 1, ENVIRONMENT, f"state dir {folder}: {why}: commands that write "
+                           "(flags, claims, stamps, the journal) refuse it — `gate doctor` says what to fix", WARNING))
+    committed = sorted({path for pairs in changed for path in leftovers.staged(pairs)})
+    for path in committed:
+        out.append(Finding(path, 1, ENVIRONMENT, f"{path} is a temp file a killed writer left, not content: "
+                           f"`git rm --cached -- {path}`, then `gate doctor --fix` moves it to lost+found", ERROR))
+    for item in leftovers.in_work_tree(repo, config, paths):
+        if item.shown not in committed:
+            out.append(Finding(item.shown, 1, ENVIRONMENT, f"{item.shown} is a temp file a killed writer left: "
+                               "`git add -A` would commit it — `gate doctor --fix` moves it to lost+found", WARNING))
+    return out

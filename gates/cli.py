@@ -151,6 +151,11 @@ def cmd_check(args: argparse.Namespace, run: Run) -> int:
             run.fail(getattr(GATES[gate_id], "FLAG_REASON", gate_id), "\n".join(lines), gate=gate_id)
         elif not any(fixer == gate_id for fixer, _ in fixed):
             run.passed.append(gate_id)  # write_flags resolves its open flags in this worktree and scope
+    from gates.check import ENVIRONMENT
+
+    lines = [f.render() for f in result.errors if f.gate == ENVIRONMENT]
+    if lines:
+        run.fail("io-error", "\n".join(lines))  # a killed writer's temp file staged for the commit
     for reason, message in result.events:
         run.notice(reason, message)
     return code
@@ -518,8 +523,11 @@ def cmd_mailbox(args: argparse.Namespace, run: Run) -> int:
 def cmd_install_hooks(args: argparse.Namespace, run: Run) -> int:
     from gates import hooks
 
-    kinds = ["pre-commit", *(["pre-push"] if args.pre_push else [])]
-    for line in (hooks.uninstall if args.uninstall else hooks.install)(run.repo(), kinds):
+    if args.uninstall:  # every hook the gate installed, whatever else was asked
+        said = hooks.uninstall(run.repo(), list(hooks.KINDS))
+    else:
+        said = hooks.install(run.repo(), ["pre-commit", *(["pre-push"] if args.pre_push else [])])
+    for line in said:
         print(line)
     return OK
 
@@ -527,6 +535,9 @@ def cmd_install_hooks(args: argparse.Namespace, run: Run) -> int:
 def cmd_doctor(args: argparse.Namespace, run: Run) -> int:
     from gates import doctor
 
+    if args.fix:
+        for line in doctor.fix(run.repo()):
+            print(line)
     checks = doctor.run(run.repo())
     for check in checks:
         print(f"{check.status:4}  {check.message}")
@@ -636,9 +647,12 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     box.add_argument("action", choices=("take",))
 
     install = add("install-hooks", cmd_install_hooks, "write native git hooks that run the gate (no framework needed)")
-    install.add_argument("--uninstall", action="store_true", help="remove them, putting a chained hook back")
+    install.add_argument("--uninstall", action="store_true",
+                         help="remove every hook the gate installed (pre-push too), putting chained hooks back")
     install.add_argument("--pre-push", action="store_true", help="also a pre-push hook")
-    add("doctor", cmd_doctor, "check the wiring and the environment, and say what to fix")
+    doctor = add("doctor", cmd_doctor, "check the wiring and the environment, and say what to fix")
+    doctor.add_argument("--fix", action="store_true", help="first move temp files of killed writers into lost+found "
+                        "(with a manifest; nothing is deleted)")
 
     lock_cmd = add("locks", cmd_locks, "list git lock files with a verdict: fresh, live, stale or ineligible")
     lock_cmd.add_argument("--format", choices=("text", "json"), default="text")

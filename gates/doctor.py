@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 from gates import config as config_module
-from gates import flags, hooks, journal, locks, state
+from gates import flags, hooks, journal, leftovers, locks, state
 from gates.errors import GateError
 from gates.git import Repo
 from gates.registry import GATES
@@ -26,15 +26,23 @@ class Check(NamedTuple):
 
 def run(repo: Repo) -> list[Check]:
     checks: list[Callable[[Repo], list[Check]]] = [
-        _git_version, _state_dir, _config, _commit_hooks, _claude, _locks, _journal, _flags,
+        _git_version, _state_dir, _config, _commit_hooks, _claude, _locks, _journal, _flags, _leftovers,
     ]
     out: list[Check] = []
+    refused = bool(state.unsafe(state.layout(repo)))
     for check in checks:
+        if refused and check in _inside_state_dir():
+            out.append(Check(WARN, f"{check.__name__.strip('_')}: not read, the state dir is refused (see above)"))
+            continue
         try:
             out.extend(check(repo))
         except GateError as exc:
             out.append(Check(FIX, f"{check.__name__.strip('_').replace('_', ' ')}: {exc.render()}"))
     return out
+
+
+def _inside_state_dir() -> frozenset[Callable[[Repo], list[Check]]]:
+    return frozenset({_journal, _flags})
 
 
 def _git_version(repo: Repo) -> list[Check]:
@@ -46,16 +54,18 @@ def _git_version(repo: Repo) -> list[Check]:
 
 
 def _state_dir(repo: Repo) -> list[Check]:
+    """The same rule writing commands apply (state.refusal), plus ownership; nothing is created."""
     lay = state.layout(repo)
     if not os.path.lexists(lay.root):
         return [Check(OK, f"state dir {lay.root} not made yet (made on first use)")]
+    refused = state.unsafe(lay)
+    if refused:
+        return [Check(FIX, f"state dir {folder}: {why}: commands that write refuse it — "
+                           + ("move it aside" if "writable" not in why else "chmod o-w (or set core.sharedRepository)"))
+                for folder, why in refused]
     info = os.lstat(lay.root)
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        return [Check(FIX, f"state dir {lay.root} is not a plain directory: move it aside")]
     if info.st_uid != os.geteuid():
         return [Check(FIX, f"state dir {lay.root} belongs to uid {info.st_uid}, not to you")]
-    if info.st_mode & stat.S_IWOTH:
-        return [Check(FIX, f"state dir {lay.root} is writable by every user: chmod o-w")]
     return [Check(OK, f"state dir {lay.root} ({stat.filemode(info.st_mode)}, yours)")]
 
 
@@ -115,6 +125,8 @@ def _framework_hooks(repo: Repo) -> set[str]:
 
 def _claude(repo: Repo) -> list[Check]:
     folder = repo.toplevel / ".claude"
+    if not folder.is_dir():
+        return [Check(OK, "Claude Code settings not checked: no .claude/ here")]
     commands, broken = [], []
     for name in ("settings.json", "settings.local.json"):
         path = folder / name
@@ -131,10 +143,8 @@ def _claude(repo: Repo) -> list[Check]:
         commands += _session_start_commands(settings)
     if any("gate brief" in command for command in commands):
         return [*broken, Check(OK, "Claude Code runs `gate brief` at session start")]
-    if folder.is_dir():
-        return [*broken, Check(FIX, "Claude Code is set up here (.claude/) but no SessionStart hook runs "
-                                    "`gate brief --format claude` (see the README, Wiring it into an agent)")]
-    return [Check(WARN, "no Claude Code settings: wire `gate brief` into your agent's session start")]
+    return [*broken, Check(FIX, "Claude Code is set up here (.claude/) but no SessionStart hook runs "
+                                "`gate brief --format claude` (see the README, Wiring it into an agent)")]
 
 
 def _session_start_commands(settings: dict[str, object]) -> list[str]:
@@ -180,3 +190,33 @@ def _flags(repo: Repo) -> list[Check]:
     if pending:
         return [Check(WARN, f"{len(pending)} unacknowledged flag(s): read them with `gate flags`")]
     return [Check(OK, "no unacknowledged flags")]
+
+
+def _found_leftovers(repo: Repo) -> list[leftovers.Leftover]:
+    config = config_module.load(repo)
+    return [*leftovers.in_work_tree(repo, config, hooks_folder=hooks.hooks_dir(repo)), *leftovers.in_state_dir(repo)]
+
+
+def _leftovers(repo: Repo) -> list[Check]:
+    """Temp files of killed writers: in the work tree `git add -A` commits them (FIX); in the state dir they
+    are only clutter (warn). Young ones may belong to a writer running now (warn, never moved)."""
+    out = []
+    for item in _found_leftovers(repo):
+        if item.age < leftovers.MIN_AGE:
+            out.append(Check(WARN, f"temp file {item.shown} is {int(item.age)}s old: a writer may be using it now"))
+        elif item.in_tree:
+            out.append(Check(FIX, f"temp file {item.shown} of a killed writer: `git add -A` would commit it — "
+                                  "`gate doctor --fix` moves it to lost+found"))
+        else:
+            out.append(Check(WARN, f"temp file {item.shown} of a killed writer: `gate doctor --fix` moves it to "
+                                   "lost+found"))
+    return out or [Check(OK, "no temp files of killed writers")]
+
+
+def fix(repo: Repo) -> list[str]:
+    """`gate doctor --fix`: move the temp files of killed writers into lost+found (nothing is deleted)."""
+    found = _found_leftovers(repo)
+    if not found:
+        return []
+    moved = leftovers.move(repo, found)
+    return [f"fix: {line}" for line in moved.said]

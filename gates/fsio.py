@@ -2,8 +2,11 @@
 
 Writes: a private temp file in the target's directory, written in full, fsynced, renamed
 over the target (or linked, when the target must not exist yet), the directory fsynced, and
-the result read back and compared. Readers skip the temp files (their names start with
-`.tmp-`); a crashed writer's leftovers are never deleted blindly.
+the result read back and compared. Readers skip the temp files; a crashed writer's leftovers
+are never deleted blindly (`gate doctor` reports them, `gate doctor --fix` moves them to lost+found).
+
+A temp file's name is `.tmp-<target name, first 40 characters>-<12 lowercase hex digits>`:
+`temp_name` makes it and `is_temp_name` recognises exactly that shape, nothing else.
 """
 
 from __future__ import annotations
@@ -16,11 +19,14 @@ import time
 from gates.errors import CANNOT_RUN, GateError
 
 TYPE_CHECKING = False  # typing itself costs ~3 ms at startup; mypy reads this name as True
-if TYPE_CHECKING:  # kept off the no-change path (quick.py), which imports this module: pathlib costs ~5 ms
+if TYPE_CHECKING:
     from pathlib import Path
     from types import TracebackType
 
 TEMP_PREFIX = ".tmp-"
+TEMP_NAME_CHARS = 40  # how much of the target's name a temp name keeps
+TEMP_RANDOM_BYTES = 6  # written as 12 lowercase hex digits after the last '-'
+_HEX = frozenset("0123456789abcdef")
 BOM = b"\xef\xbb\xbf"
 
 
@@ -162,10 +168,24 @@ def _target_mode(name: str, dir_fd: int, executable: bool, mode: int | None) -> 
     return kept if executable else kept & ~0o7111  # a data file never keeps (or gains) execute or set-id bits
 
 
+def temp_name(name: str) -> str:
+    """The name of a fresh temp file for a target called `name` (in the target's own directory)."""
+    return f"{TEMP_PREFIX}{name[:TEMP_NAME_CHARS]}-{os.urandom(TEMP_RANDOM_BYTES).hex()}"
+
+
+def is_temp_name(filename: str) -> bool:
+    """Whether `filename` has exactly the shape `temp_name` gives: the one test every reader and detector uses."""
+    if not filename.startswith(TEMP_PREFIX):
+        return False
+    stem, dash, tail = filename[len(TEMP_PREFIX):].rpartition("-")
+    return (bool(dash) and 0 < len(stem) <= TEMP_NAME_CHARS and "/" not in stem
+            and len(tail) == 2 * TEMP_RANDOM_BYTES and set(tail) <= _HEX)
+
+
 def _mkstemp(dir_fd: int, name: str) -> tuple[int, str]:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW
     for _ in range(100):
-        candidate = f"{TEMP_PREFIX}{name[:40]}-{os.urandom(6).hex()}"
+        candidate = temp_name(name)
         try:
             return os.open(candidate, flags, 0o600, dir_fd=dir_fd), candidate
         except FileExistsError:

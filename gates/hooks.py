@@ -20,6 +20,7 @@ from gates.git import Repo
 
 MARK = "# installed by handoff-gate: `gate install-hooks` (remove with `gate install-hooks --uninstall`)"
 CHAINED = ".pre-gate"
+KINDS = ("pre-commit", "pre-push")  # every hook `gate install-hooks` can write: `--uninstall` looks at each
 ENTRY = "import sys; from gates.cli import main; sys.exit(main())"
 
 
@@ -66,18 +67,22 @@ def install(repo: Repo, kinds: list[str]) -> list[str]:
 
 
 def uninstall(repo: Repo, kinds: list[str]) -> list[str]:
+    """Remove each of our hooks among `kinds`, putting back the hook that was moved aside for it."""
     folder = hooks_dir(repo)
     said = []
     for kind in kinds:
         path = folder / kind
         chained = folder / f"{kind}{CHAINED}"
-        if not os.path.lexists(path) or not is_ours(path):
-            said.append(f"no handoff-gate {kind} hook in {folder}")
-            continue
-        path.unlink()  # our own generated file
+        ours = os.path.lexists(path) and is_ours(path)
+        if ours:
+            path.unlink()  # our own generated file
         if os.path.lexists(chained):
+            if os.path.lexists(path):
+                said.append(f"left your {kind} hook at {chained}: {path} is not ours, so it stays where it is")
+                continue
             os.rename(chained, path)
-            said.append(f"removed the handoff-gate {kind} hook; your own hook is back at {path}")
-        else:
+            said.append(f"removed the handoff-gate {kind} hook; your own hook is back at {path}" if ours
+                        else f"your own {kind} hook is back at {path} (the handoff-gate hook was gone already)")
+        elif ours:
             said.append(f"removed {path}")
-    return said
+    return said or [f"no handoff-gate hook in {folder}"]

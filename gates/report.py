@@ -72,9 +72,21 @@ def github(result: CheckResult | None, error: GateError | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+ENVIRONMENT_SUMMARY = "The gate's own environment: its state dir, and temp files a killed writer left"
+ENVIRONMENT_HELP = ("A state dir that commands which write would refuse (a symlink, not a directory, writable by "
+                    "every user) is a warning; a temp file of a killed writer (.tmp-<name>-<12 hex digits>) is a "
+                    "warning where it lies and an error when a commit adds it. `gate doctor` says what to fix; "
+                    "`gate doctor --fix` moves temp files to lost+found.")
+
+
 def _rule(gate_id: str) -> dict[str, object]:
+    from gates.check import ENVIRONMENT
     from gates.registry import GATES
 
+    if gate_id == ENVIRONMENT:
+        return {"id": gate_id, "name": "GateEnvironment", "shortDescription": {"text": ENVIRONMENT_SUMMARY},
+                "fullDescription": {"text": ENVIRONMENT_HELP}, "help": {"text": ENVIRONMENT_HELP},
+                "defaultConfiguration": {"level": "warning"}}
     module = GATES[gate_id]
     doc = (module.__doc__ or "").strip()
     return {
@@ -87,6 +99,16 @@ def _rule(gate_id: str) -> dict[str, object]:
     }
 
 
+def _gate_ids(result: CheckResult | None) -> list[str]:
+    """The gates run, then the environment's id when it has findings (it is no gate, so never in `gates`)."""
+    from gates.check import ENVIRONMENT
+
+    gates = list(result.gates) if result else []
+    if result and any(f.gate == ENVIRONMENT for f in result.findings) and ENVIRONMENT not in gates:
+        gates.append(ENVIRONMENT)
+    return gates
+
+
 def _uri(path: str) -> dict[str, str]:
     from urllib.parse import quote
 
@@ -97,7 +119,7 @@ def _uri(path: str) -> dict[str, str]:
 
 def sarif(result: CheckResult | None, exit_code: int, error: GateError | None = None) -> str:
     """SARIF 2.1.0: one rule per gate, one result per finding."""
-    gates = result.gates if result else []
+    gates = _gate_ids(result)
     index = {gate_id: i for i, gate_id in enumerate(gates)}
     results = [{
         "ruleId": f.gate,
@@ -127,7 +149,7 @@ def junit(result: CheckResult | None, error: GateError | None = None) -> str:
     """JUnit XML: one test case per gate; a gate with errors fails, with its findings as the text."""
     from xml.etree import ElementTree
 
-    gates = result.gates if result else []
+    gates = _gate_ids(result)
     suite = ElementTree.Element("testsuite", name="handoff-gate", tests=str(len(gates) or 1))
     failures = 0
     for gate_id in gates:

@@ -112,7 +112,39 @@ def _ensure_one(path: Path, repo: Repo | None = None) -> None:
         info = os.lstat(path)
     except OSError as exc:
         raise GateError(f"cannot create state directory {path}: {exc.strerror}", reason="io-error") from None
+    problem = refusal(info, repo)
+    if problem:
+        raise GateError(f"refusing state directory {path}: {problem}", reason="state-unsafe")
+
+
+def refusal(info: os.stat_result, repo: Repo | None) -> str | None:
+    """Why a writing command refuses a state directory with this `lstat`, or None: the one rule, for writers
+    (`ensure_dir`) and for readers that only report it (`unsafe`)."""
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise GateError(f"refusing state directory {path}: not a plain directory (a symlink?)", reason="state-unsafe")
+        return "not a plain directory (a symlink?)"
     if info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX and not (repo and shared_modes(repo)):
-        raise GateError(f"refusing state directory {path}: writable by every user", reason="state-unsafe")
+        return "writable by every user"
+    return None
+
+
+def unsafe(lay: Layout) -> list[tuple[Path, str]]:
+    """(folder, why) for each existing folder of the state dir a writing command would refuse.
+
+    Only looks (`lstat`): nothing is created, and a missing folder is fine (it is made on first use)."""
+    found = []
+    for path in (lay.root, lay.flags, lay.flags_acked, lay.claims, lay.claims_released, lay.cache, lay.lost_found):
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            if path == lay.root:
+                break
+            continue
+        except OSError as exc:
+            found.append((path, f"cannot be read: {exc.strerror}"))
+            continue
+        problem = refusal(info, lay.repo)
+        if problem:
+            found.append((path, problem))
+            if path == lay.root:
+                break  # nothing under it is ours to look at
+    return found

@@ -59,6 +59,15 @@ def commit_all(path: Path, message: str = "work") -> str:
     return git(path, "rev-parse", "HEAD")
 
 
+def write_target(repo: Path, text: str = "Adopt handoff-gate.") -> None:
+    """What a new user does after `gate init`: write the Current Target over the template's placeholder."""
+    from gates.handoff import PLACEHOLDER
+
+    path = repo / "HANDOFF.md"
+    lines = [text if PLACEHOLDER in line else line for line in path.read_text().splitlines()]
+    path.write_text("\n".join(lines) + "\n")
+
+
 def now_stamp() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 

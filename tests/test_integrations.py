@@ -13,7 +13,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from conftest import ROOT, commit_all, git, handoff_text, init_repo, run_gate
+from conftest import ROOT, commit_all, git, handoff_text, init_repo, run_gate, write_target
 
 from gates.hooks import ENTRY
 from gates.registry import GATES
@@ -207,6 +207,7 @@ def test_the_real_pre_commit_framework(tmp_path: Path) -> None:
     (project / "code.py").write_text("print(1)\n")
     commit_all(project, "first")
     assert run_gate(project, "init").returncode == 0
+    write_target(project)
     hooks = "\n".join(f"      - id: {hook_id}" for hook_id in ids)
     rev = _readme_rev()  # the README's snippet, at the tag it names: a release is tagged v<version>
     git(hook_repo, "tag", rev, sha)
