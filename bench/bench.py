@@ -75,23 +75,51 @@ class Sample(NamedTuple):
     rss_kib: int
 
 
+class Launcher:
+    """bench/spawn.py, a small process that starts each measured command as its own direct child.
+
+    A child's ru_maxrss counts its parent's resident pages until its exec, so commands started by
+    the bench itself would report the bench's size; the launcher's size is what `floor_kib` reports.
+    """
+
+    def __init__(self, scratch: Path) -> None:
+        self.err = scratch / "stderr"
+        self.proc = subprocess.Popen([sys.executable, "-I", "-S", str(Path(__file__).with_name("spawn.py"))],
+                                     env=ENV, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.floor_kib = self.run(["true"], scratch)[2]
+
+    def run(self, argv: list[str], cwd: Path) -> tuple[float, int, int]:
+        """(seconds, exit code, ru_maxrss KiB) of one run, measured by the launcher around fork and wait4."""
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(b"\0".join(os.fsencode(part) for part in [str(cwd), str(self.err), *argv]) + b"\n")
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline().split()
+        if len(answer) != 3:
+            raise BenchError(f"the launcher (bench/spawn.py) stopped answering while running {argv}")
+        return float(answer[0]), int(answer[1]), int(answer[2])
+
+    def stderr_tail(self) -> str:
+        return self.err.read_text(errors="replace").strip()[-2000:]
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        self.proc.wait()
+
+
+LAUNCHER: Launcher | None = None  # started in main(), once ENV is final
+
+
 def measure(cmd: Cmd) -> Sample:
-    """One run: wall time and the child's own peak RSS (os.wait4 on the child, not our process)."""
+    """One run: wall time and the measured process's own peak RSS (wait4 on it, by the launcher)."""
+    assert LAUNCHER is not None
     if cmd.before:
         cmd.before()
-    with tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd.argv, cwd=cmd.cwd, env=ENV, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        elapsed = time.perf_counter() - start
-        proc.returncode = code = os.waitstatus_to_exitcode(status)
-        if code not in cmd.expect:
-            err.seek(0)
-            raise BenchError(f"`{' '.join(cmd.argv)}` in {cmd.cwd} exited {code}, expected {cmd.expect}: "
-                             f"it would be measured as a fast failure.\n"
-                             f"{err.read().decode(errors='replace').strip()[-2000:]}")
-    return Sample(elapsed, usage.ru_maxrss)
+    seconds, code, rss = LAUNCHER.run(cmd.argv, cmd.cwd)
+    if code not in cmd.expect:
+        raise BenchError(f"`{' '.join(cmd.argv)}` in {cmd.cwd} exited {code}, expected {cmd.expect}: "
+                         f"it would be measured as a fast failure.\n{LAUNCHER.stderr_tail()}")
+    return Sample(seconds, rss)
 
 
 class Side(NamedTuple):
@@ -487,9 +515,13 @@ def main() -> int:
     print(f"command: {command}\nmachine: python {info['python']} on {info['machine']}, {info['cores']} cores, "
           f"{info['git']} ({info['platform']})\neach row: one pair, run alternately, {runs} runs a side "
           f"(heavy rows {heavy(report)}) after warm-up; time = median, memory = largest ru_maxrss of the measured "
-          "process\n", flush=True)
+          "process", flush=True)
     root = Path(tempfile.mkdtemp(prefix="gate-bench-"))
     ENV["PRE_COMMIT_HOME"] = str(root / "pre-commit-home")
+    global LAUNCHER
+    LAUNCHER = Launcher(root)
+    print(f"launcher: bench/spawn.py starts every measured command; its own {mib(LAUNCHER.floor_kib)} is the least "
+          "any ru_maxrss can show\n", flush=True)
     try:
         repo = typical_checks(report, root)
         commands(report, repo)
@@ -504,9 +536,11 @@ def main() -> int:
         print(f"\nbench: FAILED: {error}", file=sys.stderr)
         return 2
     finally:
+        LAUNCHER.close()
         shutil.rmtree(root, ignore_errors=True)
     if args.json:
         Path(args.json).write_text(json.dumps({"command": command, "machine": info, "runs": runs,
+                                               "launcher_floor_kib": LAUNCHER.floor_kib,
                                                "rows": report.rows}, indent=2) + "\n")
     return 0
 

@@ -12,7 +12,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TextIO, cast
 
 from gates import __version__
 from gates.errors import (
@@ -49,6 +49,7 @@ class Run:
         self.gate_of: dict[tuple[str, str], str] = {}  # (reason, message) -> the gate whose failure it is
         self.scope: dict[str, Any] | None = None  # what this check judged (flags.scope_of)
         self.passed: list[str] = []  # gates that ran in this check and found no error
+        self.done: list[str] = []  # what this run changed, said again if its output is lost
 
     def repo(self) -> Repo:
         if self._repo is None:
@@ -102,20 +103,94 @@ class Run:
         if not pending:
             return code
         if self._repo is None:
-            print("gate: no flag written: not inside a repository", file=sys.stderr)
-            return code
-        from gates import flags
+            try:
+                self.repo()  # a command that never needed it (`gate schema`, `--help`) can still be flagged
+            except GateError:
+                say("gate: no flag written: not inside a repository")
+                return code
+        assert self._repo is not None
+        from gates import flags, journal
 
         for reason, message in pending:
             gate = self.gate_of.get((reason, message))
             try:
                 flags.raise_flag(self._repo, reason, message, command=self.command, exit_code=code, gate=gate,
                                  scope=self.scope if gate else None, observed_ns=self.started_ns)
+            except journal.NotJournalled as exc:
+                say(f"gate: raised the {reason} flag, but the journal could not record it: {exc.cause.render()}")
             except GateError as exc:
-                print(f"gate: could not write the {reason} flag: {exc.render()}", file=sys.stderr)
+                say(f"gate: could not write the {reason} flag: {exc.render()}")
             except OSError as exc:
-                print(f"gate: could not write the {reason} flag: {exc}", file=sys.stderr)
+                say(f"gate: could not write the {reason} flag: {exc}")
         return code
+
+
+class StdoutError(GateError):
+    """The output could not be written: a closed pipe, a full disk, an I/O error."""
+
+    def __init__(self, exc: OSError) -> None:
+        super().__init__(f"cannot write to stdout: {exc.strerror or exc}", reason="io-error")
+
+
+class _GuardedStdout:
+    """Stands in for sys.stdout during a run: a failed write or flush becomes a StdoutError (exit 3).
+
+    After the first failure, stdout is pointed at /dev/null so that nothing later (the interpreter's
+    own flush at exit included) fails again; further writes raise, a flush does nothing."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.broken: StdoutError | None = None
+
+    def write(self, text: str) -> int:
+        if self.broken is not None:
+            raise self.broken
+        try:
+            return int(self.stream.write(text))
+        except OSError as exc:
+            raise self._fail(exc) from None
+
+    def flush(self) -> None:
+        if self.broken is not None:
+            return
+        try:
+            self.stream.flush()
+        except OSError as exc:
+            raise self._fail(exc) from None
+
+    def _fail(self, exc: OSError) -> StdoutError:
+        self.broken = StdoutError(exc)
+        silence_stdout(self.stream)
+        return self.broken
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def silence_stdout(stream: Any = None) -> None:
+    """After a broken pipe or a full disk: point stdout at /dev/null so that the final flush cannot fail."""
+    _silence(sys.__stdout__ if stream is None else stream)
+
+
+def _silence(stream: Any) -> None:
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a file (a test's capture): nothing will flush it at exit
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def say(line: str) -> None:
+    """One line on stderr, when stderr works: a closed or full stderr is not a reason to fail."""
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except OSError:
+        _silence(sys.stderr)
 
 
 def _emit_json(document: object) -> None:
@@ -432,8 +507,13 @@ def _save_brief(brief_module: Any, repo: Repo, text: str) -> str:
 def cmd_stamp(args: argparse.Namespace, run: Run) -> int:
     from gates import stamp
 
-    shown, digest = stamp.stamp(run.repo(), run.config(), _now(), args.expect)
-    print(f"stamped {shown}: ref {run.repo().head}, sha256 {digest}")
+    stamp.check_expect(args.expect)  # before the repository is even looked at
+    shown, digest, not_journalled = stamp.stamp(run.repo(), run.config(), _now(), args.expect)
+    said = f"stamped {shown}: ref {run.repo().head}, sha256 {digest}"
+    run.done.append(said)
+    print(said)  # the new hash, whatever failed after the write: a caller is never told the file is unchanged
+    if not_journalled is not None:
+        raise not_journalled
     return OK
 
 
@@ -512,11 +592,21 @@ def cmd_record(args: argparse.Namespace, run: Run) -> int:
 def cmd_mailbox(args: argparse.Namespace, run: Run) -> int:
     from gates import mailbox
 
-    package = mailbox.take(run.repo(), run.config(), _now())
-    if package is None:
+    def deliver(package: str) -> None:  # raises StdoutError when the output fails: the file is then kept
+        sys.stdout.write(package if package.endswith("\n") else package + "\n")
+        sys.stdout.flush()
+
+    taken = mailbox.take(run.repo(), run.config(), _now(), deliver)
+    if taken is None:
         print("the mailbox is empty: no work package")
         return OK
-    sys.stdout.write(package if package.endswith("\n") else package + "\n")
+    if taken.cleared:
+        say(f"gate: took the work package from {taken.shown}; a copy is kept in {taken.copy}")
+    else:
+        say(f"gate: delivered the work package (a copy is kept in {taken.copy}); {taken.shown} changed meanwhile and "
+            "was left as it is")
+    if taken.journal_error is not None:
+        raise taken.journal_error
     return OK
 
 
@@ -666,42 +756,62 @@ def main(argv: list[str] | None = None) -> int:
     """The `gate` command line: `_bin/gate`, `python -m gates` and the native hooks start here."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if os.name != "posix":
-        print("gate: handoff-gate runs on Linux and macOS only (POSIX file semantics are required)", file=sys.stderr)
+        say("gate: handoff-gate runs on Linux and macOS only (POSIX file semantics are required)")
         return CANNOT_RUN
+    real_stdout = sys.stdout
+    guard = _GuardedStdout(real_stdout)
+    sys.stdout = cast("TextIO", guard)  # every write to stdout below fails as a StdoutError, never a traceback
+    run = Run(argv)
+    try:
+        code = _run(argv, run)
+        try:
+            sys.stdout.flush()  # here, not at the interpreter's exit: a full disk or closed pipe is our exit 3
+        except StdoutError as exc:
+            code = _failed(exc, run)
+    finally:
+        sys.stdout = real_stdout
+    return run.write_flags(code)
+
+
+def _run(argv: list[str], run: Run) -> int:
     first = next((a for a in argv if not a.startswith("-")), None)
     try:
         args = build_parser(first if first in COMMANDS else None).parse_args(argv)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else USAGE
-    run = Run(argv)
+    except StdoutError as exc:  # --help or --version to a closed or full stdout
+        return _failed(exc, run)
     try:
-        code = args.func(args, run)
+        code = int(args.func(args, run))
     except GateError as exc:
-        print(f"gate: {exc.render()}", file=sys.stderr)
-        if exc.code != USAGE:
-            run.fail(exc.reason, exc.render())
-        code = exc.code
+        code = _failed(exc, run)
     except KeyboardInterrupt:
-        print("gate: interrupted", file=sys.stderr)
+        say("gate: interrupted")
         return INTERRUPTED
-    except BrokenPipeError:
-        _silence_stdout()
-        return VIOLATION
+    except BrokenPipeError as exc:  # a pipe written past the guard: the same io-error
+        silence_stdout()
+        code = _failed(StdoutError(exc), run)
     except Exception as exc:  # the boundary: a bug, reported short and flagged
         code = _internal_error(exc, run)
-    return run.write_flags(code)
+    return code
+
+
+def _failed(exc: GateError, run: Run) -> int:
+    """An expected failure: one line on stderr, a flag unless it is a usage error, its exit code."""
+    message = exc.render()
+    if isinstance(exc, StdoutError) and run.done:
+        message += f" (the output is lost; done before it: {'; '.join(run.done)})"
+    say(f"gate: {message}")
+    if exc.code != USAGE:
+        run.fail(exc.reason, message)
+    return exc.code
 
 
 def _internal_error(exc: Exception, run: Run) -> int:
     import traceback
 
     frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4)
-    sys.stderr.write("gate: internal error (a bug in handoff-gate; please report it):\n" + "".join(frames))
+    say("gate: internal error (a bug in handoff-gate; please report it):\n" + "".join(frames).rstrip("\n"))
     run.fail("internal-error", f"internal error: {type(exc).__name__}: {exc}")
     return INTERNAL
 
-
-def _silence_stdout() -> None:
-    """After a broken pipe: point stdout at /dev/null so that the interpreter's final flush cannot fail."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())

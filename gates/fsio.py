@@ -212,12 +212,8 @@ def _io_error(step: str, path: Path | str, exc: OSError, reason: str) -> GateErr
 
 def append_line(path: Path, data: bytes, *, reason: str, mode: int | None = None) -> None:
     """Append one record with a single O_APPEND write, then fsync: concurrent appenders never interleave."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
-    try:
-        fd = open_file(path, flags, mode if mode is not None else 0o666 & ~umask())
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise OSError(errno.EINVAL, "not a regular file: refused")
+    try:  # a FIFO planted here is refused, never waited on
+        fd = open_state_fd(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode if mode is not None else 0o666 & ~umask())
     except OSError as exc:
         raise _io_error("open for append", path, exc, reason) from None
     try:
@@ -243,7 +239,7 @@ class locked:  # noqa: N801 - used as `with fsio.locked(folder):`
     def __enter__(self) -> None:
         import fcntl  # POSIX only: importing this module must still work where the gate refuses to run
 
-        flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK
+        flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK  # never waits on a FIFO, never follows a link
         try:
             self.fd = open_file(self.path, flags, 0o666 & ~umask())
         except OSError as exc:
@@ -358,3 +354,38 @@ def split_lines(text: str) -> list[str]:
     if lines and lines[-1] == "":
         lines.pop()
     return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def open_state_fd(path: Path | str, flags: int, mode: int = 0o666) -> int:
+    """Open a file the gate keeps under its state dir, never blocking on what was planted there.
+
+    `O_NONBLOCK` makes the open of a FIFO return at once (ENXIO for a writer with no reader) instead
+    of waiting; `O_NOFOLLOW` refuses a symlink. The opened file must be a regular file with one name:
+    anything else is refused (`state-unsafe`) before a byte is read or written. FileNotFoundError and
+    other OSErrors are the caller's to name.
+    """
+    flags |= os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = open_file(path, flags, mode)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
+            what = "a FIFO or a device" if exc.errno == errno.ENXIO else "a symlink"
+            raise GateError(f"refusing {path}: {what} where the gate keeps its own files", reason="state-unsafe") from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            what = "not a regular file (a FIFO or a device?)" if not stat.S_ISREG(info.st_mode) else "it has other hard links"
+            raise GateError(f"refusing {path}: {what} where the gate keeps its own files", reason="state-unsafe")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_fd(fd: int) -> bytes:
+    """Everything from `fd` to its end."""
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)

@@ -15,10 +15,25 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from gates import dataio, fsio, state
+from gates.errors import CANNOT_RUN, GateError
 from gates.git import Repo
 
 GENESIS = "0" * 64
 TAIL_BYTES = 1 << 16
+
+
+class NotJournalled(GateError):
+    """The action was done; only its journal entry (or the head that names it) could not be written.
+
+    Every caller appends after its action, so the message says exactly that: done, not recorded."""
+
+    def __init__(self, action: str, cause: GateError, appended: bool) -> None:
+        what = "its journal entry was appended but journal.head could not be updated" if appended \
+            else "it is not recorded in the journal"
+        super().__init__(f"{action}: done, but {what}: {cause.message}", code=CANNOT_RUN, reason=cause.reason)
+        self.action = action
+        self.cause = cause
+        self.appended = appended
 
 
 def _paths(repo: Repo) -> tuple[state.Layout, Path, Path]:
@@ -35,36 +50,54 @@ def entry_hash(entry: dict[str, Any]) -> str:
 def append(repo: Repo, action: str, details: dict[str, Any], now: datetime | None = None) -> dict[str, Any]:
     """Record one action. Safe with concurrent writers: the read of the last entry and the append are one step."""
     lay, path, head = _paths(repo)
-    state.ensure_dir(lay, lay.root)
     when = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    with fsio.locked(lay.root):
-        last, torn = _last_entry(path)
-        entry: dict[str, Any] = {
-            "seq": (last["seq"] + 1) if last else 1,
-            "time": when,
-            "action": action,
-            "worktree": str(repo.toplevel),
-            "details": details,
-            "prev": last["hash"] if last else GENESIS,
-        }
-        entry["hash"] = entry_hash(entry)
-        line = ("\n" if torn else "") + json.dumps(entry, ensure_ascii=False) + "\n"
-        modes = state.shared_modes(repo) if not path.exists() else None
-        fsio.append_line(path, line.encode("utf-8", "surrogateescape"), reason="journal-broken",
-                         mode=modes[0] if modes else None)
-        state.write(repo, head, (json.dumps({"seq": entry["seq"], "hash": entry["hash"]}) + "\n").encode())
+    appended = False
+    try:
+        state.ensure_dir(lay, lay.root)
+        with fsio.locked(lay.root):
+            entry = _append_locked(repo, path, action, details, when)
+            appended = True
+            state.write(repo, head, (json.dumps({"seq": entry["seq"], "hash": entry["hash"]}) + "\n").encode())
+    except GateError as exc:
+        raise NotJournalled(action, exc, appended) from None
+    return entry
+
+
+def _append_locked(repo: Repo, path: Path, action: str, details: dict[str, Any], when: str) -> dict[str, Any]:
+    """One entry chained to the last, appended in one write; the caller holds the state folder's lock."""
+    last, torn = _last_entry(path)
+    entry: dict[str, Any] = {
+        "seq": (last["seq"] + 1) if last else 1,
+        "time": when,
+        "action": action,
+        "worktree": str(repo.toplevel),
+        "details": details,
+        "prev": last["hash"] if last else GENESIS,
+    }
+    entry["hash"] = entry_hash(entry)
+    line = ("\n" if torn else "") + json.dumps(entry, ensure_ascii=False) + "\n"
+    modes = state.shared_modes(repo) if not os.path.lexists(path) else None
+    fsio.append_line(path, line.encode("utf-8", "surrogateescape"), reason="journal-broken",
+                     mode=modes[0] if modes else None)
     return entry
 
 
 def _last_entry(path: Path) -> tuple[dict[str, Any] | None, bool]:
     """The last whole entry, and whether the file ends in a torn (unterminated) line."""
     try:
-        with open(path, "rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, size - TAIL_BYTES))
-            tail = handle.read()
+        fd = _open(path)
     except FileNotFoundError:
         return None, False
+    except OSError as exc:
+        raise GateError(f"cannot read {path}: {exc.strerror}", reason="journal-broken") from None
+    try:
+        size = os.lseek(fd, 0, os.SEEK_END)
+        os.lseek(fd, max(0, size - TAIL_BYTES), os.SEEK_SET)
+        tail = fsio.read_fd(fd)
+    except OSError as exc:
+        raise GateError(f"cannot read {path}: {exc.strerror}", reason="journal-broken") from None
+    finally:
+        os.close(fd)
     torn = bool(tail) and not tail.endswith(b"\n")
     for raw in reversed(tail.split(b"\n")):
         try:
@@ -74,6 +107,15 @@ def _last_entry(path: Path) -> tuple[dict[str, Any] | None, bool]:
         if isinstance(entry, dict) and isinstance(entry.get("seq"), int) and isinstance(entry.get("hash"), str):
             return entry, torn
     return None, torn
+
+
+def _open(path: Path) -> int:
+    """The journal, for reading: a FIFO, device, symlink or hard link planted in its place is refused, never waited on."""
+    try:
+        return fsio.open_state_fd(path, os.O_RDONLY)
+    except GateError as exc:
+        raise GateError(f"{exc.message} — `gate journal --repair` moves it aside and starts a new chain",
+                        reason=exc.reason) from None
 
 
 class Verdict(NamedTuple):
@@ -89,9 +131,18 @@ def read_all(repo: Repo) -> tuple[list[tuple[int, dict[str, Any] | None, str]], 
     _, path, head = _paths(repo)
     rows: list[tuple[int, dict[str, Any] | None, str]] = []
     try:
-        data = path.read_bytes()
+        fd = _open(path)
     except FileNotFoundError:
-        data = b""
+        fd = -1
+    except OSError as exc:
+        raise GateError(f"cannot read {path}: {exc.strerror}", reason="journal-broken") from None
+    try:
+        data = fsio.read_fd(fd) if fd >= 0 else b""
+    except OSError as exc:
+        raise GateError(f"cannot read {path}: {exc.strerror}", reason="journal-broken") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
     raws = data.decode("utf-8", "replace").split("\n")
     if raws and raws[-1] == "":
         raws.pop()
@@ -130,7 +181,10 @@ def _unfinished(rows: list[tuple[int, dict[str, Any] | None, str]], at: int, seq
 
 
 def verify(repo: Repo) -> Verdict:
-    rows, head = read_all(repo)
+    try:
+        rows, head = read_all(repo)
+    except GateError as exc:  # a FIFO, a device or a symlink planted as the journal or its head
+        return Verdict(False, 0, exc.message.split(" — ")[0], 1)
     prev, seq, unfinished = GENESIS, 0, []
     for at, (number, entry, _) in enumerate(rows):
         if entry is None:
@@ -163,7 +217,7 @@ def repair(repo: Repo, now: datetime | None = None) -> tuple[Path, dict[str, Any
     with fsio.locked(lay.root):
         evidence = state.new_evidence_dir(lay, when)
         for name in (path, head):
-            if name.exists():
+            if os.path.lexists(name):  # whatever is there (a FIFO, a symlink) is moved, never opened
                 os.rename(name, evidence / name.name)
         fsio.fsync_dir(lay.root)
         fsio.fsync_dir(evidence)

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from gates import fsio, handoff, journal
 from gates.config import Config
-from gates.errors import VIOLATION, GateError
+from gates.errors import USAGE, VIOLATION, GateError
 from gates.git import Repo
 
 _VALUE = re.compile(r"^(?P<lead>\s*(?:[-*+]|\d{1,9}[.)])\s+)(?P<key>[A-Za-z][A-Za-z0-9_-]*)(?P<sep>\s*:\s*)"
@@ -27,8 +27,24 @@ def _denied(message: str) -> GateError:
     return GateError(message, code=VIOLATION, reason="stamp-denied")
 
 
-def stamp(repo: Repo, config: Config, now: datetime, expect: str | None) -> tuple[str, str]:
-    """Rewrite the Meta block; returns (path shown, sha256 of the new content)."""
+_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
+
+
+def check_expect(expect: str | None) -> None:
+    """A malformed `--expect` is a usage error, never reported as a concurrent change."""
+    if expect is not None and not _SHA256.fullmatch(expect):
+        shown = expect if len(expect) <= 80 else expect[:80] + "…"
+        raise GateError(f"--expect takes the 64 hex digits of a sha256 (as `gate stamp` prints it), not {shown!r}",
+                        code=USAGE, reason="usage")
+
+
+def stamp(repo: Repo, config: Config, now: datetime,
+          expect: str | None) -> tuple[str, str, journal.NotJournalled | None]:
+    """Rewrite the Meta block; returns (path shown, sha256 of the new content, the journal's failure if any).
+
+    Once the file is written the stamp is done: a journal that cannot record it is returned, not
+    raised, so that the caller can still say what is on disk."""
+    check_expect(expect)
     cfg = config.section("handoff")
     path, shown, data, source = handoff.read_for_rewrite(repo, config, "stamped")
     if expect is not None and content_hash(data) != expect.lower():
@@ -39,8 +55,11 @@ def stamp(repo: Repo, config: Config, now: datetime, expect: str | None) -> tupl
     new = _rewrite(source, shown, cfg["meta_section"], {"ref": repo.head, "updated": now.strftime("%Y-%m-%dT%H:%M:%SZ")})
     fsio.write_atomic(path, new)
     digest = content_hash(new)
-    journal.append(repo, "stamp", {"path": shown, "ref": repo.head, "sha256": digest}, now)
-    return shown, digest
+    try:
+        journal.append(repo, "stamp", {"path": shown, "ref": repo.head, "sha256": digest}, now)
+    except journal.NotJournalled as exc:
+        return shown, digest, exc
+    return shown, digest, None
 
 
 def _rewrite(source: handoff.Source, shown: str, meta_section: str, values: dict[str, str]) -> bytes:
