@@ -189,7 +189,6 @@ class EditForCommit:
     def __call__(self) -> None:
         handoff = (self.repo / "HANDOFF.md").read_bytes()
         if self.stamp:
-            time.sleep(0.001)
             run([GATE, "stamp"], self.repo)
             if (self.repo / "HANDOFF.md").read_bytes() == handoff:
                 raise BenchError(f"`gate stamp` did not change {self.repo / 'HANDOFF.md'}")

@@ -52,9 +52,6 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[Path], now:
         history.close()
     result.findings.sort(key=lambda f: (f.path, f.line, f.gate))  # stable: a gate's own order stands within a line
     result.events = ctx.events
-    result.until = ctx.until
-    if any(f.gate == ENVIRONMENT for f in result.findings):
-        result.until = 1.0  # long past: folders and files outside any gate's inputs: never to be replayed
     return result
 
 

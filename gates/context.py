@@ -31,7 +31,6 @@ class Context:
         self.changes = changes or []  # what the change-judging gates judge
         self.range_spec = range_spec  # set under `gate check --range`: changes are those commits
         self.events: list[tuple[str, str]] = []  # (flag reason, message) to flag even on success
-        self.until = float("inf")  # when a verdict of this check could change by the clock alone (see holds_until)
         self._records: tuple[list[Any], list[tuple[str, int, str]]] | None = None
 
     def records(self) -> tuple[list[Any], list[tuple[str, int, str]]]:
@@ -41,11 +40,6 @@ class Context:
 
             self._records = records.load_all(self.repo, self.config)
         return self._records
-
-    def holds_until(self, moment: datetime) -> None:
-        """A gate's verdict depends on the clock and would change at `moment`: the result is not replayed past it."""
-        if moment > self.now:
-            self.until = min(self.until, moment.timestamp())
 
     def staged(self, path: str) -> bool:
         """Whether the commit being made changes `path` (never true under --range: history has no index)."""

@@ -45,7 +45,6 @@ class CheckResult:
         self.files = files
         self.findings = findings if findings is not None else []
         self.events = events if events is not None else []
-        self.until = float("inf")  # when a verdict could change by the clock alone (Context.holds_until)
 
     @property
     def errors(self) -> list[Finding]:

@@ -35,9 +35,6 @@ def check(ctx: Context) -> list[Finding]:
 
 
 def _other_holder(ctx: Context, state_rel: str, record: dict[str, object], require: bool, now: datetime) -> list[Finding]:
-    expires = claims.expiry(record)
-    if expires is not None:
-        ctx.holds_until(expires)  # live until its TTL runs out, abandoned after
     live, why = claims.liveness(record, now)
     holder = claims.describe(record)
     if live:

@@ -12,7 +12,7 @@ is a warning that says how to fetch more history.
 from __future__ import annotations
 
 import functools
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Iterator
 
 from gates import handoff
@@ -98,7 +98,6 @@ def _check_one(ctx: Context, loaded: Loaded) -> Iterator[Finding]:
     updated = loaded.doc.meta_value(cfg["meta_section"], "updated")
     when = handoff.parse_utc(updated.value) if updated else None
     if updated is not None and when is not None:
-        ctx.holds_until(when + timedelta(days=fresh["fresh_days"] + 1))  # stale from then on (see _age)
         yield from _age(ctx.now, loaded.shown, updated.line, when, fresh)
 
 
