@@ -106,7 +106,8 @@ class Run:
             try:
                 self.repo()  # a command that never needed it (`gate schema`, `--help`) can still be flagged
             except GateError:
-                say("gate: no flag written: not inside a repository")
+                if any(reason != "not-a-repository" for reason, _ in pending):  # else the error said it already
+                    say("gate: no flag written: not inside a repository")
                 return code
         assert self._repo is not None
         from gates import flags, journal
@@ -208,6 +209,7 @@ def cmd_check(args: argparse.Namespace, run: Run) -> int:
 
     try:
         result, fixed = _check(run, args)
+        result.fixed = [line for _, line in fixed]
     except GateError as exc:
         if exc.code != USAGE:
             sys.stdout.write(_render(report, args.format, None, exc.code, exc))
@@ -673,6 +675,10 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
         return command
 
     check = add("check", cmd_check, "run the enabled gates on the hand-over file")
+    if selected in (None, "check"):
+        from gates.registry import GATES
+
+        check.epilog = "gate ids (for --only and --skip): " + ", ".join(GATES)
     check.add_argument("--only", type=_ids, default=[], metavar="ID[,ID]", help="run only these gates")
     check.add_argument("--skip", type=_ids, default=[], metavar="ID[,ID]", help="do not run these gates")
     check.add_argument("--format", choices=("text", "json", "github", "sarif", "junit"),

@@ -45,6 +45,7 @@ class CheckResult:
         self.files = files
         self.findings = findings if findings is not None else []
         self.events = events if events is not None else []
+        self.fixed: list[str] = []  # what `--fix` changed before the gates ran (the run then exits 1)
 
     @property
     def errors(self) -> list[Finding]:

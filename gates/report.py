@@ -13,6 +13,10 @@ from gates.findings import ERROR, WARNING, CheckResult
 def summary(result: CheckResult) -> str:
     where = ", ".join(result.files)
     gates = f"{len(result.gates)} gate{'s' if len(result.gates) != 1 else ''}"
+    if result.fixed and not any(f.severity == ERROR for f in result.findings):
+        count = len(result.fixed)
+        return (f"gate check: fixed {count} problem{'s' if count != 1 else ''} and exits 1 so that the changed files "
+                f"are staged again; nothing else to fix ({gates} on {where})")
     if not result.findings:
         return f"gate check: passed ({gates} on {where})"
     counts = Counter(f.severity for f in result.findings)

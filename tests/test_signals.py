@@ -64,3 +64,32 @@ def test_the_init_template_is_a_warning_until_replaced_and_a_violation_when_comm
     (repo / "HANDOFF.md").write_text(text)
     git(repo, "add", "-A")
     assert _structure_lines(run_gate(repo, "check").stdout) == []
+
+
+def test_fix_says_what_it_changed_and_why_it_exits_1(repo: Path) -> None:
+    head = git(repo, "rev-parse", "HEAD~1")
+    from conftest import handoff_text
+
+    (repo / "HANDOFF.md").write_text(handoff_text(head, threads="- [x] finished thing\n- [ ] next"))
+    proc = run_gate(repo, "check", "--only", "handoff-no-checked-items", "--fix")
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines() == [
+        "fixed: moved 1 checked item(s) to ARCHIVE.md: finished thing — stage both files again",
+        "gate check: fixed 1 problem and exits 1 so that the changed files are staged again; nothing else to fix "
+        "(1 gate on HANDOFF.md)",
+    ]
+
+
+def test_outside_a_repository_one_stderr_line(tmp_path: Path) -> None:
+    for argv in (["check"], ["brief"], ["claim"], ["stamp"], ["flags"]):
+        proc = run_gate(tmp_path, *argv)
+        assert proc.returncode == 3, argv
+        assert len(proc.stderr.splitlines()) == 1, (argv, proc.stderr)
+        assert proc.stderr.startswith(f"gate: not inside a git work tree ({tmp_path}): "), proc.stderr
+
+
+def test_check_help_lists_the_gate_ids(tmp_path: Path) -> None:
+    from gates.registry import GATES
+
+    out = " ".join(run_gate(tmp_path, "check", "--help").stdout.split())
+    assert "gate ids (for --only and --skip): " + ", ".join(GATES) in out
