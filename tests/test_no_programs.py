@@ -234,11 +234,15 @@ def test_no_gate_command_runs_a_program_named_by_the_repository(tmp_path: Path) 
     assert {command: fired for command, fired in ran.items() if fired} == {}
     assert crashed == {}
     assert sorted(canary.markers.iterdir()) == before
-    # And the same commands from a hook's environment: git hands the gate GIT_INDEX_FILE and friends.
+    # And from a hook's environment, as a parent git may shape it: repository pointers, config given
+    # with `git -c` (GIT_CONFIG_PARAMETERS, GIT_CONFIG_COUNT), variables naming programs.
     env = {**os.environ, "GIT_DIR": str(repo / ".git"), "GIT_INDEX_FILE": str(repo / ".git" / "index"),
-           "GIT_PAGER": canary("env.GIT_PAGER"), "GIT_EXTERNAL_DIFF": canary("env.GIT_EXTERNAL_DIFF"),
-           "GIT_EDITOR": canary("env.GIT_EDITOR"), "GIT_SSH_COMMAND": canary("env.GIT_SSH_COMMAND"),
-           "GIT_ASKPASS": canary("env.GIT_ASKPASS")}
-    for command in (["check"], ["check", "--range", f"{base}..HEAD"], ["brief"]):
+           "GIT_CONFIG_PARAMETERS": "'log.showsignature'='true'",
+           "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.fsmonitor", "GIT_CONFIG_VALUE_0": canary("env.fsmonitor"),
+           **{name: canary(f"env.{name}") for name in (
+               "GIT_PAGER", "GIT_EXTERNAL_DIFF", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_SSH", "GIT_SSH_COMMAND",
+               "GIT_ASKPASS", "SSH_ASKPASS", "GIT_PROXY_COMMAND")}}
+    for command in (["check"], ["check", "--range", f"{base}..HEAD"], ["brief"], ["doctor"]):
         run_gate(repo, *command, env=env)
         assert canary.fired() == set(), command
+    assert sorted(canary.markers.iterdir()) == before
