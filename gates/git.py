@@ -16,6 +16,7 @@ repository names. Each call (our own and GitPython's, for `--range`) gets:
   object a partial clone lacks would otherwise fetch it, running `remote.*.uploadpack`, an
   `ext::` command, `core.sshCommand`, `core.gitProxy` or a credential helper. Variables that name
   programs (GIT_PAGER, GIT_EXTERNAL_DIFF, GIT_SSH_COMMAND, GIT_ASKPASS, ...) are dropped.
+- git itself by absolute path, found through PATH's absolute entries only (GitPython's too).
 - Per call: `--no-pager` (and output is never a terminal); diffs are `--name-status` only, with
   `--no-ext-diff --no-textconv`, so no `diff.external`, `diff.<driver>.command` or textconv runs;
   logs `--no-show-signature`.
@@ -63,7 +64,23 @@ SAFE_CONFIG = (
     "core.askPass=",
 )
 
-_SAFE_ARGS = ("git", "--no-pager", *(arg for item in SAFE_CONFIG for arg in ("-c", item)))
+_SAFE_ARGS = ("--no-pager", *(arg for item in SAFE_CONFIG for arg in ("-c", item)))
+
+_GIT: list[str] = []  # git's absolute path, found once per process
+
+
+def git_program() -> str:
+    """git by absolute path, found through PATH's absolute entries only: a relative entry (`.`, or an
+    empty one) is searched from the call's cwd, the work tree, where a committed `git` would answer."""
+    if not _GIT:
+        for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+            candidate = os.path.join(folder, "git")
+            if os.path.isabs(folder) and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                _GIT.append(candidate)
+                break
+        else:
+            raise GateError("cannot run git: git is not on PATH", reason="io-error")
+    return _GIT[0]
 
 # Environment variables through which a caller names a program for git to run.
 PROGRAM_ENV_VARS = (
@@ -93,7 +110,7 @@ def _env(base: Mapping[str, str], pinned: bool) -> dict[str, str]:
 def _run(args: list[str], cwd: Path, env: Mapping[str, str]) -> subprocess.CompletedProcess[bytes]:
     try:
         return subprocess.run(
-            [*_SAFE_ARGS, *args],
+            [git_program(), *_SAFE_ARGS, *args],
             cwd=cwd,
             env=dict(env),
             stdin=subprocess.DEVNULL,
@@ -282,7 +299,8 @@ class History:
     def _environment(self) -> Iterator[None]:
         saved = dict(os.environ)
         os.environ.clear()
-        os.environ.update({**self.repo.env, "GIT_DIR": str(self.repo.git_dir), "GIT_WORK_TREE": str(self.repo.toplevel)})
+        os.environ.update({**self.repo.env, "GIT_DIR": str(self.repo.git_dir), "GIT_WORK_TREE": str(self.repo.toplevel),
+                           "GIT_PYTHON_GIT_EXECUTABLE": git_program()})
         try:
             yield
         finally:

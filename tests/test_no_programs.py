@@ -75,8 +75,9 @@ def _on_a_tty(repo: Path, *args: str) -> None:
         os.close(leader)
 
 
-def _quietly(repo: Path, *args: str, stdin: str = "") -> None:
-    subprocess.run(["git", *args], cwd=repo, input=stdin, capture_output=True, text=True, timeout=30, check=False)
+def _quietly(repo: Path, *args: str, stdin: str = "", env: dict[str, str] | None = None) -> None:
+    subprocess.run(["git", *args], cwd=repo, input=stdin, capture_output=True, text=True, timeout=30, check=False,
+                   env=env)
 
 
 def hostile_repository(tmp_path: Path, canary: Canaries) -> tuple[Path, str, str]:
@@ -242,6 +243,12 @@ def test_no_gate_command_runs_a_program_named_by_the_repository(tmp_path: Path) 
            **{name: canary(f"env.{name}") for name in (
                "GIT_PAGER", "GIT_EXTERNAL_DIFF", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_SSH", "GIT_SSH_COMMAND",
                "GIT_ASKPASS", "SSH_ASKPASS", "GIT_PROXY_COMMAND")}}
+    # A relative PATH entry (`.`, or an empty one) is searched from the work tree: a committed `git` answers.
+    (repo / "git").symlink_to(canary("PATH-relative-git"))
+    env["PATH"] = f".::{os.environ['PATH']}"
+    _quietly(repo, "version", env=env)
+    assert canary.fired() == {"PATH-relative-git"}, "a relative PATH entry does not reach ./git: the test would prove nothing"
+    canary.clear()
     for command in (["check"], ["check", "--range", f"{base}..HEAD"], ["brief"], ["doctor"]):
         run_gate(repo, *command, env=env)
         assert canary.fired() == set(), command
