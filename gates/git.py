@@ -1,7 +1,31 @@
 """The only door to git: every git call of the product goes through this module.
 
-Each call runs with no pager, with `core.fsmonitor` off and with GIT_OPTIONAL_LOCKS=0, so
-that a read never takes git's locks and never runs a program named in `.git/config`.
+Everything in the repository, `.git/config` and the files it includes among it, may be written by
+an adversary, and the gate runs with the user's rights. So no git call may run a program the
+repository names. Each call (our own and GitPython's, for `--range`) gets:
+
+- `SAFE_CONFIG` as `-c` options: command-line config beats every config file (and every
+  `include.path`, and GIT_CONFIG_PARAMETERS/GIT_CONFIG_COUNT from the environment, which git reads
+  first). `log.showSignature=false` keeps `git log` from handing a forged `gpgsig` header to
+  `gpg.program`, `gpg.ssh.program` or `gpg.x509.program`; `core.fsmonitor=false` keeps the index
+  reader from starting a hook or a daemon; an empty `credential.helper` and `core.askPass` leave
+  nothing to ask. Each is safe for every subcommand: they only switch features off.
+- An environment in which no transport is allowed (GIT_ALLOW_PROTOCOL names none and overrides
+  every `protocol.*.allow`) and lazy fetching is off (GIT_NO_LAZY_FETCH, honoured since the
+  2024 security releases, 2.39.4 among them; older gits ignore it and the refusal holds): reading an
+  object a partial clone lacks would otherwise fetch it, running `remote.*.uploadpack`, an
+  `ext::` command, `core.sshCommand`, `core.gitProxy` or a credential helper. Variables that name
+  programs (GIT_PAGER, GIT_EXTERNAL_DIFF, GIT_SSH_COMMAND, GIT_ASKPASS, ...) are dropped.
+- git itself by absolute path, found through PATH's absolute entries only (GitPython's too).
+- Per call: `--no-pager` (and output is never a terminal); diffs are `--name-status` only, with
+  `--no-ext-diff --no-textconv`, so no `diff.external`, `diff.<driver>.command` or textconv runs;
+  logs `--no-show-signature`.
+
+Name-keyed drivers (`diff.<x>.*`, `filter.<x>.*`, `merge.<x>.driver`) cannot be switched off by
+name; none of the subcommands used here runs them (no patch output, no work-tree content is
+hashed or checked out, nothing is merged), and editors, pagers and hooks have no subcommand here
+that starts them. tests/test_no_programs.py holds all of this against a hostile repository.
+GIT_OPTIONAL_LOCKS=0 keeps a read from taking git's locks.
 """
 
 from __future__ import annotations
@@ -30,29 +54,63 @@ REPO_ENV_VARS = (
 
 RECENT = 16  # first-parent commits fetched at once for Meta-ref questions
 
-_SAFE_ARGS = (
-    "git",
-    "--no-pager",
-    "-c", "core.fsmonitor=false",
-    "-c", "core.untrackedCache=false",
-    "-c", "color.ui=false",
+# Config given on git's command line: it wins over every config file and include. Only switches off.
+SAFE_CONFIG = (
+    "core.fsmonitor=false",
+    "core.untrackedCache=false",
+    "color.ui=false",
+    "log.showSignature=false",
+    "credential.helper=",
+    "core.askPass=",
+)
+
+_SAFE_ARGS = ("--no-pager", *(arg for item in SAFE_CONFIG for arg in ("-c", item)))
+
+_GIT: list[str] = []  # git's absolute path, found once per process
+
+
+def git_program() -> str:
+    """git by absolute path, found through PATH's absolute entries only: a relative entry (`.`, or an
+    empty one) is searched from the call's cwd, the work tree, where a committed `git` would answer."""
+    if not _GIT:
+        for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+            candidate = os.path.join(folder, "git")
+            if os.path.isabs(folder) and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                _GIT.append(candidate)
+                break
+        else:
+            raise GateError("cannot run git: git is not on PATH", reason="io-error")
+    return _GIT[0]
+
+# Environment variables through which a caller names a program for git to run.
+PROGRAM_ENV_VARS = (
+    "GIT_PAGER",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "GIT_PROXY_COMMAND",
 )
 
 
 def _env(base: Mapping[str, str], pinned: bool) -> dict[str, str]:
-    env = {k: v for k, v in base.items() if not (pinned and k in REPO_ENV_VARS)}
+    env = {k: v for k, v in base.items()
+           if not (pinned and k in REPO_ENV_VARS) and k not in PROGRAM_ENV_VARS}
     env["GIT_OPTIONAL_LOCKS"] = "0"
     env["GIT_TERMINAL_PROMPT"] = "0"
+    env["GIT_ALLOW_PROTOCOL"] = "none"  # a list naming no transport: every one refused, config overridden
+    env["GIT_NO_LAZY_FETCH"] = "1"
     env["LC_ALL"] = "C"
-    env.pop("GIT_PAGER", None)
-    env.pop("GIT_EXTERNAL_DIFF", None)
     return env
 
 
 def _run(args: list[str], cwd: Path, env: Mapping[str, str]) -> subprocess.CompletedProcess[bytes]:
     try:
         return subprocess.run(
-            [*_SAFE_ARGS, *args],
+            [git_program(), *_SAFE_ARGS, *args],
             cwd=cwd,
             env=dict(env),
             stdin=subprocess.DEVNULL,
@@ -134,7 +192,8 @@ class Repo:
         return self.git("rev-parse", "--is-shallow-repository").stdout.strip() == "true"
 
     def log_oneline(self, count: int) -> list[str]:
-        proc = self.git("log", "--no-decorate", f"--max-count={count}", "--format=%h %s", "HEAD", "--")
+        proc = self.git("log", "--no-decorate", "--no-show-signature", f"--max-count={count}", "--format=%h %s",
+                        "HEAD", "--")
         return proc.stdout.splitlines() if proc.returncode == 0 else []
 
     def index_blob(self, path: str) -> bytes | None:
@@ -146,10 +205,11 @@ class Repo:
         """(status letter, path) of what differs from commit `old` to `new`; `new` None is the index."""
         base = ["--literal-pathspecs"]
         if new is None:
-            args = [*base, "diff", "--cached", "--name-status", "-z", "--no-renames", "--no-ext-diff"]
+            args = [*base, "diff", "--cached", "--name-status", "-z", "--no-renames", "--no-ext-diff", "--no-textconv"]
             args += [old] if old else []
         else:
-            args = [*base, "diff-tree", "-r", "-z", "--name-status", "--no-renames", "--no-commit-id"]
+            args = [*base, "diff-tree", "-r", "-z", "--name-status", "--no-renames", "--no-commit-id", "--no-ext-diff",
+                    "--no-textconv"]
             args += [old, new] if old else ["--root", new]
         proc = self.git(*args, "--", *pathspecs)
         if proc.returncode != 0:
@@ -161,7 +221,8 @@ class Repo:
         """(commit, first parent or None, subject) for every commit of `BASE..HEAD`, oldest first."""
         if spec.startswith("-") or ".." not in spec or any(c.isspace() for c in spec):
             raise GateError(f"--range {spec[:60]!r}: expected BASE..HEAD", code=2, reason="usage")
-        proc = self.git("log", "--reverse", "--topo-order", "--no-decorate", "--format=%H %P%x1f%s", spec, "--")
+        proc = self.git("log", "--reverse", "--topo-order", "--no-decorate", "--no-show-signature",
+                        "--format=%H %P%x1f%s", spec, "--")
         if proc.returncode != 0:
             raise GateError(f"--range {spec}: {proc.stderr.strip()[:200] or 'git log failed'}", reason="io-error")
         out: list[tuple[str, str | None, str]] = []
@@ -225,7 +286,9 @@ class History:
     """Blobs of past commits for `--range`, read through GitPython's one persistent `git cat-file`.
 
     GitPython starts git with the process environment, so that environment is swapped for this
-    repository's cleaned one while it works: inherited GIT_* pointers never reach it.
+    repository's cleaned one while it works: inherited GIT_* pointers and program variables never
+    reach it, and transports and lazy fetches stay off. Its git gets SAFE_CONFIG as persistent `-c`
+    options, set before it starts its first `cat-file`.
     """
 
     def __init__(self, repo: Repo) -> None:
@@ -236,7 +299,8 @@ class History:
     def _environment(self) -> Iterator[None]:
         saved = dict(os.environ)
         os.environ.clear()
-        os.environ.update({**self.repo.env, "GIT_DIR": str(self.repo.git_dir), "GIT_WORK_TREE": str(self.repo.toplevel)})
+        os.environ.update({**self.repo.env, "GIT_DIR": str(self.repo.git_dir), "GIT_WORK_TREE": str(self.repo.toplevel),
+                           "GIT_PYTHON_GIT_EXECUTABLE": git_program()})
         try:
             yield
         finally:
@@ -251,11 +315,13 @@ class History:
                 import git as gitpython
 
                 self._gitpython = gitpython.Repo(str(self.repo.toplevel))
-                self._gitpython.git.set_persistent_git_options(c="core.fsmonitor=false")
+                self._gitpython.git.set_persistent_git_options(c=list(SAFE_CONFIG))  # before its first git
             try:
                 data: bytes = (self._gitpython.commit(commit).tree / path).data_stream.read()
             except KeyError:
                 return None
+            except ValueError as exc:  # an object the repository lacks (a partial or damaged clone)
+                raise GateError(f"cannot read {path} at {commit[:12]}: {str(exc)[:200]}", reason="io-error") from None
             return data
 
     def close(self) -> None:
