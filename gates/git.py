@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from gates.errors import GateError
+from gates.text import excerpt
 
 # Variables through which an outer git (a hook's parent, another repository) points a
 # subprocess at a repository. Kept inside a hook, dropped when GATE_ROOT pins the repository.
@@ -224,6 +225,11 @@ class Repo:
         proc = self.git("log", "--reverse", "--topo-order", "--no-decorate", "--no-show-signature",
                         "--format=%H %P%x1f%s", spec, "--")
         if proc.returncode != 0:
+            base, _, tip = spec.partition("...") if "..." in spec else spec.partition("..")
+            unknown = [side for side in (base, tip) if side and self.resolve_commit(side) is None]
+            if unknown:
+                raise GateError(f"--range {excerpt(spec)}: '{excerpt(unknown[0])}' names no commit of this repository "
+                                "(BASE..HEAD takes two commits, e.g. origin/main..HEAD)", code=2, reason="usage")
             raise GateError(f"--range {spec}: {proc.stderr.strip()[:200] or 'git log failed'}", reason="io-error")
         out: list[tuple[str, str | None, str]] = []
         for line in proc.stdout.splitlines():

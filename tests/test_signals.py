@@ -93,3 +93,10 @@ def test_check_help_lists_the_gate_ids(tmp_path: Path) -> None:
 
     out = " ".join(run_gate(tmp_path, "check", "--help").stdout.split())
     assert "gate ids (for --only and --skip): " + ", ".join(GATES) in out
+
+
+def test_an_unknown_revision_in_range_is_a_usage_error(repo: Path) -> None:
+    proc = run_gate(repo, "check", "--range", "nosuch..HEAD")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == ("gate: --range nosuch..HEAD: 'nosuch' names no commit of this repository "
+                           "(BASE..HEAD takes two commits, e.g. origin/main..HEAD)\n")
