@@ -99,7 +99,7 @@ def _resolved_line(repo: Repo, config: Config, handoff_file: Callable[[], Loaded
     tally = ", ".join(f"{reason} ×{n}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
     when = f"updated {updated}" if since else "no valid Meta updated time, so ever"
     return (f"Since the last close-out ({when}): {_plural(len(records), 'problem')} raised and resolved ({tally}); "
-            "`gate flags --all` shows them.")
+            f"`gate flags --all` shows {'it' if len(records) == 1 else 'them'}.")
 
 
 def _meta(loaded: Loaded, config: Config) -> tuple[str | None, str | None]:

@@ -90,7 +90,7 @@ def test_a_refused_commit_then_fixed_resolves_its_flag(repo: Path) -> None:
     assert [line for line in section if line] == [
         "No unacknowledged flags.",
         f"Since the last close-out (updated {_updated(repo)}): 1 problem raised and resolved ({GATE} ×1); "
-        "`gate flags --all` shows them.",
+        "`gate flags --all` shows it.",
     ]
     time.sleep(1.1)  # a close-out after the problem: the line goes, the resolved flag stays
     assert run_gate(repo, "stamp").returncode == 0
