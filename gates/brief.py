@@ -159,6 +159,10 @@ def _handoff(loaded: Loaded, config: Config, now: datetime) -> str:
         return (f"Dropped as stale: {loaded.shown} has {age} (fresh.fresh_days is {days}). Its target and threads "
                 "describe an older world: rebuild them from git and the code before relying on them.")
     out = [f"From {loaded.shown} {INFO}:"]
+    placeholders = [n for n, line in enumerate(doc.lines, start=1) if handoff.PLACEHOLDER in line]
+    if placeholders:
+        out.insert(0, f"Not written yet: {loaded.shown}:{placeholders[0]} still holds `gate init`'s placeholder — "
+                      "write the real text there (a commit that carries it is refused).")
     for name in (cfg["target_section"], "Open Threads"):
         for section in doc.section(name)[:1]:
             body = doc.lines[section.line:section.end_line]

@@ -51,6 +51,8 @@ def test_the_init_template_is_a_warning_until_replaced_and_a_violation_when_comm
     line = next(n for n, text in enumerate((repo / "HANDOFF.md").read_text().splitlines(), 1) if "gate:placeholder" in text)
     check = run_gate(repo, "check")
     assert check.returncode == 0
+    assert (f"Not written yet: HANDOFF.md:{line} still holds `gate init`'s placeholder — write the real text there "
+            "(a commit that carries it is refused).") in run_gate(repo, "brief").stdout.splitlines()
     assert _structure_lines(check.stdout) == [f"HANDOFF.md:{line}: [handoff-structure warning] placeholder text from "
                                               "`gate init` — replace it with the real text (and drop the marker)"]
     git(repo, "add", "-A")
@@ -64,6 +66,7 @@ def test_the_init_template_is_a_warning_until_replaced_and_a_violation_when_comm
     (repo / "HANDOFF.md").write_text(text)
     git(repo, "add", "-A")
     assert _structure_lines(run_gate(repo, "check").stdout) == []
+    assert "Not written yet" not in run_gate(repo, "brief").stdout
 
 
 def test_fix_says_what_it_changed_and_why_it_exits_1(repo: Path) -> None:
