@@ -12,11 +12,12 @@ never deleted: a released one moves to `claims/released/`, a broken or taken-ove
 `lost+found/` with a manifest.
 
 The holder is the worktree (and the session id, when one is given): the `gate claim` process
-exits at once, so its pid says nothing. A worktree is known by its git admin dir *and* a random id
-the gate keeps in it (`<git-dir>/gate-worktree-id`): `git worktree move` keeps the admin dir and
-the id, so the claim follows the move (the admin dir's `gitdir` says where to); `git worktree
-remove` or `prune` deletes both, so a worktree re-added at the same place, which gets the same
-admin dir name and often its inode, is a new holder.
+exits at once, so its pid says nothing. A worktree is known by its git admin dir *and* the identity
+of the `commondir` file git writes there once, at `git worktree add` (inode and ctime, see
+`worktree_id()`): `git worktree move` rewrites only `gitdir`, so the claim follows the move (that
+file says where to); `git worktree remove` or `prune` deletes the admin dir, so a worktree re-added
+at the same place, which gets the same admin dir name and often the same inodes, is a new holder.
+The gate writes nothing outside its state dir to know this.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import json
 import os
 import posixpath
 import re
+import stat
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -37,8 +39,7 @@ from gates.git import Repo
 MAX_RECORD_BYTES = 64 * 1024
 MAX_NOTE_CHARS = 500
 _SESSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}$")
-_WORKTREE_ID = re.compile(r"^[0-9a-f]{32}$")
-WORKTREE_ID_FILE = "gate-worktree-id"
+MAIN_WORKTREE = "main"  # the worktree_id of the main worktree: git cannot move or remove it
 RECORD_VERSION = 2  # 2: `path` is the canonical key and the holder carries `worktree_id`; 1: `path` as configured
 
 
@@ -110,25 +111,28 @@ def _hostname() -> str:
     return os.uname().nodename
 
 
-def _read_worktree_id(git_dir: str | Path) -> str | None:
-    """The gate's id of the worktree whose admin dir is `git_dir`; None when there is none. Junk is refused."""
-    path = Path(git_dir) / WORKTREE_ID_FILE
-    data = fsio.read_state_file(path, 256)
-    if data is None:
+def _linked_id(git_dir: str) -> str | None:
+    """`<inode>:<ctime ns>` of the admin dir's `commondir`, or None when it has none (or it is not a plain file).
+
+    Git writes `commondir` once, at `git worktree add`, and never again: `git worktree move` and
+    `repair` rewrite `gitdir` and the worktree's `.git` file only. A file re-created by a later
+    add may get the same inode (the admin dir's own inode is reused at once: it proves nothing),
+    but not the same ctime: the claim being judged was made after the first add and before the
+    removal, so any re-add happened at least one `gate claim` run later, far past the clock's
+    granularity. A restore from a backup also changes both: the claim then looks abandoned.
+    """
+    try:
+        info = os.lstat(os.path.join(git_dir, "commondir"))
+    except OSError:
         return None
-    text = data.decode("ascii", "replace").strip()
-    if not _WORKTREE_ID.match(text):
-        raise GateError(f"refusing {path}: not a worktree id written by the gate (move it aside)", reason="state-unsafe")
-    return text
+    return f"{info.st_ino}:{info.st_ctime_ns}" if stat.S_ISREG(info.st_mode) else None
 
 
-def worktree_id(repo: Repo, create: bool = False) -> str | None:
-    """This worktree's id (made on first need when `create`): it survives `git worktree move`, not a removal."""
-    found = _read_worktree_id(repo.git_dir)
-    if found is not None or not create:
-        return found
-    state.write(repo, repo.git_dir / WORKTREE_ID_FILE, (os.urandom(16).hex() + "\n").encode(), exclusive=True)
-    return _read_worktree_id(repo.git_dir)  # ours, or the one a concurrent claimer published first
+def worktree_id(repo: Repo) -> str | None:
+    """What tells this worktree from one re-added in its place, and survives `git worktree move`."""
+    if os.path.realpath(repo.git_dir) == os.path.realpath(repo.common_dir):
+        return MAIN_WORKTREE
+    return _linked_id(str(repo.git_dir))
 
 
 def holder_of(repo: Repo, session: str | None) -> Holder:
@@ -138,7 +142,7 @@ def holder_of(repo: Repo, session: str | None) -> Holder:
         branch=repo.branch(),
         session=check_session(session),
         host=_hostname(),
-        worktree_id=worktree_id(repo, create=True),
+        worktree_id=worktree_id(repo),
     )
 
 
@@ -235,8 +239,10 @@ def held_here(record: dict[str, Any], repo: Repo) -> bool:
 def _same_worktree(record: dict[str, Any], git_dir: str, worktree: str, wt_id: str | None) -> bool:
     if record.get("git_dir") != git_dir:
         return False
-    if record.get("worktree_id"):
+    if record.get("worktree_id") and record["worktree_id"] != MAIN_WORKTREE:
         return wt_id is not None and record["worktree_id"] == wt_id
+    if record.get("worktree_id") == MAIN_WORKTREE:
+        return wt_id == MAIN_WORKTREE
     # A record from before worktree ids: the admin dir is ours, and its worktree is here or gone (moved here).
     recorded = str(record.get("worktree", ""))
     return recorded == worktree or not os.path.isdir(recorded)
@@ -259,11 +265,10 @@ def liveness(record: dict[str, Any], now: datetime, host: str | None = None) -> 
     if not os.path.isdir(git_dir):
         return False, "its worktree was removed (its git directory is gone)"
     no_ttl = "" if expires else "; no TTL"
-    if record.get("worktree_id"):
-        try:
-            now_id = _read_worktree_id(git_dir)
-        except GateError:
-            return True, f"its worktree id in {git_dir} is unreadable: doubt{no_ttl}"
+    if record.get("worktree_id") and record["worktree_id"] != MAIN_WORKTREE:
+        now_id = _linked_id(git_dir)
+        if now_id is None:
+            return True, f"{git_dir} has no commondir, so its worktree cannot be told apart: doubt{no_ttl}"
         if now_id != record["worktree_id"]:
             return False, f"its worktree was removed (its git directory {git_dir} now belongs to another worktree)"
         worktree = _located(git_dir) or worktree

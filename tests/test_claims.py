@@ -603,4 +603,7 @@ def test_a_record_from_before_worktree_ids_survives_a_move_too(trees: list[Path]
     assert renewed.returncode == 0 and renewed.stdout.startswith("renewed HANDOFF.md"), renewed.stdout
     record = json.loads(path.read_text())
     assert (record["version"], record["token"], record["worktree"]) == (2, old["token"], str(moved.resolve()))
-    assert len(record["worktree_id"]) == 32
+    admin = Path(record["git_dir"])
+    info = (admin / "commondir").stat()
+    assert record["worktree_id"] == f"{info.st_ino}:{info.st_ctime_ns}"
+    assert not [p.name for p in admin.iterdir() if "gate" in p.name]  # identity is read from git's files, never written
