@@ -349,8 +349,9 @@ def _claim_setup(args: argparse.Namespace, run: Run) -> tuple[Repo, str, Holder,
 
     repo = run.repo()
     session = args.session if args.session is not None else os.environ.get("GATE_SESSION") or None
+    state_rel = claims.key(repo, run.config().section("handoff")["path"])  # the one name of the file, any spelling
     holder = claims.holder_of(repo, session)
-    return repo, run.config().section("handoff")["path"], holder, _now()
+    return repo, state_rel, holder, _now()
 
 
 def _now() -> datetime:
@@ -397,6 +398,18 @@ def cmd_release(args: argparse.Namespace, run: Run) -> int:
         return run.deny("release-denied", message)
     assert outcome.record is not None
     holder_text = claims.describe(outcome.record)
+    if outcome.kind == "other-session":
+        held = outcome.record.get("session")
+        if held and holder.session:
+            message = (f"not released: the claim on {state_rel} is held by this worktree for session {held}, not session "
+                       f"{holder.session} — pass --session {held} or set GATE_SESSION={held}")
+        elif held:
+            message = (f"not released: the claim on {state_rel} is held by this worktree for session {held}, and no "
+                       f"session was given — pass --session {held} or set GATE_SESSION={held}")
+        else:
+            message = (f"not released: the claim on {state_rel} is held by this worktree without a session, not for "
+                       f"session {holder.session} — run `gate release` without --session and with GATE_SESSION unset")
+        return run.deny("release-denied", message)
     if outcome.kind == "not-holder":
         message = (f"not released: this worktree does not hold the claim on {state_rel}; {holder_text} does — "
                    "`gate release --force --reason TEXT` breaks it if that session is gone")

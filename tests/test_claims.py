@@ -348,3 +348,262 @@ def test_race_32_processes_from_3_worktrees_exactly_one_winner_per_round(trees: 
         watcher.join()
     assert seen["partial"] == []
     assert seen["reads"] > 0
+
+
+# --- Issue 13 item 5: one claim per file, whatever the spelling; a moved worktree keeps its claim. ---
+
+SPELLINGS = ["./HANDOFF.md", "HANDOFF.md/", ".//HANDOFF.md", "link.md", "sub/link.md"]
+
+
+def _spell(tree: Path, spelling: str) -> None:
+    """The branch checked out in `tree` commits a `.gate.yaml` that names HANDOFF.md its own way."""
+    if spelling == "link.md":
+        os.symlink("HANDOFF.md", tree / "link.md")
+    elif spelling == "sub/link.md":
+        (tree / "sub").mkdir()
+        os.symlink("../HANDOFF.md", tree / "sub" / "link.md")
+    (tree / ".gate.yaml").write_text(f"handoff:\n  path: {spelling!r}\n")
+    git(tree, "add", "-A")
+    git(tree, "commit", "-q", "--no-verify", "-m", f"spell the hand-over {spelling}")
+
+
+def _check_claim_gate(tree: Path, now: datetime | None = None) -> list[tuple[str, str]]:
+    """The handoff-claim gate as the pre-commit hook runs it, for what is staged in `tree`."""
+    from gates import check, config
+
+    found = discover(tree, {})
+    result = check.run(found, config.load(found), ["handoff-claim"], [], now=now)
+    return [(f.severity, f.message) for f in result.findings]
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_the_key_is_the_canonical_path_whatever_the_spelling(trees: list[Path], spelling: str) -> None:
+    a = trees[1]
+    _spell(a, spelling)
+    assert claims.key(discover(a, {}), spelling) == "HANDOFF.md"
+    assert claims.key(discover(a, {}), "sub/../HANDOFF.md") == "HANDOFF.md"  # the schema refuses it; the key does not need it to
+
+
+@pytest.mark.parametrize("spelling", ["../HANDOFF.md", "/etc/passwd", ".", "sub/..", "out.md", "out/HANDOFF.md",
+                                      ".git/HEAD", ".git/hooks/../HEAD", "gitlink/HANDOFF.md", "a\x00b"])
+def test_a_key_that_leaves_the_tree_or_enters_a_git_dir_is_refused(trees: list[Path], tmp_path: Path,
+                                                                    spelling: str) -> None:
+    from gates.errors import GateError
+
+    main = trees[0]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "HANDOFF.md").write_text("x")
+    (main / "sub").mkdir()
+    os.symlink(outside / "HANDOFF.md", main / "out.md")
+    os.symlink(outside, main / "out")
+    os.symlink(main / ".git", main / "gitlink")
+    with pytest.raises(GateError) as caught:
+        claims.key(discover(main, {}), spelling)
+    assert caught.value.reason == "state-unsafe" and "handoff.path" in caught.value.message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_two_worktrees_spelling_the_path_differently_race_one_winner(trees: list[Path], tmp_path: Path,
+                                                                       spelling: str) -> None:
+    """The attack: wt-a's branch spells handoff.path its own way and wins a second live claim on the same file."""
+    main, a, _ = trees
+    _spell(a, spelling)
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER)
+    for round_no in range(2):
+        procs = [(f"r{round_no}-p{i}", tree, subprocess.Popen(
+            [sys.executable, str(driver), f"r{round_no}-p{i}"], cwd=tree, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)) for i, tree in enumerate([main, a] * 3)]
+        for _, _, proc in procs:
+            assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        for _, _, proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        results = [(session, tree, proc.wait(timeout=60), proc.stdout.read() if proc.stdout else "")
+                   for session, tree, proc in procs]
+        # Before: one winner per spelling (two live claims on one file). After: exactly one.
+        winners = [(session, tree) for session, tree, code, _ in results if code == 0]
+        assert len(winners) == 1, [(s, c, o) for s, _, c, o in results]
+        records = list((main / ".git" / "gate" / "claims").glob("*.json"))
+        assert len(records) == 1 and json.loads(records[0].read_text())["path"] == "HANDOFF.md"
+        winner, holder_tree = winners[0]
+        loser_tree = a if holder_tree == main else main
+        # The other worktree's gate finds the claim, whichever spelling it reads the config with.
+        _stage_handoff(loser_tree)
+        [(severity, message)] = _check_claim_gate(loser_tree)
+        assert severity == "error" and message.startswith(f"HANDOFF.md is claimed by worktree {holder_tree.resolve()}")
+        assert f"session {winner}" in message
+        git(loser_tree, "restore", "--staged", "HANDOFF.md")
+        assert run_gate(holder_tree, "release", "--session", winner).returncode == 0
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_the_gate_of_a_worktree_with_another_spelling_finds_the_claim(trees: list[Path], spelling: str) -> None:
+    main, a, _ = trees
+    _spell(a, spelling)
+    assert run_gate(main, "claim", "--note", "closing out").returncode == 0
+    second = run_gate(a, "claim")
+    assert second.returncode == 1 and second.stdout.startswith("denied: HANDOFF.md is claimed by worktree "), second.stdout
+    _stage_handoff(a)
+    [(severity, message)] = _check_claim_gate(a)
+    assert severity == "error" and message.startswith(f"HANDOFF.md is claimed by worktree {main.resolve()}")
+    # ...and the holder's own gate, reading the default spelling, sees its own claim.
+    _stage_handoff(main)
+    assert _check_claim_gate(main) == []
+    listed = json.loads(run_gate(a, "claims", "--format", "json").stdout)["claims"]
+    assert [(c["path"], c["worktree"]) for c in listed] == [("HANDOFF.md", str(main.resolve()))]
+    assert run_gate(a, "release").returncode == 1  # the same claim: wt-a does not hold it
+    assert run_gate(main, "release").returncode == 0
+
+
+def test_a_legacy_record_under_an_old_spelling_still_holds_the_file(trees: list[Path]) -> None:
+    """Records written before the canonical key sit at the hash of the spelling: they are found, not ignored."""
+    import hashlib
+
+    main, a, _ = trees
+    _spell(a, "./HANDOFF.md")
+    assert run_gate(a, "claim", "--session", "old").returncode == 0
+    folder = main / ".git" / "gate" / "claims"
+    [record_path] = folder.glob("*.json")
+    record = json.loads(record_path.read_text())
+    legacy = folder / (hashlib.sha256(b"./HANDOFF.md").hexdigest()[:32] + ".json")
+    legacy.write_text(json.dumps({**record, "version": 1, "path": "./HANDOFF.md"}))
+    record_path.unlink()
+    denied = run_gate(main, "claim")
+    assert denied.returncode == 1 and "session old" in denied.stdout
+    _stage_handoff(main)
+    assert [m for _, m in _check_claim_gate(main)][0].startswith(f"HANDOFF.md is claimed by worktree {a.resolve()}")
+    renewed = run_gate(a, "claim", "--session", "old")
+    assert renewed.returncode == 0 and renewed.stdout.startswith("renewed HANDOFF.md"), renewed.stdout
+    assert [p.name for p in folder.glob("*.json")] == [claims.claim_path(state.layout(discover(main, {})),
+                                                                         "HANDOFF.md").name]
+    assert json.loads(next(folder.glob("*.json")).read_text())["token"] == record["token"]
+    assert len(list((folder / "released").glob("*.json"))) == 1  # the legacy file, kept
+
+
+def test_a_moved_worktree_keeps_its_claim(trees: list[Path], tmp_path: Path) -> None:
+    """git worktree move keeps the admin dir, and so the claim: nobody else may take it over."""
+    main, a, _ = trees
+    assert run_gate(a, "claim", "--note", "mine").returncode == 0
+    token = (_record(main) or {})["token"]
+    moved = tmp_path / "moved" / "wt-a"
+    moved.parent.mkdir()
+    git(main, "worktree", "move", str(a), str(moved))
+    # Before: "ABANDONED (its worktree folder no longer exists)", and main took it over.
+    listing = run_gate(main, "claims")
+    assert f"HANDOFF.md: live (its worktree moved to {moved.resolve()}; no TTL)" in listing.stdout, listing.stdout
+    denied = run_gate(main, "claim")
+    assert denied.returncode == 1, denied.stdout
+    _stage_handoff(main)
+    assert _check_claim_gate(main)[0][0] == "error"
+    git(main, "restore", "--staged", "HANDOFF.md")
+    # The moved worktree still holds it: its gate passes, and `gate claim` renews (same token), naming the new place.
+    _stage_handoff(moved)
+    assert _check_claim_gate(moved) == []
+    renewed = run_gate(moved, "claim")
+    assert renewed.returncode == 0 and renewed.stdout.startswith(f"renewed HANDOFF.md for worktree {moved.resolve()}")
+    assert (_record(main) or {})["token"] == token
+    assert not (main / ".git" / "gate" / "lost+found").exists()
+    assert run_gate(moved, "release").returncode == 0
+
+
+def test_a_worktree_removed_and_re_added_at_the_same_place_does_not_inherit_the_claim(trees: list[Path]) -> None:
+    """Same path, same admin dir name (and likely the same inode): a new worktree all the same."""
+    main, a, _ = trees
+    assert run_gate(a, "claim").returncode == 0
+    git(main, "worktree", "remove", "--force", str(a))
+    git(main, "worktree", "add", "-q", str(a), "wt-a")
+    # Before: the re-added worktree "renewed" the dead one's claim, and main was denied.
+    listing = run_gate(main, "claims")
+    assert "ABANDONED (its worktree was removed" in listing.stdout, listing.stdout
+    taken = run_gate(a, "claim")
+    assert taken.returncode == 0 and taken.stdout.startswith("took over the claim on HANDOFF.md"), taken.stdout
+
+
+def test_a_sub_second_ttl_is_kept(trees: list[Path], capsys: pytest.CaptureFixture[str],
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from gates import cli
+
+    main, a, _ = trees
+    start = datetime(2026, 11, 30, 8, 0, 0, 850000, tzinfo=timezone.utc)
+    monkeypatch.setattr(cli, "_now", lambda: start)
+    assert call_gate(a, "claim", "--ttl", "1s", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
+    assert (_record(main) or {})["expires"] == "2026-11-30T08:00:01.850000Z"
+    # Before: taken over 0.15 s after its grant (the expiry was cut to 08:00:01).
+    monkeypatch.setattr(cli, "_now", lambda: start + timedelta(seconds=0.15))
+    code, out, _ = call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 1, out
+    monkeypatch.setattr(cli, "_now", lambda: start + timedelta(seconds=0.999999))
+    assert call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)[0] == 1
+    monkeypatch.setattr(cli, "_now", lambda: start + timedelta(seconds=1))
+    code, out, _ = call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0 and "its TTL expired at 2026-11-30T08:00:01.850000Z" in out
+
+
+def test_a_fractional_ttl_through_the_api_is_not_rounded(trees: list[Path]) -> None:
+    main, a, _ = trees
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    found = discover(a, {})
+    granted = claims.claim(found, "HANDOFF.md", claims.holder_of(found, None), timedelta(seconds=1.5), None, start)
+    assert granted.record is not None and granted.record["ttl_seconds"] == 1.5
+    other = discover(main, {})
+    assert claims.claim(other, "HANDOFF.md", claims.holder_of(other, None), None, None,
+                        start + timedelta(seconds=1.4)).kind == "denied"
+    renewed = claims.claim(found, "HANDOFF.md", claims.holder_of(found, None), None, None, start + timedelta(seconds=1))
+    assert renewed.kind == "renewed" and renewed.record is not None
+    assert renewed.record["expires"] == "2026-01-01T00:00:02.500000Z"
+
+
+def test_claims_require_does_not_count_an_expired_claim_of_this_worktree(trees: list[Path]) -> None:
+    main = trees[0]
+    (main / ".gate.yaml").write_text("claims:\n  require: true\n")
+    start = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
+    found = discover(main, {})
+    assert claims.claim(found, "HANDOFF.md", claims.holder_of(found, None), timedelta(minutes=15), None,
+                        start).kind == "granted"
+    _stage_handoff(main)
+    assert _check_claim_gate(main, now=start + timedelta(minutes=14)) == []
+    # Before: the expired claim still counted as held, so the commit passed.
+    assert _check_claim_gate(main, now=start + timedelta(minutes=15)) == [(
+        "error", "this commit changes HANDOFF.md but this worktree's claim expired at 2026-11-30T08:15:00Z "
+                 "(claims.require) — run `gate claim` to renew it")]
+
+
+def test_release_with_the_wrong_session_names_the_session_mismatch(trees: list[Path]) -> None:
+    main = trees[0]
+    assert run_gate(main, "claim", "--session", "S1").returncode == 0
+    wrong = run_gate(main, "release", "--session", "S2")
+    assert wrong.returncode == 1
+    assert wrong.stdout == ("not released: the claim on HANDOFF.md is held by this worktree for session S1, "
+                            "not session S2 — pass --session S1 or set GATE_SESSION=S1\n")
+    none = run_gate(main, "release")
+    assert none.stdout == ("not released: the claim on HANDOFF.md is held by this worktree for session S1, "
+                           "and no session was given — pass --session S1 or set GATE_SESSION=S1\n")
+    assert _record(main) is not None
+    assert run_gate(main, "release", "--session", "S1").returncode == 0
+    assert run_gate(main, "claim").returncode == 0
+    extra = run_gate(main, "release", "--session", "S2")
+    assert extra.stdout == ("not released: the claim on HANDOFF.md is held by this worktree without a session, "
+                            "not for session S2 — run `gate release` without --session and with GATE_SESSION unset\n")
+
+
+def test_a_record_from_before_worktree_ids_survives_a_move_too(trees: list[Path], tmp_path: Path) -> None:
+    main, a, _ = trees
+    assert run_gate(a, "claim").returncode == 0
+    path = claims.claim_path(state.layout(discover(main, {})), "HANDOFF.md")
+    old = {k: v for k, v in json.loads(path.read_text()).items() if k != "worktree_id"}
+    path.write_text(json.dumps({**old, "version": 1}))
+    moved = tmp_path / "moved"
+    git(main, "worktree", "move", str(a), str(moved))
+    assert run_gate(main, "claim").returncode == 1
+    renewed = run_gate(moved, "claim")
+    assert renewed.returncode == 0 and renewed.stdout.startswith("renewed HANDOFF.md"), renewed.stdout
+    record = json.loads(path.read_text())
+    assert (record["version"], record["token"], record["worktree"]) == (2, old["token"], str(moved.resolve()))
+    admin = Path(record["git_dir"])
+    info = (admin / "commondir").stat()
+    assert record["worktree_id"] == f"{info.st_ino}:{info.st_ctime_ns}"
+    assert not [p.name for p in admin.iterdir() if "gate" in p.name]  # identity is read from git's files, never written
