@@ -2,9 +2,11 @@
 
 A lock is `stale` only when every piece of evidence says its holder is gone: old by mtime and
 ctime against the filesystem's own clock, a plain regular file of ours with one link on a local
-filesystem, open in no process, no git process of this user working in the repository or one of
+filesystem, open in no process, no git process of this user acting on the repository or one of
 its worktrees (a prepared `git update-ref --stdin` transaction holds zero-byte ref locks with no
-open descriptor), and a `~pid.lock` companion, if any, naming a dead process. Any doubt is `live`.
+open descriptor) by its cwd, `--git-dir`, `GIT_DIR`, `-C`, a work tree, `GIT_COMMON_DIR` or a
+gitfile, no git process of this user whose target cannot be established, and a `~pid.lock`
+companion, if any, naming a dead process. Any doubt is `live`.
 A move never deletes and never overwrites: it pins the file, renames it into a fresh folder,
 checks that the very file it judged moved, and writes a manifest.
 """
@@ -75,10 +77,19 @@ def find(repo: Repo, deep: bool) -> list[Lock]:
         found += [_lock(repo, directory / name) for name in names if name.endswith(".lock")]
     refs = repo.common_dir / "refs"
     if deep and refs.is_dir() and not refs.is_symlink():
-        for top, dirs, files in os.walk(refs):  # never follows a symlinked directory
-            dirs.sort()
-            found += [_lock(repo, Path(top) / name) for name in sorted(files) if name.endswith(".lock")]
+        for top, dirs, files in os.walk(refs, onerror=_unlistable):  # never follows a symlinked directory
+            # A folder (or a symlink to one) named like a lock wedges git as surely as a file: report it, and do
+            # not walk into it.
+            wedged = sorted(name for name in dirs if name.endswith(".lock"))
+            dirs[:] = sorted(name for name in dirs if not name.endswith(".lock"))
+            found += [_lock(repo, Path(top) / name) for name in sorted([*files, *wedged]) if name.endswith(".lock")]
     return found
+
+
+def _unlistable(exc: OSError) -> None:
+    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+        return  # a ref folder git pruned meanwhile
+    raise GateError(f"cannot look for git lock files in {exc.filename}: {exc.strerror}", reason="io-error")
 
 
 def _lock(repo: Repo, path: Path) -> Lock:
@@ -130,7 +141,7 @@ def _eligible(lock: Lock) -> bool:
     if stat.S_ISLNK(info.st_mode):
         problem = "a symlink"
     elif not stat.S_ISREG(info.st_mode):
-        problem = "not a regular file (a FIFO, socket, device or directory)"
+        problem = f"not a regular file but {_kind(info.st_mode)}: git cannot take this lock while it is there"
     elif info.st_nlink != 1:
         problem = f"has {info.st_nlink} hard links"
     elif info.st_uid != os.geteuid():
@@ -153,12 +164,18 @@ def _eligible(lock: Lock) -> bool:
     return True
 
 
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    return next((name for test, name in kinds if test(mode)), f"a file of type {stat.S_IFMT(mode):o}")
+
+
 def _repo_roots(repo: Repo) -> tuple[list[str], list[str]]:
     """The directories a git process of this repository could work in, and why any could not be found."""
-    roots = {str(repo.toplevel), str(repo.common_dir)}
+    roots = {os.path.realpath(repo.toplevel), os.path.realpath(repo.common_dir)}
     doubts = []
     for admin in _admin_dirs(repo)[1:]:
-        roots.add(str(admin))
+        roots.add(os.path.realpath(admin))
         try:
             gitfile = (admin / "gitdir").read_text(errors="replace").strip()
         except OSError as exc:
@@ -183,13 +200,14 @@ def _verdict(lock: Lock, found: Any, locks: list[Lock]) -> None:
         evidence["open_by"] = holders
         lock.verdict, lock.reason = LIVE, f"held open by process {', '.join(map(str, holders))}"
     elif found.git_in_repo:
-        evidence["git_processes"] = [{"pid": pid, "cwd": cwd} for pid, cwd in found.git_in_repo]
-        pids = ", ".join(str(pid) for pid, _ in found.git_in_repo)
-        lock.verdict, lock.reason = LIVE, f"git process {pids} is working in this repository"
+        evidence["git_processes"] = [{"pid": pid, "how": how} for pid, how in found.git_in_repo]
+        pid, how = found.git_in_repo[0]
+        more = f" (and {len(found.git_in_repo) - 1} more)" if len(found.git_in_repo) > 1 else ""
+        lock.verdict, lock.reason = LIVE, f"git process {pid} may be working in this repository: {how}{more}"
     elif companion is not None and companion["alive"] is not False:
         lock.verdict, lock.reason = LIVE, f"its ~pid.lock companion names process {companion.get('pid')}, not known dead"
     else:
-        lock.verdict, lock.reason = STALE, "no holder: not open anywhere, no git process in the repository"
+        lock.verdict, lock.reason = STALE, "no holder: not open anywhere, no git process acting on the repository"
 
 
 def _companion(lock: Lock, locks: list[Lock]) -> dict[str, Any] | None:
@@ -303,19 +321,30 @@ _EVIDENCE_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{12}$")
 def restore(repo: Repo, evidence_id: str) -> list[str]:
     """Put the locks of one quarantine back where they were, each only when its place is free."""
     lay = state.layout(repo)
+    if not _EVIDENCE_ID.match(evidence_id):
+        raise GateError(f"{evidence_id[:60]!r} is not a quarantine ID (like 20260101T120000Z-0123456789ab)",
+                        code=USAGE, reason="usage")
     folder = lay.lost_found / evidence_id
-    if not _EVIDENCE_ID.match(evidence_id) or not (folder / "manifest.json").is_file():
-        raise GateError(f"no quarantine {evidence_id[:60]!r} in {lay.lost_found}", code=USAGE, reason="usage")
-    data = fsio.read_state_file(folder / "manifest.json", 1 << 20) or b"{}"
-    try:
-        manifest = dataio.load_json(fsio.decode_text(data, str(folder / "manifest.json")))
-    except dataio.DataError as exc:
-        raise GateError(f"{folder / 'manifest.json'}: {exc.message}", reason="state-unsafe") from None
-    if not isinstance(manifest, dict) or manifest.get("kind") != "git-lock":
-        raise GateError(f"{evidence_id} is not a lock quarantine", code=USAGE, reason="usage")
-    restored = []
-    with fsio.locked(state.ensure_dir(lay, lay.lost_found)):
-        for item in manifest["items"]:
+    where = (f"IDs are the folder names in {lay.lost_found}, printed by `gate locks --quarantine` and `gate check` "
+             "when they move a lock")
+    with fsio.locked(state.ensure_dir(lay, lay.lost_found)):  # one restore at a time, and none during a move
+        if not (folder / "manifest.json").is_file():
+            raise _denied(f"no quarantine {evidence_id}: nothing restored ({where})")
+        data = fsio.read_state_file(folder / "manifest.json", 1 << 20) or b"{}"
+        try:
+            manifest = dataio.load_json(fsio.decode_text(data, str(folder / "manifest.json")))
+        except dataio.DataError as exc:
+            raise GateError(f"{folder / 'manifest.json'}: {exc.message}", reason="state-unsafe") from None
+        if not isinstance(manifest, dict) or manifest.get("kind") != "git-lock":
+            raise GateError(f"{evidence_id} is not a lock quarantine", code=USAGE, reason="usage")
+        items = manifest.get("items")
+        if not isinstance(items, list) or not all(isinstance(item, dict) and isinstance(item.get("original"), str)
+                                                  and isinstance(item.get("moved_to"), str) for item in items):
+            raise GateError(f"manifest of {evidence_id} is not one the gate wrote", reason="state-unsafe")
+        if manifest.get("action") == "restored":
+            raise _denied(f"quarantine {evidence_id} was already restored: nothing to put back ({where})")
+        restored = []
+        for item in items:
             original = Path(item["original"])
             source = folder / item["moved_to"]
             if not _inside_git(repo, original) or ".." in Path(item["moved_to"]).parts:
@@ -323,14 +352,21 @@ def restore(repo: Repo, evidence_id: str) -> list[str]:
             try:
                 os.link(source, original)
             except FileExistsError:
-                raise GateError(f"{original} exists: not restored (its place is taken)", code=VIOLATION,
-                                reason="lock-restore-denied") from None
+                raise _denied(f"{original} exists: quarantine {evidence_id} not restored (its place is taken)") from None
+            except FileNotFoundError:
+                if os.path.lexists(source):
+                    raise _denied(f"{original.parent} is gone: quarantine {evidence_id} not restored") from None
+                raise _denied(f"quarantine {evidence_id} no longer holds {item['moved_to']}: not restored") from None
             os.unlink(source)
             restored.append(str(original))
         manifest["action"] = "restored"
         state.write(repo, folder / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
     journal.append(repo, "lock-restored", {"quarantine": evidence_id, "paths": restored})
     return restored
+
+
+def _denied(message: str) -> GateError:
+    return GateError(message, code=VIOLATION, reason="lock-restore-denied")
 
 
 def _inside_git(repo: Repo, path: Path) -> bool:

@@ -1,15 +1,22 @@
-"""Liveness evidence: who holds a file open, which git processes work in a repository.
+"""Liveness evidence: who holds a file open, which git processes act on a repository.
 
 From /proc where there is one (Linux); else from `lsof` (macOS ships it as /usr/sbin/lsof), run
 from a system location only, never found through PATH. Any doubt counts as alive: no /proc and
 no lsof, an lsof that fails, or a process of ours that cannot be read makes the scan
 `complete = False`, and the caller must then treat every lock as live.
+
+A git process can act on a repository from anywhere (`--git-dir`, `GIT_DIR`, `-C`, a gitfile), so
+its cwd proves nothing on its own: for every git process of this user, /proc gives its cwd, its
+command line and its environment, and `targets` works out every place it could be working on. A
+git process whose target cannot be established is listed too, as doubt. lsof shows no environment:
+there every git process of this user is doubt.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 import subprocess
 from pathlib import Path
 
@@ -27,7 +34,7 @@ class Scan:
         self.complete = complete
         self.doubts = doubts or []
         self.open_by: dict[tuple[int, int], list[int]] = {}  # (dev, ino) -> pids
-        self.git_in_repo: list[tuple[int, str]] = []  # (pid, cwd)
+        self.git_in_repo: list[tuple[int, str]] = []  # (pid, how it targets the repository, or why that is doubt)
 
 
 def _inside(path: str, roots: list[str]) -> bool:
@@ -53,7 +60,7 @@ def _run_tool(argv: list[str]) -> str | None:
 
 def scan(targets: dict[tuple[int, int], str], roots: list[str]) -> Scan:
     """One pass over the processes: holders of the files `targets` names ((device, inode) -> path), and git
-    processes of this user with a cwd under `roots`."""
+    processes of this user that act, or may act, on the repository whose directories are `roots`."""
     if not PROC.is_dir() or not (PROC / "self" / "fd").is_dir():
         lsof = _system_tool(LSOF)
         if lsof is None:
@@ -83,9 +90,9 @@ def _one(pid: int, uid: int, inodes: set[tuple[int, int]], roots: list[str], res
     try:
         comm = (base / "comm").read_text(errors="replace").strip()
         if comm.startswith("git") and mine:
-            cwd = os.readlink(base / "cwd")
-            if _inside(cwd, roots):
-                result.git_in_repo.append((pid, cwd))
+            how = _git_process(base, roots)
+            if how is not None:
+                result.git_in_repo.append((pid, how))
         for fd in os.listdir(base / "fd"):
             try:
                 info = os.stat(base / "fd" / fd)
@@ -94,13 +101,212 @@ def _one(pid: int, uid: int, inodes: set[tuple[int, int]], roots: list[str], res
             key = (info.st_dev, info.st_ino)
             if key in inodes:
                 result.open_by.setdefault(key, []).append(pid)
-    except FileNotFoundError:
-        return
+    except (FileNotFoundError, ProcessLookupError):
+        return  # exited meanwhile
     except PermissionError:
         if mine:  # our own process hides from us: doubt
             result.complete = False
             result.doubts.append(f"process {pid} of this user cannot be inspected")
         # Another user's process: it cannot have opened a lock that only we may write.
+
+
+_READ_CAP = 1 << 20  # a command line or environment larger than this is doubt
+_MAX_PATH_WORDS = 256  # more path-like words than this on one command line is doubt (each costs a realpath)
+# git's global options that take the next word as their value (git.c, handle_options).
+_GLOBAL_WITH_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env",
+                                "--attr-source"})
+_ENV_PATHS = ("GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")
+_NAMES_GIT_DIR = ("--git-dir", "GIT_DIR", "GIT_COMMON_DIR")
+_WORK_TREE = ("--work-tree", "GIT_WORK_TREE")
+
+
+class Doubt(Exception):
+    """Where a git process works cannot be established."""
+
+
+def _git_process(base: Path, roots: list[str]) -> str | None:
+    """How the git process /proc/<pid> targets the repository, or why that cannot be known (doubt); None when it
+    provably works elsewhere. FileNotFoundError (it exited) and PermissionError on its cwd propagate."""
+    cwd = os.readlink(base / "cwd")
+    if _inside(cwd, roots):
+        return f"its cwd {cwd} is in the repository"
+    try:
+        env: dict[str, str] = {}
+        for item in _nul_list(base / "environ", "environment"):
+            key, _, value = item.partition("=")
+            env[key] = value
+        argv = _nul_list(base / "cmdline", "command line")
+        if not argv:
+            _nul_list(base / "environ", "environment")  # an exiting process shows none: ESRCH once its memory is gone
+            raise Doubt("its command line is empty")
+        return targets(cwd, argv, env, roots)
+    except Doubt as exc:
+        return f"cwd {cwd}, and its target cannot be established: {exc}"
+
+
+def _nul_list(path: Path, what: str) -> list[str]:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(_READ_CAP + 1)
+    except (FileNotFoundError, ProcessLookupError):
+        raise  # it exited meanwhile; ESRCH: it is exiting, its memory is gone, it can no longer touch a lock
+    except OSError as exc:
+        raise Doubt(f"its {what} cannot be read ({exc.strerror})") from None
+    if len(data) > _READ_CAP:
+        raise Doubt(f"its {what} is larger than {_READ_CAP} bytes")
+    words = data.decode("utf-8", "surrogateescape").split("\0")
+    return words[:-1] if words and words[-1] == "" else words
+
+
+def targets(cwd: str, argv: list[str], env: dict[str, str], roots: list[str]) -> str | None:
+    """How a git process with this cwd, command line and environment targets `roots`; None when it provably works
+    elsewhere. Raises Doubt when that cannot be established."""
+    if not os.path.isabs(cwd) or cwd.endswith(" (deleted)"):
+        raise Doubt("its cwd is gone")
+    program = os.path.basename(argv[0]) if argv else ""
+    if program == "git":
+        options, rest = _global_options(argv[1:])
+    elif program.startswith("git-"):  # git-receive-pack /path, git-upload-pack, git-remote-*: no global options
+        options, rest = [], argv[1:]
+    else:
+        raise Doubt(f"its command line starts with {program[:60]!r}, not git")
+    here = cwd
+    for name, value in options:
+        if name == "-C" and value:
+            here = os.path.join(here, value)  # an absolute one starts afresh; relative ones stack
+    named = [(name, value) for name, value in options if name in ("--git-dir", "--work-tree") and value]
+    named += [(key, env[key]) for key in _ENV_PATHS if env.get(key)]
+    if any(name == "--bare" for name, _ in options):
+        named.append(("--bare", here))
+    moved = any(name in _WORK_TREE for name, _ in named)  # git may have changed to the work tree since it started
+    git_dirs: list[str] = []
+    for name, value in named:
+        if not os.path.isabs(value) and moved and name not in _WORK_TREE:
+            raise Doubt(f"{name} {value[:200]!r} is relative, and with a work tree given git may have left the "
+                        "directory it is relative to")
+        real = _resolve(os.path.join(here, value), name)
+        if _inside(real, roots):
+            return f"{name} {real}"
+        if name in (*_NAMES_GIT_DIR, "--bare"):
+            git_dirs.append(real)
+    if not any(name in ("--git-dir", "GIT_DIR", "--bare") for name, _ in named):
+        for start in dict.fromkeys((cwd, os.path.normpath(here))):
+            found = _discover(start)
+            if found is not None and _inside(found, roots):
+                return f"it finds {found} from {start}"
+            if found is not None:
+                git_dirs.append(found)
+    for git_dir in git_dirs:
+        common = _commondir(git_dir)
+        if common is not None and _inside(common, roots):
+            return f"{git_dir} has its common dir at {common}"
+    return _named_on_command_line(here, rest, env, roots)
+
+
+def _global_options(words: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
+    """git's global options, in order ((name, value); value "" for a flag), and the words from the command on."""
+    options: list[tuple[str, str]] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word in _GLOBAL_WITH_VALUE:
+            if i + 1 >= len(words):
+                raise Doubt(f"{word} without its value")
+            options.append((word, words[i + 1]))
+            i += 2
+        elif word.startswith("--") and "=" in word:
+            name, _, value = word.partition("=")
+            options.append((name, value))
+            i += 1
+        elif word.startswith("-"):
+            options.append((word, ""))
+            i += 1
+        else:
+            break
+    return options, words[i:]
+
+
+def _resolve(path: str, name: str) -> str:
+    """The real path of `path`, or of its folder when it does not exist (yet); Doubt when neither resolves."""
+    try:
+        return os.path.realpath(path, strict=True)
+    except OSError:
+        pass
+    try:
+        return os.path.join(os.path.realpath(os.path.dirname(path), strict=True), os.path.basename(path))
+    except OSError as exc:
+        raise Doubt(f"{name} {path[:200]!r} cannot be resolved ({exc.strerror})") from None
+
+
+def _read_small(path: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(4097).decode("utf-8", "surrogateescape")
+    except OSError as exc:
+        raise Doubt(f"{path[:200]} cannot be read ({exc.strerror})") from None
+
+
+def _kind(path: str) -> str | None:
+    """"file", "dir", "other" (following symlinks, as git does), or None when nothing is there; Doubt on an error."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise Doubt(f"{path[:200]} cannot be examined ({exc.strerror})") from None
+    return "file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else "other"
+
+
+def _discover(start: str) -> str | None:
+    """The git dir git's own discovery finds from `start` (walking up, gitfiles followed), or None when none."""
+    folder = start
+    while True:
+        dotgit = os.path.join(folder, ".git")
+        kind = _kind(dotgit)
+        if kind == "file":
+            text = _read_small(dotgit)
+            if not text.startswith("gitdir: "):
+                raise Doubt(f"{dotgit[:200]} is neither a git dir nor a gitfile")
+            return _resolve(os.path.join(folder, text[len("gitdir: "):].strip()), dotgit)
+        if kind == "dir":
+            return os.path.realpath(dotgit)
+        if kind == "other" or (kind is None and os.path.lexists(dotgit)):  # a dangling symlink too
+            raise Doubt(f"{dotgit[:200]} is neither a folder nor a file")
+        if _kind(os.path.join(folder, "HEAD")) == "file" and (_kind(os.path.join(folder, "objects")) == "dir"
+                                                              or _kind(os.path.join(folder, "commondir")) == "file"):
+            return os.path.realpath(folder)  # a bare repository, or a worktree's admin dir
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def _commondir(git_dir: str) -> str | None:
+    """Where a git dir's `commondir` file points, if it has one."""
+    path = os.path.join(git_dir, "commondir")
+    if not os.path.lexists(path):
+        return None
+    text = _read_small(path).strip()
+    return _resolve(os.path.join(git_dir, text), path) if text else None
+
+
+def _named_on_command_line(here: str, words: list[str], env: dict[str, str], roots: list[str]) -> str | None:
+    """A path in the repository named on the command line (`git-receive-pack /repo`, `git config -f …`)."""
+    paths = []
+    for word in words:
+        value = word.partition("=")[2] if word.startswith("-") and "=" in word else word
+        value = value.removeprefix("file://")
+        if value.startswith("~/") and env.get("HOME"):
+            value = env["HOME"] + value[1:]
+        if "/" in value or value in (".", ".."):
+            paths.append(value)
+    if len(paths) > _MAX_PATH_WORDS:
+        raise Doubt(f"{len(paths)} paths on its command line")
+    for value in paths:
+        real = os.path.realpath(os.path.join(here, value))
+        if _inside(real, roots):
+            return f"its command line names {real}"
+    return None
 
 
 def _lsof_records(output: str) -> list[tuple[int, dict[str, str]]]:
@@ -137,8 +343,13 @@ def _scan_lsof(lsof: str, targets: dict[tuple[int, int], str], roots: list[str])
         return Scan(False, ["lsof failed to list the working directories of git processes"])
     for pid, fields in _lsof_records(cwds):
         cwd = fields.get("n", "")
-        if pid != me and _inside(cwd, roots):
-            result.git_in_repo.append((pid, cwd))
+        if pid in (me, 0):
+            continue
+        if _inside(cwd, roots):
+            result.git_in_repo.append((pid, f"its cwd {cwd} is in the repository"))
+        else:  # without /proc its command line and environment (GIT_DIR, --git-dir) cannot be read
+            result.git_in_repo.append((pid, f"cwd {cwd}, but without /proc its command line and environment cannot be "
+                                            "read: its target cannot be established"))
     return result
 
 
