@@ -43,7 +43,6 @@ def _own(ctx: Context, state_rel: str, record: dict[str, object], require: bool)
     if not require or expires is None:
         return []
     if ctx.now < expires:
-        ctx.holds_until(expires)  # held until its TTL runs out
         return []
     return [Finding(state_rel, 1, ID, f"this commit changes {state_rel} but this worktree's claim expired at "
                     f"{record.get('expires')} (claims.require) — run `gate claim` to renew it")]
