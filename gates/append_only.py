@@ -11,7 +11,6 @@ from gates.context import Context
 from gates.findings import Finding
 
 ID = "append-only"
-SUMMARY = "archive files only grow at their end"
 
 
 def check(ctx: Context) -> list[Finding]:

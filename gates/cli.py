@@ -220,12 +220,12 @@ def cmd_check(args: argparse.Namespace, run: Run) -> int:
     sys.stdout.write(_render(report, args.format, result, code, None))
     for gate_id, line in fixed:  # resolved when that gate next passes: the fix was staged
         run.fail("autofix-applied", line, gate=gate_id)
-    from gates.registry import GATES
+    from gates.registry import flag_reason
 
     for gate_id in result.gates:
         lines = [f.render() for f in result.errors if f.gate == gate_id]
         if lines:
-            run.fail(getattr(GATES[gate_id], "FLAG_REASON", gate_id), "\n".join(lines), gate=gate_id)
+            run.fail(flag_reason(gate_id), "\n".join(lines), gate=gate_id)
         elif not any(fixer == gate_id for fixer, _ in fixed):
             run.passed.append(gate_id)  # write_flags resolves its open flags in this worktree and scope
     from gates.check import ENVIRONMENT

@@ -37,9 +37,9 @@ from typing import Any
 from gates import dataio, fsio, journal, state
 from gates.errors import USAGE, GateError
 from gates.git import Repo
-from gates.registry import GATES
+from gates.registry import GATES, flag_reason
 
-# Reasons that are not gate ids. A gate's violations are flagged under its FLAG_REASON, or its id.
+# Reasons that are not gate ids. A gate's violations are flagged under its catalog flag_reason, or its id.
 EVENT_REASONS = frozenset({
     "config-invalid",
     "input-unreadable",
@@ -225,7 +225,7 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
 
 
 def _reason_for(gate: str) -> str:
-    return str(getattr(GATES[gate], "FLAG_REASON", gate))
+    return flag_reason(gate)
 
 
 def _reason_of(name: str) -> str:

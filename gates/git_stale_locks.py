@@ -17,7 +17,6 @@ from gates.context import Context
 from gates.findings import WARNING, Finding
 
 ID = "git-stale-locks"
-SUMMARY = "no stale git lock file wedges the repository"
 
 
 def check(ctx: Context) -> list[Finding]:

@@ -16,8 +16,6 @@ from gates.context import Context
 from gates.findings import WARNING, Finding
 
 ID = "handoff-claim"
-SUMMARY = "no commit of the state file while another live worktree holds its claim"
-FLAG_REASON = "claim-denied"
 
 
 def check(ctx: Context) -> list[Finding]:

@@ -23,7 +23,6 @@ from gates.findings import WARNING, Finding
 from gates.handoff_structure import SHALLOW_ADVICE
 
 ID = "handoff-fresh"
-SUMMARY = "the Meta ref is HEAD or a recent ancestor, and the hand-over is not stale"
 
 
 def check(ctx: Context) -> list[Finding]:

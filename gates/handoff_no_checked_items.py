@@ -11,7 +11,6 @@ from gates.context import Context
 from gates.findings import Finding
 
 ID = "handoff-no-checked-items"
-SUMMARY = "no checked-off task items in the hand-over file"
 
 
 def check(ctx: Context) -> list[Finding]:

@@ -18,7 +18,6 @@ from gates.findings import WARNING, Finding
 from gates.handoff import Document
 
 ID = "handoff-structure"
-SUMMARY = "the hand-over file has its sections, Meta block, target and size limits"
 
 _HEX = re.compile(r"^[0-9a-fA-F]{7,40}$")
 CLOCK_SKEW = timedelta(minutes=5)

@@ -11,7 +11,6 @@ from gates.context import Context
 from gates.findings import Finding
 
 ID = "handoff-tables"
-SUMMARY = "generated tables in the hand-over file match the records"
 
 
 def check(ctx: Context) -> list[Finding]:

@@ -12,7 +12,6 @@ from gates.context import Context
 from gates.findings import Finding
 
 ID = "heartbeat"
-SUMMARY = "a commit of other work also updates the hand-over file (or grows the journal file)"
 
 
 def check(ctx: Context) -> list[Finding]:

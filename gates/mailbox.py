@@ -25,7 +25,6 @@ from gates.findings import Finding
 from gates.git import Repo
 
 ID = "mailbox"
-SUMMARY = "the work-package file is its sentinel line or a complete work package"
 MAX_BYTES = 1 << 20
 
 

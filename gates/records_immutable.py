@@ -16,7 +16,6 @@ from gates.context import Context
 from gates.findings import Finding
 
 ID = "records-immutable"
-SUMMARY = "closed records are never edited; records are valid; supersession is reciprocal"
 
 
 def check(ctx: Context) -> list[Finding]:

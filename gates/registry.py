@@ -1,34 +1,50 @@
-"""Every gate, under its id. The id is the hook id, the config key and the module name."""
+"""Every gate, under its id: the catalog is data, and a gate's module is imported only when it runs.
+
+The id is the hook id, the config key and the module name (`-` as `_`). A check that runs one
+gate (`gate check --only ID`, as each pre-commit hook does) imports that gate alone.
+"""
 
 from __future__ import annotations
 
+from collections import namedtuple
+from collections.abc import Iterator, Mapping
 from types import ModuleType
 
-from gates import (
-    append_only,
-    git_stale_locks,
-    handoff_claim,
-    handoff_fresh,
-    handoff_no_checked_items,
-    handoff_structure,
-    handoff_tables,
-    heartbeat,
-    mailbox,
-    records_immutable,
-)
+Gate = namedtuple("Gate", ["id", "summary", "flag_reason"])
 
-GATES: dict[str, ModuleType] = {
-    module.ID: module
-    for module in (
-        handoff_structure,
-        handoff_no_checked_items,
-        handoff_fresh,
-        handoff_claim,
-        git_stale_locks,
-        append_only,
-        records_immutable,
-        handoff_tables,
-        mailbox,
-        heartbeat,
-    )
-}
+CATALOG: dict[str, Gate] = {gate.id: gate for gate in (
+    Gate("handoff-structure", "the hand-over file has its sections, Meta block, target and size limits", None),
+    Gate("handoff-no-checked-items", "no checked-off task items in the hand-over file", None),
+    Gate("handoff-fresh", "the Meta ref is HEAD or a recent ancestor, and the hand-over is not stale", None),
+    Gate("handoff-claim", "no commit of the state file while another live worktree holds its claim", "claim-denied"),
+    Gate("git-stale-locks", "no stale git lock file wedges the repository", None),
+    Gate("append-only", "archive files only grow at their end", None),
+    Gate("records-immutable", "closed records are never edited; records are valid; supersession is reciprocal", None),
+    Gate("handoff-tables", "generated tables in the hand-over file match the records", None),
+    Gate("mailbox", "the work-package file is its sentinel line or a complete work package", None),
+    Gate("heartbeat", "a commit of other work also updates the hand-over file (or grows the journal file)", None),
+)}
+
+
+def flag_reason(gate_id: str) -> str:
+    """The reason a gate's violations are flagged under: its own id unless the catalog names another."""
+    return str(CATALOG[gate_id].flag_reason or gate_id)
+
+
+class _Modules(Mapping[str, ModuleType]):
+    """id -> the gate's module, imported on first use."""
+
+    def __getitem__(self, gate_id: str) -> ModuleType:
+        if gate_id not in CATALOG:
+            raise KeyError(gate_id)
+        module: ModuleType = __import__(f"gates.{gate_id.replace('-', '_')}", fromlist=["check"])
+        return module
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(CATALOG)
+
+    def __len__(self) -> int:
+        return len(CATALOG)
+
+
+GATES: Mapping[str, ModuleType] = _Modules()

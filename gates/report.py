@@ -85,7 +85,7 @@ ENVIRONMENT_HELP = ("A state dir that commands which write would refuse (a symli
 
 def _rule(gate_id: str) -> dict[str, object]:
     from gates.check import ENVIRONMENT
-    from gates.registry import GATES
+    from gates.registry import CATALOG, GATES
 
     if gate_id == ENVIRONMENT:
         return {"id": gate_id, "name": "GateEnvironment", "shortDescription": {"text": ENVIRONMENT_SUMMARY},
@@ -96,7 +96,7 @@ def _rule(gate_id: str) -> dict[str, object]:
     return {
         "id": gate_id,
         "name": "".join(part.capitalize() for part in gate_id.split("-")),
-        "shortDescription": {"text": module.SUMMARY},
+        "shortDescription": {"text": CATALOG[gate_id].summary},
         "fullDescription": {"text": doc},
         "help": {"text": f"{doc}\n\nRun `gate check --only {gate_id}` to see it locally."},
         "defaultConfiguration": {"level": "error"},
