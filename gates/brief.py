@@ -134,7 +134,7 @@ def _claim_and_locks(repo: Repo, config: Config, now: datetime) -> str:
         out = [f"Nobody holds the claim on {state_rel}: `gate claim` before you rewrite it."]
     else:
         live, why = claims.liveness(record, now)
-        mine = record.get("worktree") == str(repo.toplevel)
+        mine = claims.held_here(record, repo)  # by identity, so a moved worktree still knows its own claim
         who = "this worktree" if mine else "ANOTHER worktree"
         status = "live" if live else f"abandoned: {why}; `gate claim` takes it over"
         out = [f"{state_rel} is claimed by {who} ({status}): {claims.describe(record)}"]
