@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from gates.context import Context
 from gates.findings import Finding
+from gates.text import excerpt
 
 ID = "handoff-no-checked-items"
 
@@ -24,10 +25,6 @@ def check(ctx: Context) -> list[Finding]:
             if item.checked:
                 findings.append(Finding(
                     loaded.doc.path, item.line, ID,
-                    f"checked item '{_short(item.text)}' — completed items move to {archive}",
+                    f"checked item '{excerpt(item.text)}' — completed items move to {archive}",
                 ))
     return findings
-
-
-def _short(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -16,6 +16,7 @@ from gates import handoff
 from gates.context import Context, Loaded
 from gates.findings import WARNING, Finding
 from gates.handoff import Document
+from gates.text import excerpt
 
 ID = "handoff-structure"
 
@@ -72,7 +73,7 @@ def _title(doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:
         yield at(line, "a second level-1 title — use one '# ' heading; sections are '## '")
     text, line = doc.titles[0]
     if want is not None and text.casefold() != want.casefold():
-        yield at(line, f"title is '{text}', expected '{want}' (handoff.title)")
+        yield at(line, f"title is '{excerpt(text)}', expected '{want}' (handoff.title)")
 
 
 def _sections(doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:
@@ -115,7 +116,7 @@ def _meta(ctx: Context, doc: Document, cfg: dict[str, Any], at: At) -> Iterator[
     seen: dict[str, int] = {}
     for entry in entries:
         if entry.key in seen:
-            yield at(entry.line, f"Meta key '{entry.key}' appears again (first at line {seen[entry.key]})")
+            yield at(entry.line, f"Meta key '{excerpt(entry.key)}' appears again (first at line {seen[entry.key]})")
         seen.setdefault(entry.key, entry.line)
     by_key = {e.key: e for e in reversed(entries)}
     anchor = sections[0].line
@@ -133,7 +134,7 @@ def _meta(ctx: Context, doc: Document, cfg: dict[str, Any], at: At) -> Iterator[
 
 def _ref(ctx: Context, value: str, line: int, at: At) -> Iterator[Finding]:
     if not _HEX.match(value):
-        yield at(line, f"Meta ref '{value[:60]}' is not a commit id (7-40 hex digits)")
+        yield at(line, f"Meta ref '{excerpt(value)}' is not a commit id (7-40 hex digits)")
         return
     if ctx.repo.head is None:
         yield at(line, "this branch has no commit yet: Meta ref cannot be checked until the first commit", WARNING)
@@ -149,7 +150,7 @@ def _ref(ctx: Context, value: str, line: int, at: At) -> Iterator[Finding]:
 def _updated(ctx: Context, value: str, line: int, at: At) -> Iterator[Finding]:
     when = handoff.parse_utc(value)
     if when is None:
-        yield at(line, f"Meta updated '{value[:60]}' is not a UTC time like 2026-11-30T08:00:00Z")
+        yield at(line, f"Meta updated '{excerpt(value)}' is not a UTC time like 2026-11-30T08:00:00Z")
         return
     if when > ctx.now + CLOCK_SKEW:
         yield at(line, f"Meta updated {value} is in the future (now {ctx.now:%Y-%m-%dT%H:%M:%SZ})")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from gates import records, tables
 from gates.context import Context
 from gates.findings import Finding
+from gates.text import excerpt
 
 ID = "handoff-tables"
 
@@ -24,13 +25,14 @@ def check(ctx: Context) -> list[Finding]:
         for region in tables.regions(lines):
             line = region.start + 1
             if region.end is None:
-                findings.append(Finding(loaded.shown, line, ID, f"table '{region.name}' has no '<!-- /gate:table -->' end"))
+                findings.append(Finding(loaded.shown, line, ID,
+                                        f"table '{excerpt(region.name)}' has no '<!-- /gate:table -->' end"))
                 continue
             if found is None:
                 found = ctx.records()[0]
             want = tables.table(region.name, found)
             if want is None:
-                findings.append(Finding(loaded.shown, line, ID, f"unknown table '{region.name}' "
+                findings.append(Finding(loaded.shown, line, ID, f"unknown table '{excerpt(region.name)}' "
                                         f"(known: {', '.join(tables.SELECT)})"))
                 continue
             have = lines[region.start + 1:region.end]
@@ -44,4 +46,4 @@ def _difference(name: str, have: list[str], want: list[str], first_line: int) ->
     found = have[index] if index < len(have) else "(nothing)"
     expected = want[index] if index < len(want) else "(nothing)"
     return (f"table '{name}' is out of date ({len(have)} lines, {len(want)} expected): line {first_line + index} is "
-            f"{found[:80]!r}, expected {expected[:80]!r} — run `gate render` (`gate render --diff` shows all)")
+            f"'{excerpt(found, 80)}', expected '{excerpt(expected, 80)}' — run `gate render` (`gate render --diff` shows all)")
