@@ -28,8 +28,15 @@ def select(config: Config, only: list[str], skip: list[str]) -> list[str]:
     return [gate_id for gate_id in chosen if gate_id not in skip]
 
 
-def load_handoff(repo: Repo, config: Config, path: Path) -> Loaded:
+def load_handoff(repo: Repo, config: Config, path: Path, staged: list[changes.Change] | None = None) -> Loaded:
+    """The hand-over as the gates judge it: the work-tree file, or, when the commit being made stages it,
+    the staged content (what the commit will record, as CI will later see it)."""
     _, shown, data = handoff.read(repo, config, path)
+    relative = config.section("handoff")["path"]
+    if staged and not isinstance(data, int) and any(change.touches(relative) for change in staged):
+        blob = staged[0].after(relative)
+        if blob is not None:
+            data = blob if len(blob) <= config.section("handoff")["max_bytes"] else len(blob)
     if isinstance(data, int):
         return Loaded(shown, data, None)
     return Loaded(shown, len(data), handoff.parse(handoff.Source.decode(data, shown).lines, shown))
@@ -37,10 +44,11 @@ def load_handoff(repo: Repo, config: Config, path: Path) -> Loaded:
 
 def run(repo: Repo, config: Config, gate_ids: list[str], files: list[Path], now: datetime | None = None,
         range_spec: str | None = None) -> CheckResult:
-    paths = files or [repo.toplevel / config.section("handoff")["path"]]
-    loaded = [load_handoff(repo, config, path) for path in paths]
     history = repo.history()
     found = changes.in_range(repo, history, range_spec) if range_spec else changes.staged(repo, history)
+    paths = files or [repo.toplevel / config.section("handoff")["path"]]
+    staged = found if not files and range_spec is None else None
+    loaded = [load_handoff(repo, config, path, staged) for path in paths]
     ctx = Context(repo=repo, config=config, handoffs=loaded, now=now or datetime.now(timezone.utc), changes=found,
                   range_spec=range_spec)
     result = CheckResult(gates=list(gate_ids), files=[item.shown for item in loaded])

@@ -94,3 +94,29 @@ def test_a_week_of_sessions_reads_true_at_every_step(tmp_path: Path) -> None:
     assert _close_out(repo) == 0 and _ci(repo) == 0
     assert _verdict(repo) == "Verdict: current (HEAD is the close-out of the Meta ref)"
     assert _open(repo) == []
+
+
+def test_the_hook_judges_the_staged_hand_over_not_the_work_tree(tmp_path: Path) -> None:
+    """Stage a checked item, put the work-tree copy back: the commit would record the item, so it is refused."""
+    repo = init_repo(tmp_path / "project")
+    (repo / "code.py").write_text("print(0)\n")
+    git(repo, "add", "-A")
+    _commit(repo, "first", verify=False)
+    assert run_gate(repo, "init").returncode == 0
+    write_target(repo, "Ship the parser.")
+    assert run_gate(repo, "stamp").returncode == 0
+    git(repo, "add", "-A")
+    _commit(repo, "adopt", verify=False)
+    assert run_gate(repo, "install-hooks").returncode == 0
+    assert run_gate(repo, "stamp").returncode == 0
+    clean = (repo / "HANDOFF.md").read_text()
+    (repo / "HANDOFF.md").write_text(clean.replace("## Open Threads\n", "## Open Threads\n- [x] parser done\n"))
+    git(repo, "add", "HANDOFF.md")
+    (repo / "HANDOFF.md").write_text(clean)  # the work tree looks fine; the index holds the checked item
+    head = git(repo, "rev-parse", "HEAD")
+    assert _commit(repo, "close-out with a staged checked item") == 1
+    assert git(repo, "rev-parse", "HEAD") == head
+    git(repo, "add", "HANDOFF.md")  # what is staged now is the clean copy, though the work tree gets a bad one
+    (repo / "HANDOFF.md").write_text(clean.replace("## Open Threads\n", "## Open Threads\n- [x] not staged\n"))
+    assert _commit(repo, "close-out") == 0
+    assert "[x]" not in git(repo, "show", "HEAD:HANDOFF.md")
