@@ -140,8 +140,10 @@ def _canonical(repo: Repo, config: Config, where: tuple[object, ...], relative: 
     if why is None:
         return text
     label = ".".join(str(part) for part in where[:2]) + (f"[{where[2]}]" if len(where) > 2 else "")
-    line = _line_of(config, where)
-    raise _bad(f"{label} '{excerpt(relative)}' {why}: refused", config.source or CONFIG_NAME, line)
+    if config.source is None or _line_of(config, where) is None:  # the default value: the file itself is the problem
+        raise _bad(f"refusing it: it {why} (a symlink? the gate reads and writes only files inside the work tree; "
+                   f"{label} names it by default)", excerpt(relative), None)
+    raise _bad(f"{label} '{excerpt(relative)}' {why}: refused", config.source, _line_of(config, where))
 
 
 def _line_of(config: Config, where: tuple[object, ...]) -> int | None:

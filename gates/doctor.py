@@ -37,6 +37,10 @@ def run(repo: Repo) -> list[Check]:
         try:
             out.extend(check(repo))
         except GateError as exc:
+            if exc.reason == "config-invalid" and check is not _config:
+                out.append(Check(WARN, f"{check.__name__.strip('_').replace('_', ' ')}: not checked, the config is "
+                                       "refused (see above)"))
+                continue
             out.append(Check(FIX, f"{check.__name__.strip('_').replace('_', ' ')}: {exc.render()}"))
     return out
 

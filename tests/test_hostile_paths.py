@@ -171,3 +171,14 @@ def test_a_check_of_a_file_outside_the_tree_reads_nothing(repo: Path, tmp_path: 
     proc = run_gate(repo, "check", str(secret))
     assert proc.returncode == 3 and "s3cr3t" not in proc.stdout + proc.stderr
     assert "refusing it: it resolves outside the repository" in proc.stdout + proc.stderr
+
+
+def test_a_default_path_that_is_a_link_outside_names_the_file_not_the_config(repo: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "shadow"
+    secret.write_text(SECRET + "\n")
+    (repo / "HANDOFF.md").unlink()
+    os.symlink(secret, repo / "HANDOFF.md")
+    proc = run_gate(repo, "check")
+    assert (proc.returncode, proc.stdout) == (3, "")
+    assert proc.stderr == ("gate: HANDOFF.md: refusing it: it resolves outside the repository (a symlink? the gate "
+                           "reads and writes only files inside the work tree; handoff.path names it by default)\n")
