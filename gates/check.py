@@ -52,6 +52,7 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[Path], now:
     ctx = Context(repo=repo, config=config, handoffs=loaded, now=now or datetime.now(timezone.utc), changes=found,
                   range_spec=range_spec)
     result = CheckResult(gates=list(gate_ids), files=[item.shown for item in loaded])
+    result.range = (range_spec, len(found)) if range_spec else None
     try:
         for gate_id in gate_ids:
             result.findings.extend(GATES[gate_id].check(ctx))

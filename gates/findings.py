@@ -46,6 +46,7 @@ class CheckResult:
         self.findings = findings if findings is not None else []
         self.events = events if events is not None else []
         self.fixed: list[str] = []  # what `--fix` changed before the gates ran (the run then exits 1)
+        self.range: tuple[str, int] | None = None  # under --range: the range and how many commits it judged
 
     @property
     def errors(self) -> list[Finding]:

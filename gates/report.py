@@ -12,6 +12,9 @@ from gates.findings import ERROR, WARNING, CheckResult
 
 def summary(result: CheckResult) -> str:
     where = ", ".join(result.files)
+    if result.range is not None:
+        spec, count = result.range
+        where += f" and {count} commit{'s' if count != 1 else ''} of {spec}"
     gates = f"{len(result.gates)} gate{'s' if len(result.gates) != 1 else ''}"
     if result.fixed and not any(f.severity == ERROR for f in result.findings):
         count = len(result.fixed)

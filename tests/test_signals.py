@@ -103,3 +103,9 @@ def test_an_unknown_revision_in_range_is_a_usage_error(repo: Path) -> None:
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == ("gate: --range nosuch..HEAD: 'nosuch' names no commit of this repository "
                            "(BASE..HEAD takes two commits, e.g. origin/main..HEAD)\n")
+
+
+def test_a_range_check_says_how_many_commits_it_judged(repo: Path) -> None:
+    proc = run_gate(repo, "check", "--range", "HEAD~1..HEAD")
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines()[-1] == "gate check: passed (9 gates on HANDOFF.md and 1 commit of HEAD~1..HEAD)"
