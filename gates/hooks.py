@@ -17,6 +17,7 @@ from pathlib import Path
 from gates import fsio
 from gates.errors import VIOLATION, GateError
 from gates.git import Repo
+from gates.text import excerpt
 
 MARK = "# installed by handoff-gate: `gate install-hooks` (remove with `gate install-hooks --uninstall`)"
 CHAINED = ".pre-gate"
@@ -25,11 +26,21 @@ ENTRY = "import sys; from gates.cli import main; sys.exit(main())"
 
 
 def hooks_dir(repo: Repo) -> Path:
+    """Where git runs hooks from. A `core.hooksPath` set by the repository's own config (which anyone who
+    shaped the repository may have written) must lead into the repository; the user's global one is theirs."""
     proc = repo.git("rev-parse", "--git-path", "hooks")
     if proc.returncode != 0:
         raise GateError(f"cannot find the hooks folder: {proc.stderr.strip()[:200]}", reason="io-error")
     path = Path(proc.stdout.strip())
-    return path if path.is_absolute() else repo.toplevel / path
+    path = path if path.is_absolute() else repo.toplevel / path
+    scope = repo.git("config", "--show-scope", "--get", "core.hooksPath").stdout.split("\t", 1)[0]
+    if scope in ("local", "worktree", "command"):
+        real = os.path.realpath(path)
+        inside = [str(repo.toplevel), str(repo.common_dir), str(repo.git_dir)]
+        if not any(real == root or real.startswith(root + os.sep) for root in inside):
+            raise GateError(f"core.hooksPath from the repository's own config leads outside it ({excerpt(real, 300)}): "
+                            "refused — set it in your global config if you mean it", reason="config-invalid")
+    return path
 
 
 def script(kind: str) -> str:

@@ -182,3 +182,17 @@ def test_a_default_path_that_is_a_link_outside_names_the_file_not_the_config(rep
     assert (proc.returncode, proc.stdout) == (3, "")
     assert proc.stderr == ("gate: HANDOFF.md: refusing it: it resolves outside the repository (a symlink? the gate "
                            "reads and writes only files inside the work tree; handoff.path names it by default)\n")
+
+
+def test_a_hooks_path_from_the_repository_config_that_leads_outside_is_refused(repo: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    git(repo, "config", "core.hooksPath", str(elsewhere))
+    before = snapshot(tmp_path, [repo / ".git" / "gate"])
+    proc = run_gate(repo, "install-hooks")
+    assert proc.returncode == 3 and "Traceback" not in proc.stderr
+    assert proc.stderr == (f"gate: core.hooksPath from the repository's own config leads outside it ({elsewhere}): "
+                           "refused — set it in your global config if you mean it\n")
+    assert snapshot(tmp_path, [repo / ".git" / "gate"]) == before and list(elsewhere.iterdir()) == []
+    git(repo, "config", "core.hooksPath", ".githooks")  # inside the work tree: fine
+    assert run_gate(repo, "install-hooks").returncode == 0 and (repo / ".githooks" / "pre-commit").is_file()
