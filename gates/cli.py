@@ -471,37 +471,15 @@ def _report_moves(moves: list[Moved], run: Run, quiet: bool) -> int:
 
 
 def cmd_brief(args: argparse.Namespace, run: Run) -> int:
-    """Exit 0 whatever it finds; non-zero only when it cannot run at all, after printing what it could."""
-    from gates import brief
+    from gates import start
 
-    try:
-        repo = run.repo()
-        config = run.config()
-    except GateError as exc:
-        text = f"# Session brief\n\nThe gate cannot run here: {exc.render()}\n"
-        sys.stdout.write(brief.claude_envelope(text) + "\n" if args.format == "claude" else text)
-        raise
-    parts = brief.sections(repo, config, _now())
-    header = f"# Session brief: {repo.toplevel} (branch {repo.branch() or 'detached'}, HEAD {(repo.head or 'none')[:12]})"
-    full = brief.render(parts, header)
-    if args.format == "json":
-
-        document = {"version": 1, "sections": [{"title": p.title, "text": p.body} for p in parts], "text": full}
-        _emit_json(document)
-    elif args.format == "claude":
-        where = _save_brief(brief, repo, full)
-        pointer = f"the full brief is in {where} (or run `gate brief`)"
-        sys.stdout.write(brief.claude_envelope(brief.fit(parts, header, brief.CLAUDE_LIMIT, pointer)) + "\n")
-    else:
-        sys.stdout.write(full)
-    return OK
+    return start.command(args, run)
 
 
-def _save_brief(brief_module: Any, repo: Repo, text: str) -> str:
-    try:
-        return str(brief_module.save_full(repo, text))
-    except GateError as exc:
-        return f"`gate brief` (it could not be saved: {exc.message})"
+def cmd_closeout(args: argparse.Namespace, run: Run) -> int:
+    from gates import closeout
+
+    return closeout.command(args, run)
 
 
 def cmd_stamp(args: argparse.Namespace, run: Run) -> int:
@@ -640,7 +618,7 @@ def cmd_doctor(args: argparse.Namespace, run: Run) -> int:
 
 COMMANDS = frozenset({
     "check", "config", "schema", "flags", "init", "claim", "release", "claims", "brief", "stamp", "journal", "archive",
-    "render", "record", "mailbox", "install-hooks", "doctor", "locks",
+    "render", "record", "mailbox", "install-hooks", "doctor", "locks", "closeout",
 })
 
 
@@ -714,8 +692,12 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     listing.add_argument("--format", choices=("text", "json"), default="text")
 
     brief = add("brief", cmd_brief, "the session-start briefing: flags, the tripwire, the claim, the hand-over")
-    brief.add_argument("--format", choices=("text", "json", "claude"), default="text",
-                       help="claude: the JSON a Claude Code SessionStart hook expects")
+    brief.add_argument("--format", choices=("text", "json", "claude", "codex", "gemini"), default="text",
+                       help="claude, codex, gemini: exactly the JSON that harness's session-start hook expects")
+
+    closeout_cmd = add("closeout", cmd_closeout, "the stop hook: block the stop until the session's close-out is done")
+    closeout_cmd.add_argument("--format", choices=("text", "claude", "codex", "gemini", "copilot", "cursor"),
+                              default="text", help="a harness's stop-hook envelope; text: the steps, exit 1 until done")
 
     stamp = add("stamp", cmd_stamp, "close-out: set Meta ref to HEAD and updated to now, atomically")
     stamp.add_argument("--expect", metavar="SHA256", help="refuse unless the file still has this content hash")
