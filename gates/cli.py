@@ -203,6 +203,15 @@ def _ids(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def _agent_names(text: str) -> str:
+    from gates.agents import AGENTS
+
+    unknown = [name for name in _ids(text) if name not in AGENTS]
+    if unknown or not _ids(text):
+        raise argparse.ArgumentTypeError(f"unknown agent {(unknown or [text])[0]!r} (known: {', '.join(AGENTS)})")
+    return text
+
+
 def cmd_check(args: argparse.Namespace, run: Run) -> int:
     from gates import report
 
@@ -591,6 +600,12 @@ def cmd_mailbox(args: argparse.Namespace, run: Run) -> int:
 def cmd_install_hooks(args: argparse.Namespace, run: Run) -> int:
     from gates import hooks
 
+    if args.agent:  # an agent harness's project configuration, not git's hooks
+        from gates import agents
+
+        for line in agents.run(run.repo(), [a for names in args.agent for a in _ids(names)], args.uninstall):
+            print(line)
+        return OK
     if args.uninstall:  # every hook the gate installed, whatever else was asked
         said = hooks.uninstall(run.repo(), list(hooks.KINDS))
     else:
@@ -722,6 +737,9 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     install.add_argument("--uninstall", action="store_true",
                          help="remove every hook the gate installed (pre-push too), putting chained hooks back")
     install.add_argument("--pre-push", action="store_true", help="also a pre-push hook")
+    install.add_argument("--agent", action="append", metavar="NAME[,NAME]", type=_agent_names,
+                         help="instead, wire the session loop into an agent harness: claude, codex, gemini, copilot, "
+                         "cursor or agents-md (repeatable; with --uninstall, remove exactly that)")
     doctor = add("doctor", cmd_doctor, "check the wiring and the environment, and say what to fix")
     doctor.add_argument("--fix", action="store_true", help="first move temp files of killed writers into lost+found "
                         "(with a manifest; nothing is deleted)")
