@@ -96,10 +96,10 @@ def read_stdin(stream: Any = None, limit: int = MAX_INPUT, seconds: float = INPU
     raw, timed_out, error = _read_bounded(fd, limit, seconds)
     if error is not None:
         return HookInput({}, f"stdin could not be read: {error}")
-    if not raw.strip():
-        return HookInput({}, "no input arrived within the time limit" if timed_out else None)
     if len(raw) > limit:
         return HookInput({}, f"the input is over the {limit:,}-byte cap and was not read", True)
+    if not raw.strip():
+        return HookInput({}, "no input arrived within the time limit" if timed_out else None)
     return parse(raw, timed_out)
 
 
@@ -192,3 +192,16 @@ def allow_envelope(fmt: str) -> str:
     if fmt in ("codex", "gemini", "copilot", "cursor"):
         return "{}"
     raise ValueError(fmt)
+
+
+def schema(name: str) -> dict[str, Any]:
+    """A shipped schema of a harness document (schemas/harness/NAME.schema.json), written from its documentation."""
+    from gates.schemas import _schema_dir
+
+    loaded: dict[str, Any] = json.loads((_schema_dir() / "harness" / f"{name}.schema.json").read_text(encoding="utf-8"))
+    return loaded
+
+
+START_SCHEMA = {"claude": "claude-session-start", "codex": "codex-session-start", "gemini": "gemini-session-start"}
+STOP_SCHEMA = {"claude": "claude-stop", "codex": "codex-stop", "gemini": "gemini-after-agent",
+               "copilot": "copilot-agent-stop", "cursor": "cursor-stop"}
