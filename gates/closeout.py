@@ -12,7 +12,7 @@ harness where it gives one (Cursor's `loop_count`; `stop_hook_active: false` mea
 count starts again) and otherwise from a per-session counter in the state dir; each verdict is journalled.
 It never wedges a session: a bug, an unreadable repository or a check slower than TIMEOUT lets the stop
 through and is flagged. Copilot CLI also runs the hooks of `.claude/settings.json`: a verdict given for the
-same session by another format a moment earlier is not given twice.
+same session by another format a moment earlier (a block, at the same HEAD) is not given twice.
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ def decide(repo: Repo, fmt: str, hook: harness.HookInput, session: str | None, d
         now_ns = time.time_ns()
         last_ns = int(record.get("time_ns") or 0)
         if (record.get("format") not in (None, fmt) and now_ns - last_ns < TWIN_SECONDS * 1e9
-                and record.get("head") == repo.head):
+                and record.get("head") == repo.head and record.get("verdict") == "block"):
             return Decision("twin", int(record.get("blocks") or 0))
         if fmt == "cursor" and hook.loop_count is not None:
             before = hook.loop_count
@@ -171,7 +171,8 @@ def decide(repo: Repo, fmt: str, hook: harness.HookInput, session: str | None, d
             verdict, after = "let-through", 0
         else:
             verdict, after = "block", before + 1
-        new = {"session": session, "format": fmt, "blocks": after, "time_ns": now_ns, "head": repo.head}
+        new = {"session": session, "format": fmt, "blocks": after, "time_ns": now_ns, "head": repo.head,
+               "verdict": verdict}
         state.write(repo, path, (json.dumps(new) + "\n").encode())
     return Decision(verdict, before)
 

@@ -95,6 +95,8 @@ def first_line(last: LastSession | None, closed: bool) -> str:
     who = f"{last.harness} session {last.session or '(no id)'}, last seen {last.when}"
     if closed and last.verdict in ("done", None):
         return f"Last session: {who}: closed out."
+    if closed:
+        return f"Last session: {who}: its work is closed out in git (its last close-out verdict was {last.verdict})."
     said = {"block": "its stop was blocked and it never closed out",
             "let-through": "it stopped without closing out (let through after the loop bound)",
             "error": "its close-out check failed and it was let through",
