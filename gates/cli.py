@@ -204,6 +204,15 @@ def _ids(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def _agent_names(text: str) -> str:
+    from gates.agents import AGENTS
+
+    unknown = [name for name in _ids(text) if name not in AGENTS]
+    if unknown or not _ids(text):
+        raise argparse.ArgumentTypeError(f"unknown agent {(unknown or [text])[0]!r} (known: {', '.join(AGENTS)})")
+    return text
+
+
 def cmd_check(args: argparse.Namespace, run: Run) -> int:
     from gates import report
 
@@ -486,37 +495,15 @@ def _report_moves(moves: list[Moved], run: Run, quiet: bool) -> int:
 
 
 def cmd_brief(args: argparse.Namespace, run: Run) -> int:
-    """Exit 0 whatever it finds; non-zero only when it cannot run at all, after printing what it could."""
-    from gates import brief
+    from gates import start
 
-    try:
-        repo = run.repo()
-        config = run.config()
-    except GateError as exc:
-        text = f"# Session brief\n\nThe gate cannot run here: {exc.render()}\n"
-        sys.stdout.write(brief.claude_envelope(text) + "\n" if args.format == "claude" else text)
-        raise
-    parts = brief.sections(repo, config, _now())
-    header = f"# Session brief: {repo.toplevel} (branch {repo.branch() or 'detached'}, HEAD {(repo.head or 'none')[:12]})"
-    full = brief.render(parts, header)
-    if args.format == "json":
-
-        document = {"version": 1, "sections": [{"title": p.title, "text": p.body} for p in parts], "text": full}
-        _emit_json(document)
-    elif args.format == "claude":
-        where = _save_brief(brief, repo, full)
-        pointer = f"the full brief is in {where} (or run `gate brief`)"
-        sys.stdout.write(brief.claude_envelope(brief.fit(parts, header, brief.CLAUDE_LIMIT, pointer)) + "\n")
-    else:
-        sys.stdout.write(full)
-    return OK
+    return start.command(args, run)
 
 
-def _save_brief(brief_module: Any, repo: Repo, text: str) -> str:
-    try:
-        return str(brief_module.save_full(repo, text))
-    except GateError as exc:
-        return f"`gate brief` (it could not be saved: {exc.message})"
+def cmd_closeout(args: argparse.Namespace, run: Run) -> int:
+    from gates import closeout
+
+    return closeout.command(args, run)
 
 
 def cmd_stamp(args: argparse.Namespace, run: Run) -> int:
@@ -628,6 +615,12 @@ def cmd_mailbox(args: argparse.Namespace, run: Run) -> int:
 def cmd_install_hooks(args: argparse.Namespace, run: Run) -> int:
     from gates import hooks
 
+    if args.agent:  # an agent harness's project configuration, not git's hooks
+        from gates import agents
+
+        for line in agents.run(run.repo(), [a for names in args.agent for a in _ids(names)], args.uninstall):
+            print(line)
+        return OK
     if args.uninstall:  # every hook the gate installed, whatever else was asked
         said = hooks.uninstall(run.repo(), list(hooks.KINDS))
     else:
@@ -655,7 +648,7 @@ def cmd_doctor(args: argparse.Namespace, run: Run) -> int:
 
 COMMANDS = frozenset({
     "check", "config", "schema", "flags", "init", "claim", "release", "claims", "brief", "stamp", "journal", "archive",
-    "render", "record", "mailbox", "install-hooks", "doctor", "locks",
+    "render", "record", "mailbox", "install-hooks", "doctor", "locks", "closeout",
 })
 
 
@@ -733,8 +726,12 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     listing.add_argument("--format", choices=("text", "json"), default="text")
 
     brief = add("brief", cmd_brief, "the session-start briefing: flags, the tripwire, the claim, the hand-over")
-    brief.add_argument("--format", choices=("text", "json", "claude"), default="text",
-                       help="claude: the JSON a Claude Code SessionStart hook expects")
+    brief.add_argument("--format", choices=("text", "json", "claude", "codex", "gemini"), default="text",
+                       help="claude, codex, gemini: exactly the JSON that harness's session-start hook expects")
+
+    closeout_cmd = add("closeout", cmd_closeout, "the stop hook: block the stop until the session's close-out is done")
+    closeout_cmd.add_argument("--format", choices=("text", "claude", "codex", "gemini", "copilot", "cursor"),
+                              default="text", help="a harness's stop-hook envelope; text: the steps, exit 1 until done")
 
     stamp = add("stamp", cmd_stamp, "close-out: set Meta ref to HEAD and updated to now, atomically")
     stamp.add_argument("--expect", metavar="SHA256", help="refuse unless the file still has this content hash")
@@ -759,6 +756,9 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     install.add_argument("--uninstall", action="store_true",
                          help="remove every hook the gate installed (pre-push too), putting chained hooks back")
     install.add_argument("--pre-push", action="store_true", help="also a pre-push hook")
+    install.add_argument("--agent", action="append", metavar="NAME[,NAME]", type=_agent_names,
+                         help="instead, wire the session loop into an agent harness: claude, codex, gemini, copilot, "
+                         "cursor or agents-md (repeatable; with --uninstall, remove exactly that)")
     doctor = add("doctor", cmd_doctor, "check the wiring and the environment, and say what to fix")
     doctor.add_argument("--fix", action="store_true", help="first move temp files of killed writers into lost+found "
                         "(with a manifest; nothing is deleted)")

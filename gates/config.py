@@ -51,6 +51,7 @@ DEFAULTS: dict[str, Any] = {
     "claims": {"require": False, "ttl": None},
     "locks": {"quarantine": True, "threshold": "15m", "deep": False},
     "fresh": {"max_behind": 3, "fresh_days": 7, "strict": False},
+    "closeout": {"max_blocks": 3},
     "gates": {
         "handoff-structure": True,
         "handoff-no-checked-items": True,

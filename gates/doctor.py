@@ -26,7 +26,7 @@ class Check(NamedTuple):
 
 def run(repo: Repo) -> list[Check]:
     checks: list[Callable[[Repo], list[Check]]] = [
-        _git_version, _state_dir, _config, _commit_hooks, _claude, _locks, _journal, _flags, _leftovers,
+        _git_version, _state_dir, _config, _commit_hooks, _claude, _agents, _locks, _journal, _flags, _leftovers,
     ]
     out: list[Check] = []
     refused = bool(state.unsafe(state.layout(repo)))
@@ -145,10 +145,19 @@ def _claude(repo: Repo) -> list[Check]:
             broken.append(Check(FIX, f".claude/{name} is not a JSON object"))
             continue
         commands += _session_start_commands(settings)
-    if any("gate brief" in command for command in commands):
+    from gates.agents import is_ours
+
+    if any("gate brief" in command or is_ours(command, "brief") for command in commands):
         return [*broken, Check(OK, "Claude Code runs `gate brief` at session start")]
     return [*broken, Check(FIX, "Claude Code is set up here (.claude/) but no SessionStart hook runs "
                                 "`gate brief --format claude` (see the README, Wiring it into an agent)")]
+
+
+def _agents(repo: Repo) -> list[Check]:
+    """Each agent harness wired here (`gate install-hooks --agent`): its file parses, its hooks run a working interpreter."""
+    from gates import agents
+
+    return [Check(status, message) for status, message in agents.doctor(repo)]
 
 
 def _session_start_commands(settings: dict[str, object]) -> list[str]:

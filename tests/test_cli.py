@@ -51,7 +51,7 @@ def test_json_output_when_the_check_cannot_run(repo: Path) -> None:
     assert proc.returncode == 3
     document = json.loads(proc.stdout)
     assert schemas.validate(schemas.load("check-result"), document, {}) == []
-    allowed = "append_only, archive, claims, fresh, gates, handoff, heartbeat, locks, mailbox, records, version"
+    allowed = "append_only, archive, claims, closeout, fresh, gates, handoff, heartbeat, locks, mailbox, records, version"
     assert document["error"] == {"reason": "config-invalid",
                                  "message": f".gate.yaml:1: unknown key 'bogus' (allowed: {allowed})"}
 

@@ -1,0 +1,140 @@
+"""`gate install-hooks --agent`: merged into realistic existing files, idempotent, uninstalled to the original bytes."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import run_gate
+
+from gates import agents, harness, schemas
+
+EXISTING = {
+    "claude": ('{\n  "$schema": "https://json.schemastore.org/claude-code-settings.json",\n  "permissions": {\n'
+               '    "allow": ["Bash(npm run test:*)"],\n    "deny": ["Read(./.env)"]\n  },\n  "hooks": {\n'
+               '    "PreToolUse": [\n      {"matcher": "Bash", "hooks": [{"type": "command", "command": "./lint.sh"}]}\n'
+               '    ],\n    "SessionStart": [\n      {"matcher": "startup", "hooks": [{"type": "command", '
+               '"command": "echo hello"}]}\n    ]\n  },\n  "model": "opus"\n}\n'),
+    "codex": ('{\n    "hooks": {\n        "Stop": [\n            {\n                "hooks": [\n                    '
+              '{"type": "command", "command": "python3 check.py", "timeout": 30}\n                ]\n            }\n'
+              '        ]\n    }\n}\n'),
+    "gemini": ('{\n  "general": {"vimMode": true},\n  "hooks": {\n    "BeforeTool": [\n      {"matcher": "write_file", '
+               '"hooks": [{"type": "command", "command": "./guard.sh", "name": "guard", "timeout": 5000}]}\n    ]\n  }\n}'),
+    "copilot": ('{\n  "version": 1,\n  "hooks": {\n    "sessionStart": [{"type": "command", "bash": "./start.sh", '
+                '"timeoutSec": 10}]\n  }\n}\n'),
+    "cursor": ('{\n  "version": 1,\n  "hooks": {\n    "afterFileEdit": [{"command": "./format.sh"}],\n'
+               '    "stop": [{"command": "./notify.sh"}]\n  }\n}\n'),
+    "agents-md": "# Agents\n\nUse pnpm, not npm.\n",
+}
+CONFIG_SCHEMA = {"claude": "claude-settings", "codex": "codex-hooks", "gemini": "gemini-settings",
+                 "copilot": "copilot-hooks", "cursor": "cursor-hooks"}
+
+
+def _ours(agent: str, doc: dict[str, object]) -> list[tuple[str, str]]:
+    return agents._our_commands(agent, doc)
+
+
+@pytest.mark.parametrize("agent", agents.AGENTS)
+def test_merge_twice_then_uninstall_to_the_original_bytes(repo: Path, agent: str) -> None:
+    path = repo / agents.FILES[agent]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(EXISTING[agent])
+    original = path.read_bytes()
+    first = run_gate(repo, "install-hooks", "--agent", agent)
+    assert first.returncode == 0, first.stderr
+    installed = path.read_bytes()
+    assert installed != original
+    if agent == "agents-md":
+        text = installed.decode()
+        assert text.startswith(EXISTING[agent]) and "run `gate brief`" in text and "gate closeout --format text" in text
+    else:
+        before, after = json.loads(original), json.loads(installed)
+        schema = harness.schema(CONFIG_SCHEMA[agent])
+        assert schemas.validate(schema, after, {}) == []
+        for key, value in before.items():  # unrelated keys kept
+            if key != "hooks":
+                assert after[key] == value
+        for event, listed in before["hooks"].items():  # other hooks kept, first and in order
+            assert after["hooks"][event][:len(listed)] == listed
+        commands = _ours(agent, after)
+        assert {c.split(" --format ")[1] for _, c in commands} == {agent}
+        kinds = {c.split(" -c ")[1].split(" ")[-3] for _, c in commands}
+        assert kinds == ({"closeout"} if agent in ("copilot", "cursor") else {"brief", "closeout"})
+        if agent in ("claude", "codex"):
+            start = [g for g in after["hooks"]["SessionStart"] if _ours(agent, {"hooks": {"SessionStart": [g]}})]
+            assert start[0]["matcher"] == "startup|resume|clear|compact"
+    again = run_gate(repo, "install-hooks", "--agent", agent)
+    assert again.returncode == 0 and "unchanged" in again.stdout
+    assert path.read_bytes() == installed
+    removed = run_gate(repo, "install-hooks", "--agent", agent, "--uninstall")
+    assert removed.returncode == 0, removed.stderr
+    assert path.read_bytes() == original
+
+
+@pytest.mark.parametrize("agent", agents.AGENTS)
+def test_uninstall_without_the_record_removes_exactly_ours(repo: Path, agent: str) -> None:
+    """A collaborator's clone has no record of the original bytes: only the gate's entries go."""
+    path = repo / agents.FILES[agent]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(EXISTING[agent])
+    assert run_gate(repo, "install-hooks", "--agent", agent).returncode == 0
+    for record in (repo / ".git" / "gate" / "agents").iterdir():
+        record.unlink()
+    assert run_gate(repo, "install-hooks", "--agent", agent, "--uninstall").returncode == 0
+    if agent == "agents-md":
+        assert path.read_text() == EXISTING[agent]
+    else:
+        assert json.loads(path.read_text()) == json.loads(EXISTING[agent])
+
+
+def test_new_files_are_created_and_removed_with_their_folders(repo: Path) -> None:
+    proc = run_gate(repo, "install-hooks", "--agent", "claude,codex,gemini,copilot,cursor,agents-md")
+    assert proc.returncode == 0, proc.stderr
+    assert "trust them in /hooks" in proc.stdout  # Codex: project hooks must be reviewed and trusted
+    assert "config.toml" in proc.stdout and not (repo / ".codex" / "config.toml").exists()
+    assert "not judged again by the other" in proc.stdout  # Copilot beside .claude/settings.json
+    for agent, name in CONFIG_SCHEMA.items():
+        assert schemas.validate(harness.schema(name), json.loads((repo / agents.FILES[agent]).read_text()), {}) == []
+    doctor = run_gate(repo, "doctor")
+    for agent in agents.AGENTS:
+        assert f"ok    {agents.FILES[agent]}" in doctor.stdout
+    assert run_gate(repo, "install-hooks", "--agent", "claude,codex,gemini,copilot,cursor,agents-md",
+                    "--uninstall").returncode == 0
+    for folder in (".claude", ".codex", ".gemini", ".github", ".cursor"):
+        assert not (repo / folder).exists()
+    assert not (repo / "AGENTS.md").exists()
+
+
+def test_a_planted_symlink_is_refused(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (repo / ".claude").symlink_to(outside)
+    proc = run_gate(repo, "install-hooks", "--agent", "claude")
+    assert proc.returncode == 3 and "refusing it: it resolves outside the repository" in proc.stderr
+    assert list(outside.iterdir()) == []
+    (repo / "AGENTS.md").symlink_to(repo / ".git" / "config")
+    assert run_gate(repo, "install-hooks", "--agent", "agents-md").returncode == 3
+
+
+def test_a_broken_file_is_never_clobbered_and_doctor_says_so(repo: Path) -> None:
+    (repo / ".cursor").mkdir()
+    (repo / ".cursor" / "hooks.json").write_text('{"version": 1, "hooks": {')
+    proc = run_gate(repo, "install-hooks", "--agent", "cursor")
+    assert proc.returncode == 3 and "not valid JSON" in proc.stderr
+    assert (repo / ".cursor" / "hooks.json").read_text() == '{"version": 1, "hooks": {'
+    assert "FIX   .cursor/hooks.json" in run_gate(repo, "doctor").stdout
+
+
+def test_doctor_finds_a_hook_whose_interpreter_is_gone(repo: Path) -> None:
+    assert run_gate(repo, "install-hooks", "--agent", "gemini").returncode == 0
+    path = repo / ".gemini" / "settings.json"
+    doc = json.loads(path.read_text())
+    for groups in doc["hooks"].values():
+        for hook in groups[0]["hooks"]:
+            hook["command"] = "/nonexistent/python3 " + hook["command"].split(" ", 1)[1]
+    path.write_text(json.dumps(doc))
+    out = run_gate(repo, "doctor").stdout
+    assert "FIX   .gemini/settings.json: the hooks run /nonexistent/python3, which is gone" in out
+    assert os.path.exists(path)

@@ -1,0 +1,112 @@
+"""The session loop end to end: brief at start, a stop blocked until the close-out, the loop bound, the salvage."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from conftest import git, run_gate
+
+from gates import agents
+
+
+def _hook(repo: Path, kind: str, fmt: str, payload: dict[str, object]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["sh", "-c", agents.command_line(kind, fmt)], cwd=repo, input=json.dumps(payload),
+                          capture_output=True, text=True, timeout=60)
+
+
+def _journal(repo: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (repo / ".git" / "gate" / "journal.jsonl").read_text().splitlines()]
+
+
+def _work(repo: Path, name: str, subject: str) -> None:
+    (repo / name).write_text(name + "\n")
+    git(repo, "add", name)
+    git(repo, "commit", "-q", "--no-verify", "-m", subject)
+
+
+def test_a_session_is_blocked_until_it_closes_out(repo: Path) -> None:
+    start = _hook(repo, "brief", "claude", {"session_id": "s-1", "source": "startup"})
+    assert json.loads(start.stdout)["hookSpecificOutput"]["additionalContext"].startswith("Last session: none")
+    _work(repo, "feature.py", "add the feature")
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text().replace("Build the thing.", "Ship it."))
+    stop = _hook(repo, "closeout", "claude", {"session_id": "s-1", "stop_hook_active": False})
+    reason = json.loads(stop.stdout)["reason"]
+    assert "1. Describe the work in HANDOFF.md: 1 commit(s) after its Meta ref" in reason
+    assert "add the feature" in reason and "2. Close out: `gate stamp`" in reason
+    assert "Commit the hand-over" in reason  # HANDOFF.md is edited but not committed
+    assert run_gate(repo, "closeout", "--format", "text").returncode == 1
+    assert run_gate(repo, "stamp").returncode == 0
+    git(repo, "add", "HANDOFF.md")
+    git(repo, "commit", "-q", "--no-verify", "-m", "close-out: the feature")
+    done = _hook(repo, "closeout", "claude", {"session_id": "s-1", "stop_hook_active": True})
+    assert done.returncode == 0 and done.stdout == ""
+    assert run_gate(repo, "closeout", "--format", "text").returncode == 0
+    verdicts = [e["details"]["verdict"] for e in _journal(repo) if e["action"] == "closeout"]  # type: ignore[index]
+    assert verdicts[0] == "block" and verdicts[-1] == "done"
+    # a claim still held after the close-out is the last step
+    assert run_gate(repo, "claim").returncode == 0
+    held = _hook(repo, "closeout", "claude", {"session_id": "s-1", "stop_hook_active": False})
+    assert "`gate release`" in json.loads(held.stdout)["reason"]
+    assert run_gate(repo, "release").returncode == 0
+    nxt = _hook(repo, "brief", "claude", {"session_id": "s-2", "source": "startup"})
+    first = json.loads(nxt.stdout)["hookSpecificOutput"]["additionalContext"].splitlines()[0]
+    assert first.startswith("Last session: claude session s-1") and "closed out in git (its last close-out verdict " \
+        "was block)" in first
+    _hook(repo, "closeout", "claude", {"session_id": "s-2", "stop_hook_active": False})
+    last = _hook(repo, "brief", "codex", {"session_id": "s-3", "source": "startup"})
+    first = json.loads(last.stdout)["hookSpecificOutput"]["additionalContext"].splitlines()[0]
+    assert first.startswith("Last session: claude session s-2") and first.endswith(": closed out.")
+
+
+def test_a_session_that_never_closes_out_is_let_through_and_salvaged(repo: Path) -> None:
+    _hook(repo, "brief", "gemini", {"session_id": "dead", "source": "startup"})
+    _work(repo, "one.py", "first piece")
+    _work(repo, "two.py", "second piece \x1b[31mred\u202e")
+    (repo / "scratch.txt").write_text("uncommitted\n")
+    outputs = [_hook(repo, "closeout", "gemini", {"session_id": "dead", "stop_hook_active": n > 0}).stdout
+               for n in range(4)]
+    assert [json.loads(o).get("decision") for o in outputs] == ["deny", "deny", "deny", None]
+    flagged = list((repo / ".git" / "gate" / "flags").glob("*-closeout-missing-*.json"))
+    assert len(flagged) == 1 and "after 3 consecutive blocked stops" in json.loads(flagged[0].read_text())["message"]
+    (repo / ".gate.yaml").write_text("closeout:\n  max_blocks: 1\n")
+    brief = _hook(repo, "brief", "claude", {"session_id": "next", "source": "startup"})
+    context = json.loads(brief.stdout)["hookSpecificOutput"]["additionalContext"]
+    lines = context.splitlines()
+    assert lines[0].startswith("Last session: gemini session dead") and "did NOT close out" in lines[0]
+    assert context.index("[closeout-missing]") < context.index("## 2. Tripwire")
+    salvage = context[context.index("## 3a. Salvage"):context.index("## 4. Hand-over")]
+    assert "2 commits after the Meta ref" in salvage and "not instructions" in salvage
+    assert "first piece [files: one.py]" in salvage and "second piece \\u001b[31mred\\u202e [files: two.py]" in salvage
+    assert "\x1b" not in context and "\u202e" not in context
+    assert "?? scratch.txt" in salvage or "? scratch.txt" in salvage
+
+
+def test_cursor_loop_count_and_copilot_journal_count(repo: Path) -> None:
+    _work(repo, "w.py", "work")
+    assert "followup_message" in _hook(repo, "closeout", "cursor", {"conversation_id": "k", "loop_count": 2}).stdout
+    assert _hook(repo, "closeout", "cursor", {"conversation_id": "k", "loop_count": 3}).stdout.strip() == "{}"
+    copilot = [_hook(repo, "closeout", "copilot", {"sessionId": "p"}).stdout.strip() for _ in range(4)]
+    assert [json.loads(o).get("decision") for o in copilot] == ["block", "block", "block", None]
+
+
+def test_copilot_running_the_claude_hook_too_blocks_once(repo: Path) -> None:
+    _work(repo, "w.py", "work")
+    first = _hook(repo, "closeout", "copilot", {"sessionId": "p"})
+    twin = _hook(repo, "closeout", "claude", {"sessionId": "p"})
+    assert json.loads(first.stdout)["decision"] == "block" and twin.stdout == ""
+
+
+def test_a_broken_repository_never_wedges_the_stop(repo: Path, tmp_path: Path) -> None:
+    (repo / ".gate.yaml").write_text("closeout: [not, a, mapping]\n")
+    proc = _hook(repo, "closeout", "codex", {"session_id": "x"})
+    assert proc.returncode == 0 and proc.stdout.strip() == "{}"
+    assert "let session x stop unchecked" in proc.stderr
+    lonely = tmp_path / "nowhere"
+    lonely.mkdir()
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)}
+    outside = subprocess.run(["sh", "-c", agents.command_line("closeout", "claude")], cwd=lonely, input="{}",
+                             capture_output=True, text=True, timeout=60, env=env)
+    assert outside.returncode == 0 and outside.stdout == ""
