@@ -1,0 +1,198 @@
+"""The docs and the code name the same things: hook ids, gate modules, config keys, flag reasons, commands, links.
+
+Each check compares two lists that live in different files, so that a gate, key or page added or renamed in one
+place and not the other fails here. The parsers are small and strict on purpose: a README gate table or a
+docs/gates.md section that no longer has the expected shape fails too, instead of being skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from ruamel.yaml import YAML
+
+from gates.cli import COMMANDS
+from gates.flags import EVENT_REASONS
+from gates.registry import CATALOG
+
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+PAGES = [README, *sorted(DOCS.glob("*.md"))]
+
+
+def _prose(text: str) -> Iterator[str]:
+    """The lines of a Markdown text outside fenced code blocks."""
+    fence: str | None = None
+    for line in text.splitlines():
+        marker = re.match(r"\s*(```+|~~~+)", line)
+        if marker:
+            if fence is None:
+                fence = marker.group(1)[0] * len(marker.group(1))
+                continue
+            if line.strip().startswith(fence):
+                fence = None
+                continue
+        if fence is None:
+            yield line
+
+
+def _section(text: str, heading: str) -> str:
+    """The body of the level-2 section `heading` (up to the next level-2 heading)."""
+    lines = list(_prose(text))
+    start = lines.index(heading) + 1
+    end = next((i for i in range(start, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return "\n".join(lines[start:end])
+
+
+def _manifest_ids() -> dict[str, list[str]]:
+    hooks = YAML(typ="safe").load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    return {hook["id"]: list(hook.get("stages", [])) for hook in hooks}
+
+
+def _expected_hook_ids() -> set[str]:
+    """The catalog's gates, the `gate` hook, and any push-stage hook the manifest adds."""
+    push = {hook for hook, stages in _manifest_ids().items() if "pre-push" in stages and hook not in CATALOG}
+    return {"gate", *CATALOG, *push}
+
+
+def readme_gate_rows(text: str) -> list[str]:
+    """The first column of the gate table under '## Gates and hook ids': `id` or [`id`](link)."""
+    rows = []
+    for line in _section(text, "## Gates and hook ids").splitlines():
+        cell = re.match(r"\|\s*\[?`([a-z][a-z-]*)`(?:\]\([^)]*\))?\s*\|", line)
+        if cell:
+            rows.append(cell.group(1))
+    return rows
+
+
+def gates_doc_sections(text: str) -> list[str]:
+    """The level-2 headings of docs/gates.md that are one gate id in backticks."""
+    return [m.group(1) for line in _prose(text) if (m := re.fullmatch(r"## `([a-z][a-z-]*)`", line))]
+
+
+def config_keys(schema: dict[str, object], prefix: str = "") -> Iterator[str]:
+    """Every key of the config schema, dotted (`handoff.path`), objects and leaves alike."""
+    properties = schema.get("properties", {})
+    assert isinstance(properties, dict)
+    for name, sub in properties.items():
+        key = f"{prefix}{name}"
+        yield key
+        yield from config_keys(sub, f"{key}.")
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, markup and punctuation dropped, spaces as hyphens."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip()).lower()
+    text = re.sub(r"[^\w\- ]", "", text.replace("`", ""))
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    seen: dict[str, int] = {}
+    found = set()
+    for line in _prose(path.read_text()):
+        heading = re.match(r"#{1,6} (.+)", line)
+        if heading:
+            base = slug(heading.group(1))
+            count = seen.get(base, 0)
+            seen[base] = count + 1
+            found.add(base if count == 0 else f"{base}-{count}")
+    return found
+
+
+def broken_links(pages: list[Path], root: Path = ROOT) -> list[str]:
+    problems = []
+    for page in pages:
+        lines = page.read_text().splitlines()
+        prose = set(_prose(page.read_text()))
+        for number, line in enumerate(lines, start=1):
+            if line not in prose:
+                continue
+            for target in re.findall(r"\]\(([^)\s]+)\)", re.sub(r"`[^`]*`", "", line)):
+                if re.match(r"[a-z][a-z+.-]*:", target):
+                    continue
+                file_part, _, anchor = target.partition("#")
+                dest = (page.parent / file_part).resolve() if file_part else page
+                where = f"{page.relative_to(root)}:{number}: {target}"
+                if not dest.exists():
+                    problems.append(f"{where}: no such file")
+                elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+                    problems.append(f"{where}: no heading with that anchor")
+    return problems
+
+
+# --- the checks ----------------------------------------------------------------------------------------------------
+
+def test_hook_ids_are_the_catalog_and_the_gate_hook() -> None:
+    assert set(_manifest_ids()) == _expected_hook_ids()
+
+
+def test_every_gate_id_has_its_module() -> None:
+    for gate_id in CATALOG:
+        assert (ROOT / "gates" / f"{gate_id.replace('-', '_')}.py").is_file(), gate_id
+
+
+def test_the_readme_gate_table_has_one_row_per_hook() -> None:
+    rows = readme_gate_rows(README.read_text())
+    assert len(rows) == len(set(rows)), rows
+    assert set(rows) == _expected_hook_ids()
+
+
+def test_docs_gates_has_one_section_per_hook() -> None:
+    sections = gates_doc_sections((DOCS / "gates.md").read_text())
+    assert len(sections) == len(set(sections)), sections
+    assert set(sections) == _expected_hook_ids()
+
+
+def test_every_config_key_is_documented() -> None:
+    schema = json.loads((ROOT / "schemas" / "config.schema.json").read_text())
+    page = (DOCS / "configuration.md").read_text()
+    missing = [key for key in config_keys(schema) if f"`{key}`" not in page]
+    assert not missing, f"docs/configuration.md does not name these config keys: {missing}"
+
+
+def test_every_flag_reason_is_documented() -> None:
+    page = (DOCS / "flags-and-journal.md").read_text()
+    missing = sorted(reason for reason in EVENT_REASONS if f"| `{reason}` |" not in page)
+    assert not missing, f"docs/flags-and-journal.md has no row for these flag reasons: {missing}"
+
+
+def test_every_command_is_documented() -> None:
+    page = (DOCS / "commands.md").read_text()
+    missing = sorted(name for name in COMMANDS if f"| `gate {name}" not in page)
+    assert not missing, f"docs/commands.md has no row for these commands: {missing}"
+
+
+def test_every_relative_link_resolves() -> None:
+    assert not broken_links(PAGES)
+
+
+def test_the_readme_stays_a_readme() -> None:
+    """Issue 16: a README a user reads to the end; the reference lives in docs/."""
+    assert len(README.read_bytes()) <= 12 * 1024
+
+
+# --- the checks can fail -------------------------------------------------------------------------------------------
+
+def test_a_removed_table_row_or_section_is_noticed() -> None:
+    readme = README.read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| [`mailbox`]"))
+    assert "mailbox" not in readme_gate_rows(readme.replace(row + "\n", ""))
+    gates_doc = (DOCS / "gates.md").read_text()
+    assert "heartbeat" not in gates_doc_sections(gates_doc.replace("## `heartbeat`", "## heartbeat"))
+
+
+@pytest.mark.parametrize("target", ["gates.md#no-such-heading", "no-such-page.md", "../NO_SUCH_FILE"])
+def test_a_broken_link_is_noticed(tmp_path: Path, target: str) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "gates.md").write_text("# Gates\n\n## `gate`\n\nSee [this](#gate).\n")
+    page = docs / "page.md"
+    page.write_text(f"# Page\n\nSee [there]({target}), and [fine](gates.md#gate).\n\n```\n[code](nowhere.md)\n```\n")
+    problems = broken_links([page], tmp_path)
+    assert problems == [f"docs/page.md:3: {target}: " + ("no heading with that anchor" if "#" in target else "no such file")]
