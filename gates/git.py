@@ -146,6 +146,24 @@ class Repo:
     def git(self, *args: str) -> subprocess.CompletedProcess[str]:
         return _text(_run(list(args), self.toplevel, self.env))
 
+    def status(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """`git status` that runs no program the repository names.
+
+        Status re-reads a file whose stat changed and passes it through its clean filter, so every
+        filter the repository's own config defines is switched off for this call (`-c
+        filter.<x>.clean=` and its kin: an empty command is no filter); the user's global filters
+        (git-lfs, say) are theirs and stay. Submodules are not entered: their config is not ours.
+        """
+        if "filters" not in self.memo:
+            listed = self.git("config", "--show-scope", "--get-regexp", r"^filter\..*\.(clean|smudge|process)$")
+            keys = []
+            for line in listed.stdout.splitlines():
+                scope, _, rest = line.partition("\t")
+                if scope not in ("global", "system"):
+                    keys.append(rest.split(" ", 1)[0])
+            self.memo["filters"] = [arg for key in keys for arg in ("-c", f"{key}=")]
+        return self.git(*self.memo["filters"], "status", "--ignore-submodules=all", *args)
+
     def recent(self) -> list[str]:
         """HEAD's last first-parent commits (newest first): one git call answers most questions about a Meta ref."""
         if "recent" not in self.memo:
