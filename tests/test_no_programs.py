@@ -216,7 +216,11 @@ def _commands(base: str) -> list[list[str]]:
             ["locks"], ["locks", "--quarantine"], ["flags"], ["flags", "--ack-all"], ["journal"],
             ["journal", "--verify"], ["doctor"], ["config"], ["schema", "flag"], ["stamp"], ["archive"],
             ["render"], ["render", "--diff"], ["record", "new", "a title"], ["mailbox", "take"], ["init"],
-            ["install-hooks", "--pre-push"], ["doctor"], ["check"], ["install-hooks", "--uninstall"]]
+            ["install-hooks", "--pre-push"], ["doctor"], ["check"], ["install-hooks", "--uninstall"],
+            ["brief", "--format", "codex"], ["brief", "--format", "gemini"],
+            *(["closeout", "--format", fmt] for fmt in ("text", "claude", "codex", "gemini", "copilot", "cursor")),
+            ["install-hooks", "--agent", "claude,codex,gemini,copilot,cursor,agents-md"], ["doctor"],
+            ["install-hooks", "--agent", "claude,codex,gemini,copilot,cursor,agents-md", "--uninstall"]]
 
 
 @pytest.mark.slow
