@@ -366,6 +366,11 @@ def cmd_claim(args: argparse.Namespace, run: Run) -> int:
 
     ttl = parse_duration(ttl_text, "--ttl" if args.ttl is not None else "claims.ttl") if ttl_text else None
     repo, state_rel, holder, now = _claim_setup(args, run)
+    from gates import remote_commands
+
+    remote_name = remote_commands.remote_name(args, run)
+    if remote_name is not None or args.offline:  # the local claim and the remote one (issue 18)
+        return remote_commands.claim(args, run, remote_name, state_rel, holder, ttl, note, now)
     outcome = claims.claim(repo, state_rel, holder, ttl, note, now)
     assert outcome.record is not None
     if outcome.kind == "denied":
@@ -389,6 +394,11 @@ def cmd_release(args: argparse.Namespace, run: Run) -> int:
         raise GateError("--force needs --reason TEXT: say why the claim is broken", code=USAGE, reason="usage")
     reason = claims.check_note(args.reason) if args.force else None
     repo, state_rel, holder, now = _claim_setup(args, run)
+    from gates import remote_commands
+
+    remote_name = remote_commands.remote_name(args, run)
+    if remote_name is not None:  # this clone's claim and the remote one (issue 18)
+        return remote_commands.release(args, run, remote_name, state_rel, holder, reason, now)
     outcome = claims.release(repo, state_rel, holder, now, force_reason=reason)
     if outcome.kind == "none":
         message = f"not released: nobody holds a claim on {state_rel}"
@@ -411,6 +421,14 @@ def cmd_release(args: argparse.Namespace, run: Run) -> int:
 def cmd_claims(args: argparse.Namespace, run: Run) -> int:
     from gates import claims
 
+    if args.remote is not None:
+        from gates import remote_commands
+
+        name = args.remote or remote_commands.remote_name(argparse.Namespace(), run)
+        if not name:
+            raise GateError("--remote: name a remote (`--remote origin`) or set claims.remote", code=USAGE,
+                            reason="usage")
+        return remote_commands.list_remote(args, run, name, _now())
     listed = claims.list_all(run.repo(), _now())
     if args.format == "json":
         _emit_json({"version": 1, "claims": listed})
@@ -704,14 +722,20 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     claim.add_argument("--note", help="what this session is doing (shown to anyone denied)")
     claim.add_argument("--ttl", help="how long the claim lives without renewal: 90s, 15m, 2h, 1d (default: claims.ttl)")
     claim.add_argument("--session", help="a session id; default $GATE_SESSION")
+    claim.add_argument("--remote", metavar="NAME", help="also claim on this git remote (default: claims.remote)")
+    claim.add_argument("--offline", action="store_true", help="with a remote configured: take the local claim only, "
+                       "marked unverified (a claim-unverified flag)")
 
     release = add("release", cmd_release, "release this worktree's claim, or break another's with --force")
     release.add_argument("--force", action="store_true", help="break another worktree's claim")
     release.add_argument("--reason", help="why the claim is broken (required with --force)")
     release.add_argument("--session", help="a session id; default $GATE_SESSION")
+    release.add_argument("--remote", metavar="NAME", help="also release on this git remote (default: claims.remote)")
 
     listing = add("claims", cmd_claims, "list every claim with holder, age, TTL and liveness")
     listing.add_argument("--format", choices=("text", "json"), default="text")
+    listing.add_argument("--remote", nargs="?", const="", metavar="NAME",
+                         help="list the claims on this git remote instead (default: claims.remote)")
 
     brief = add("brief", cmd_brief, "the session-start briefing: flags, the tripwire, the claim, the hand-over")
     brief.add_argument("--format", choices=("text", "json", "claude"), default="text",

@@ -58,6 +58,8 @@ EVENT_REASONS = frozenset({
     "stamp-denied",
     "autofix-applied",
     "doctor",
+    "remote-unreachable",
+    "claim-unverified",
 })
 REASONS = frozenset(GATES) | EVENT_REASONS
 ID_PATTERN = re.compile(r"^\d{8}T\d{6}Z-[a-z][a-z+-]{0,63}-[0-9a-f]{8}$")
