@@ -56,6 +56,7 @@ DEFAULTS: dict[str, Any] = {
         "handoff-no-checked-items": True,
         "handoff-fresh": True,
         "handoff-claim": True,
+        "handoff-claim-remote": True,
         "git-stale-locks": True,
         "append-only": True,
         "records-immutable": True,
