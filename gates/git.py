@@ -424,7 +424,7 @@ def _programs(url: str) -> list[str]:
     """The programs the far side runs, named explicitly (never the repository's receivepack/uploadpack)."""
     if url.startswith("file://"):
         # A local push runs receive-pack here: with the far repository's hooks off as well.
-        return ["--receive-pack=git -c core.hooksPath=/dev/null receive-pack",
+        return ["--receive-pack=git -c core.hooksPath=/dev/null -c receive.autogc=false receive-pack",
                 "--upload-pack=git -c core.hooksPath=/dev/null upload-pack"]
     return ["--receive-pack=git-receive-pack", "--upload-pack=git-upload-pack"]
 
