@@ -56,7 +56,7 @@ DEFAULTS: dict[str, Any] = {
         "handoff-no-checked-items": True,
         "handoff-fresh": True,
         "handoff-claim": True,
-        "handoff-claim-remote": True,
+        "handoff-claim-remote": False,  # push time only: `gate check --remote` and its hook run it
         "git-stale-locks": True,
         "append-only": True,
         "records-immutable": True,
