@@ -422,7 +422,10 @@ class Scratch:
 
     def _call(self, args: list[str], stdin: bytes | None, timeout: float,
               network: bool) -> subprocess.CompletedProcess[bytes]:
-        argv = [*_SAFE_ARGS, *args]
+        # The scratch repository has no config of the repository's: the user's own credential helper (for a
+        # host that needs one) may answer here, unlike in every other call.
+        safe = [arg for item in SAFE_CONFIG if item != "credential.helper=" for arg in ("-c", item)]
+        argv = [git_program(), "--no-pager", *safe, *args]
         try:
             proc = subprocess.Popen(argv, cwd=self.git_dir, env=self.env, start_new_session=True,
                                     stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
