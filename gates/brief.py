@@ -48,7 +48,7 @@ def sections(repo: Repo, config: Config, now: datetime) -> list[Section]:
     # Read the hand-over file once for the two sections that need it (a failure is simply read again).
     handoff_file = functools.cache(lambda: load_handoff(repo, config, repo.toplevel / config.section("handoff")["path"]))
     return [
-        _guard("1. Flags", lambda: _flags(repo, config, handoff_file)),
+        _guard("1. Flags", lambda: _flags(repo, config, handoff_file) + _other_clones(repo, config)),
         _guard("2. Tripwire: does the hand-over agree with git?", lambda: _tripwire(repo, config, handoff_file())),
         _guard("3. Claim and locks", lambda: _claim_and_locks(repo, config, now)),
         *_salvage(repo, config, handoff_file),
@@ -100,6 +100,15 @@ def _flags(repo: Repo, config: Config, handoff_file: Callable[[], Loaded]) -> st
                    f"the latest, {latest.get('id')} (`{latest.get('command', '?')}`), says:")
         out.append("  " + str(latest["message"]).replace("\n", "\n  "))
     return "\n".join(out)
+
+
+def _other_clones(repo: Repo, config: Config) -> str:
+    """With claims.remote: the open flags other clones pushed (issue 18); empty otherwise."""
+    if not config.section("claims").get("remote"):
+        return ""
+    from gates import remote_flags
+
+    return remote_flags.brief_text(repo, config)
 
 
 def _resolved_line(repo: Repo, config: Config, handoff_file: Callable[[], Loaded]) -> str | None:

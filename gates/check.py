@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from gates import changes, handoff
 from gates.config import Config
@@ -43,14 +44,14 @@ def load_handoff(repo: Repo, config: Config, path: Path, staged: list[changes.Ch
 
 
 def run(repo: Repo, config: Config, gate_ids: list[str], files: list[Path], now: datetime | None = None,
-        range_spec: str | None = None) -> CheckResult:
+        range_spec: str | None = None, push: list[Any] | None = None) -> CheckResult:
     history = repo.history()
     found = changes.in_range(repo, history, range_spec) if range_spec else changes.staged(repo, history)
     paths = files or [repo.toplevel / config.section("handoff")["path"]]
     staged = found if not files and range_spec is None else None
     loaded = [load_handoff(repo, config, path, staged) for path in paths]
     ctx = Context(repo=repo, config=config, handoffs=loaded, now=now or datetime.now(timezone.utc), changes=found,
-                  range_spec=range_spec)
+                  range_spec=range_spec, push=push)
     result = CheckResult(gates=list(gate_ids), files=[item.shown for item in loaded])
     result.range = (range_spec, len(found)) if range_spec else None
     try:

@@ -256,7 +256,15 @@ def _check(run: Run, args: argparse.Namespace) -> tuple[CheckResult, list[tuple[
     fixed = _fix(run, config, gate_ids) if args.fix else []
     files = [Path(f).absolute() for f in args.files]
     run.scope = flags.scope_of(repo, files, args.range, repo.toplevel / config.section("handoff")["path"])
-    result = check.run(repo, config, gate_ids, files, range_spec=args.range)
+    push = None
+    if args.remote or args.pre_push or "handoff-claim-remote" in gate_ids and os.environ.get("PRE_COMMIT_TO_REF") \
+            or "handoff-claim-remote" in args.only:  # at push time (issue 18)
+        from gates import handoff_claim_remote
+
+        push = handoff_claim_remote.updates(repo, sys.stdin if args.pre_push else None, os.environ)
+        if "handoff-claim-remote" not in gate_ids and "handoff-claim-remote" not in args.skip:
+            gate_ids.append("handoff-claim-remote")
+    result = check.run(repo, config, gate_ids, files, range_spec=args.range, push=push)
     return result, fixed
 
 
@@ -321,7 +329,9 @@ def cmd_flags(args: argparse.Namespace, run: Run) -> int:
     if args.ack or args.ack_all:
         moved = flags.acknowledge(run.repo(), None if args.ack_all else args.ack)
         print(f"acknowledged {len(moved)} flag{'s' if len(moved) != 1 else ''}" + "".join(f"\n  {i}" for i in moved))
-        return OK
+        return _push_flags(args, run)
+    if args.push:
+        return _push_flags(args, run)
     listed = flags.every(run.repo()) if args.all else flags.pending(run.repo())
     if args.format == "json":
         _emit_json({"version": 1, "flags": listed})
@@ -338,6 +348,20 @@ def cmd_flags(args: argparse.Namespace, run: Run) -> int:
         print(f"== flag {record.get('id')} [{record.get('reason')}]{count} first {record.get('first_seen')} "
               f"last {record.get('last_seen')} by `{record.get('command', '?')}` in {record.get('worktree', '?')}{status}")
         print(record["message"])
+    return OK
+
+
+def _push_flags(args: argparse.Namespace, run: Run) -> int:
+    """`gate flags --push`: publish this clone's open flags to refs/gate/flags/<clone id> (issue 18)."""
+    if not args.push:
+        return OK
+    from gates import remote_commands, remote_flags
+
+    name = remote_commands.remote_name(args, run)
+    if name is None:
+        raise GateError("--push: name a remote (`--remote origin`) or set claims.remote", code=USAGE, reason="usage")
+    count, ref = remote_flags.push(run.repo(), run.config(), name, _now())
+    print(f"pushed {count} open flag{'s' if count != 1 else ''} to {ref} on remote {name}")
     return OK
 
 
@@ -378,6 +402,11 @@ def cmd_claim(args: argparse.Namespace, run: Run) -> int:
 
     ttl = parse_duration(ttl_text, "--ttl" if args.ttl is not None else "claims.ttl") if ttl_text else None
     repo, state_rel, holder, now = _claim_setup(args, run)
+    from gates import remote_commands
+
+    remote_name = remote_commands.remote_name(args, run)
+    if remote_name is not None or args.offline:  # the local claim and the remote one (issue 18)
+        return remote_commands.claim(args, run, remote_name, state_rel, holder, ttl, note, now)
     outcome = claims.claim(repo, state_rel, holder, ttl, note, now)
     assert outcome.record is not None
     if outcome.kind == "denied":
@@ -401,6 +430,11 @@ def cmd_release(args: argparse.Namespace, run: Run) -> int:
         raise GateError("--force needs --reason TEXT: say why the claim is broken", code=USAGE, reason="usage")
     reason = claims.check_note(args.reason) if args.force else None
     repo, state_rel, holder, now = _claim_setup(args, run)
+    from gates import remote_commands
+
+    remote_name = remote_commands.remote_name(args, run)
+    if remote_name is not None:  # this clone's claim and the remote one (issue 18)
+        return remote_commands.release(args, run, remote_name, state_rel, holder, reason, now)
     outcome = claims.release(repo, state_rel, holder, now, force_reason=reason)
     if outcome.kind == "none":
         message = f"not released: nobody holds a claim on {state_rel}"
@@ -435,6 +469,14 @@ def cmd_release(args: argparse.Namespace, run: Run) -> int:
 def cmd_claims(args: argparse.Namespace, run: Run) -> int:
     from gates import claims
 
+    if args.remote is not None:
+        from gates import remote_commands
+
+        name = args.remote or remote_commands.remote_name(argparse.Namespace(), run)
+        if not name:
+            raise GateError("--remote: name a remote (`--remote origin`) or set claims.remote", code=USAGE,
+                            reason="usage")
+        return remote_commands.list_remote(args, run, name, _now())
     listed = claims.list_all(run.repo(), _now())
     if args.format == "json":
         _emit_json({"version": 1, "claims": listed})
@@ -637,6 +679,14 @@ def cmd_doctor(args: argparse.Namespace, run: Run) -> int:
         for line in doctor.fix(run.repo()):
             print(line)
     checks = doctor.run(run.repo())
+    if args.remote is not None:  # issue 18: probe the claims remote
+        from gates import remote_commands, remote_doctor
+
+        name = args.remote or remote_commands.remote_name(argparse.Namespace(), run)
+        if not name:
+            raise GateError("--remote: name a remote (`--remote origin`) or set claims.remote", code=USAGE,
+                            reason="usage")
+        checks += remote_doctor.probe(run.repo(), run.config(), name)
     for check in checks:
         print(f"{check.status:4}  {check.message}")
     needed = [c.message for c in checks if c.status == doctor.FIX]
@@ -693,6 +743,9 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     check.add_argument("--fix", action="store_true", help="archive checked items and render tables, then exit 1 if "
                        "anything changed (stage the files again)")
     check.add_argument("--range", metavar="BASE..HEAD", help="judge every commit of this range (for CI on a pull request)")
+    check.add_argument("--remote", action="store_true", help="push time: also judge the push against the remote "
+                       "claim (handoff-claim-remote; needs claims.remote)")
+    check.add_argument("--pre-push", action="store_true", help=argparse.SUPPRESS)  # git's pre-push lines on stdin
     check.add_argument("files", nargs="*", metavar="FILE", help="hand-over files to check instead of the configured one")
 
     config = add("config", cmd_config, "print the effective configuration")
@@ -709,6 +762,9 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     group = flags.add_mutually_exclusive_group()
     group.add_argument("--ack", action="append", metavar="ID", help="acknowledge a flag (repeatable)")
     group.add_argument("--ack-all", action="store_true", help="acknowledge every flag")
+    flags.add_argument("--push", action="store_true", help="publish this clone's open flags to the remote "
+                       "(refs/gate/flags/<clone id>), after any --ack")
+    flags.add_argument("--remote", metavar="NAME", help="the remote for --push (default: claims.remote)")
 
     add("init", cmd_init, "write HANDOFF.md, ARCHIVE.md and .gate.yaml where they are missing")
 
@@ -716,14 +772,20 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     claim.add_argument("--note", help="what this session is doing (shown to anyone denied)")
     claim.add_argument("--ttl", help="how long the claim lives without renewal: 90s, 15m, 2h, 1d (default: claims.ttl)")
     claim.add_argument("--session", help="a session id; default $GATE_SESSION")
+    claim.add_argument("--remote", metavar="NAME", help="also claim on this git remote (default: claims.remote)")
+    claim.add_argument("--offline", action="store_true", help="with a remote configured: take the local claim only, "
+                       "marked unverified (a claim-unverified flag)")
 
     release = add("release", cmd_release, "release this worktree's claim, or break another's with --force")
     release.add_argument("--force", action="store_true", help="break another worktree's claim")
     release.add_argument("--reason", help="why the claim is broken (required with --force)")
     release.add_argument("--session", help="a session id; default $GATE_SESSION")
+    release.add_argument("--remote", metavar="NAME", help="also release on this git remote (default: claims.remote)")
 
     listing = add("claims", cmd_claims, "list every claim with holder, age, TTL and liveness")
     listing.add_argument("--format", choices=("text", "json"), default="text")
+    listing.add_argument("--remote", nargs="?", const="", metavar="NAME",
+                         help="list the claims on this git remote instead (default: claims.remote)")
 
     brief = add("brief", cmd_brief, "the session-start briefing: flags, the tripwire, the claim, the hand-over")
     brief.add_argument("--format", choices=("text", "json", "claude", "codex", "gemini"), default="text",
@@ -762,6 +824,8 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     doctor = add("doctor", cmd_doctor, "check the wiring and the environment, and say what to fix")
     doctor.add_argument("--fix", action="store_true", help="first move temp files of killed writers into lost+found "
                         "(with a manifest; nothing is deleted)")
+    doctor.add_argument("--remote", nargs="?", const="", metavar="NAME", help="also probe this git remote for claims "
+                        "(default: claims.remote): reachable, accepts refs/gate/ pushes, round-trip time")
 
     lock_cmd = add("locks", cmd_locks, "list git lock files with a verdict: fresh, live, stale or ineligible")
     lock_cmd.add_argument("--format", choices=("text", "json"), default="text")

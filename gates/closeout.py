@@ -105,13 +105,13 @@ def _meta_ref(repo: Repo, config: Config) -> str | None:
 
 
 def _uncommitted(repo: Repo, path: str) -> bool:
-    proc = repo.git("--literal-pathspecs", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", path)
+    proc = repo.status("--porcelain=v1", "-z", "--untracked-files=all", "--", f":(literal){path}")
     return proc.returncode == 0 and bool(proc.stdout.strip("\0"))
 
 
 def _held_claim(repo: Repo, path: str, session: str | None) -> str | None:
     record = claims.read(state.layout(repo), path)
-    if record is None or record.get("worktree") != str(repo.toplevel):
+    if record is None or not claims.held_here(record, repo):
         return None
     held_by = record.get("session")
     mine = {session, os.environ.get("GATE_SESSION") or None}

@@ -48,7 +48,7 @@ DEFAULTS: dict[str, Any] = {
     "records": {"path": "decisions", "prefix": "D"},
     "mailbox": {"path": "WORKPACKAGE.md", "sentinel": "No work package.", "sections": ["Goal", "Plan", "Done when"]},
     "heartbeat": {"journal": None},
-    "claims": {"require": False, "ttl": None},
+    "claims": {"require": False, "ttl": None, "remote": None, "remote_timeout": "20s", "offline_push": "refuse"},
     "locks": {"quarantine": True, "threshold": "15m", "deep": False},
     "fresh": {"max_behind": 3, "fresh_days": 7, "strict": False},
     "closeout": {"max_blocks": 3},
@@ -57,6 +57,7 @@ DEFAULTS: dict[str, Any] = {
         "handoff-no-checked-items": True,
         "handoff-fresh": True,
         "handoff-claim": True,
+        "handoff-claim-remote": False,  # push time only: `gate check --remote` and its hook run it
         "git-stale-locks": True,
         "append-only": True,
         "records-immutable": True,
@@ -211,7 +212,7 @@ def parse_duration(text: str, label: str) -> timedelta:
 
 
 def _check_durations(config: Config, lines: dict[tuple[object, ...], int], shown: str) -> None:
-    for section, key in (("claims", "ttl"), ("locks", "threshold")):
+    for section, key in (("claims", "ttl"), ("claims", "remote_timeout"), ("locks", "threshold")):
         value = config.section(section)[key]
         if value is not None:
             try:

@@ -23,13 +23,15 @@ class Context:
     """What every gate of one check reads: the repository, the config, the hand-over files as read, the time."""
 
     def __init__(self, repo: Repo, config: Config, handoffs: list[Loaded], now: datetime,
-                 changes: list[Change] | None = None, range_spec: str | None = None) -> None:
+                 changes: list[Change] | None = None, range_spec: str | None = None,
+                 push: list[Any] | None = None) -> None:
         self.repo = repo
         self.config = config
         self.handoffs = handoffs
         self.now = now
         self.changes = changes or []  # what the change-judging gates judge
         self.range_spec = range_spec  # set under `gate check --range`: changes are those commits
+        self.push = push  # at push time (`gate check --remote`, pre-push): the refs pushed (handoff_claim_remote.Update)
         self.events: list[tuple[str, str]] = []  # (flag reason, message) to flag even on success
         self._records: tuple[list[Any], list[tuple[str, int, str]]] | None = None
 

@@ -59,6 +59,8 @@ EVENT_REASONS = frozenset({
     "autofix-applied",
     "doctor",
     "closeout-missing",
+    "remote-unreachable",
+    "claim-unverified",
 })
 REASONS = frozenset(GATES) | EVENT_REASONS
 ID_PATTERN = re.compile(r"^\d{8}T\d{6}Z-[a-z][a-z+-]{0,63}-[0-9a-f]{8}$")

@@ -23,6 +23,7 @@ MARK = "# installed by handoff-gate: `gate install-hooks` (remove with `gate ins
 CHAINED = ".pre-gate"
 KINDS = ("pre-commit", "pre-push")  # every hook `gate install-hooks` can write: `--uninstall` looks at each
 ENTRY = "import sys; from gates.cli import main; sys.exit(main())"
+PUSH_ARGS = " --remote --pre-push"  # the pushed refs on stdin; handoff-claim-remote judges them when claims.remote is set
 
 
 def hooks_dir(repo: Repo) -> Path:
@@ -48,7 +49,7 @@ def script(kind: str) -> str:
     return (f"#!/bin/sh\n{MARK}\n"
             f'chained="$(dirname "$0")/{kind}{CHAINED}"\n'
             f'if [ -x "$chained" ]; then "$chained" "$@" || exit $?; fi\n'
-            f"exec {interpreter} -I -c {shlex.quote(ENTRY)} check\n")
+            f"exec {interpreter} -I -c {shlex.quote(ENTRY)} check{PUSH_ARGS if kind == 'pre-push' else ''}\n")
 
 
 def is_ours(path: Path) -> bool:

@@ -17,6 +17,8 @@ CATALOG: dict[str, Gate] = {gate.id: gate for gate in (
     Gate("handoff-no-checked-items", "no checked-off task items in the hand-over file", None),
     Gate("handoff-fresh", "the Meta ref is HEAD or a recent ancestor, and the hand-over is not stale", None),
     Gate("handoff-claim", "no commit of the state file while another live worktree holds its claim", "claim-denied"),
+    Gate("handoff-claim-remote", "no push of the state file while another clone holds its remote claim, or under a "
+         "stale fence", None),
     Gate("git-stale-locks", "no stale git lock file wedges the repository", None),
     Gate("append-only", "archive files only grow at their end", None),
     Gate("records-immutable", "closed records are never edited; records are valid; supersession is reciprocal", None),

@@ -117,7 +117,7 @@ def record_brief(repo: Repo, harness: str, session: str | None, source: str | No
 
 def uncommitted(repo: Repo) -> list[tuple[str, str]]:
     """(status, path) of every uncommitted change, untracked files included."""
-    proc = repo.git("status", "--porcelain=v1", "-z", "--untracked-files=normal")
+    proc = repo.status("--porcelain=v1", "-z", "--untracked-files=normal")
     if proc.returncode != 0:
         return []
     fields = proc.stdout.split("\0")

@@ -52,7 +52,13 @@ def stamp(repo: Repo, config: Config, now: datetime,
                       "read it again, fold your update in, then stamp")
     if repo.head is None:
         raise _denied("this branch has no commit yet: there is no HEAD to stamp")
-    new = _rewrite(source, shown, cfg["meta_section"], {"ref": repo.head, "updated": now.strftime("%Y-%m-%dT%H:%M:%SZ")})
+    values = {"ref": repo.head, "updated": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    from gates import remote
+
+    held = remote.held(repo, cfg["path"])  # the fence of the remote claim this worktree holds (issue 18)
+    if held is not None and isinstance(held.get("fence"), int):
+        values["fence"] = str(held["fence"])
+    new = _rewrite(source, shown, cfg["meta_section"], values)
     fsio.write_atomic(path, new)
     digest = content_hash(new)
     try:

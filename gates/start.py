@@ -28,7 +28,8 @@ COMPACTED = ("The context was compacted: this brief re-injects the hand-over. Tr
 
 
 def command(args: argparse.Namespace, run: Run) -> int:
-    """Exit 0 whatever it finds; non-zero only when it cannot run at all, after printing what it could."""
+    """Exit 0 whatever it finds; in text or json, non-zero when it cannot run at all, after printing what it could
+    (a harness format exits 0 even then, with the reason in the context: a harness ignores a failed start hook)."""
     from gates.cli import say
 
     fmt = args.format
@@ -39,8 +40,15 @@ def command(args: argparse.Namespace, run: Run) -> int:
         config = run.config()
     except GateError as exc:
         text = f"# Session brief\n\nThe gate cannot run here: {exc.render()}\n"
-        sys.stdout.write(harness.start_envelope(fmt, text) + "\n" if fmt in harness.HOOK_START_FORMATS else text)
-        raise
+        if fmt not in harness.HOOK_START_FORMATS:
+            sys.stdout.write(text)
+            raise
+        # A harness reads a start hook's stdout only when it exits 0: the session still learns why, and a flag stays.
+        sys.stdout.write(harness.start_envelope(fmt, text) + "\n")
+        say(f"gate: {exc.render()}")
+        if exc.reason != "not-a-repository":
+            run.notice(exc.reason, exc.render())
+        return OK
     now = datetime.now(timezone.utc)
     parts = brief.sections(repo, config, now)
     closed = not any(part.title == brief.SALVAGE for part in parts)

@@ -171,8 +171,15 @@ def test_the_brief_never_wedges_a_session(repo: Path, tmp_path: Path) -> None:
     lonely.mkdir()
     outside = run_gate(lonely, "brief", "--format", "claude",
                        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)})
-    assert outside.returncode == 3
+    assert outside.returncode == 0  # a harness reads a start hook's output only when it exits 0
     assert "cannot run here" in json.loads(outside.stdout.splitlines()[0])["hookSpecificOutput"]["additionalContext"]
+    assert run_gate(lonely, "brief", env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)}).returncode == 3
+    (repo / ".gate.yaml").write_text("archive:\n  path: .git/hooks/post-commit\n")  # a hostile committed config
+    hostile = run_gate(repo, "brief", "--format", "codex")
+    assert hostile.returncode == 0 and json.loads(hostile.stdout)["continue"] is True
+    assert ("The gate cannot run here: .gate.yaml:2: archive.path '.git/hooks/post-commit' resolves inside the git "
+            "directory: refused") in json.loads(hostile.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "config-invalid" in run_gate(repo, "flags").stdout
 
 
 def test_brief_before_the_first_commit(tmp_path: Path) -> None:

@@ -216,7 +216,11 @@ def _commands(base: str) -> list[list[str]]:
             ["locks"], ["locks", "--quarantine"], ["flags"], ["flags", "--ack-all"], ["journal"],
             ["journal", "--verify"], ["doctor"], ["config"], ["schema", "flag"], ["stamp"], ["archive"],
             ["render"], ["render", "--diff"], ["record", "new", "a title"], ["mailbox", "take"], ["init"],
-            ["install-hooks", "--pre-push"], ["doctor"], ["check"], ["install-hooks", "--uninstall"]]
+            ["install-hooks", "--pre-push"], ["doctor"], ["check"], ["install-hooks", "--uninstall"],
+            ["brief", "--format", "codex"], ["brief", "--format", "gemini"],
+            *(["closeout", "--format", fmt] for fmt in ("text", "claude", "codex", "gemini", "copilot", "cursor")),
+            ["install-hooks", "--agent", "claude,codex,gemini,copilot,cursor,agents-md"], ["doctor"],
+            ["install-hooks", "--agent", "claude,codex,gemini,copilot,cursor,agents-md", "--uninstall"]]
 
 
 @pytest.mark.slow
@@ -253,3 +257,30 @@ def test_no_gate_command_runs_a_program_named_by_the_repository(tmp_path: Path) 
         run_gate(repo, *command, env=env)
         assert canary.fired() == set(), command
     assert sorted(canary.markers.iterdir()) == before
+
+
+def test_a_clean_filter_named_by_the_repository_never_runs_on_a_stat_dirty_file(tmp_path: Path) -> None:
+    """`git status` re-reads a touched file through its clean filter: the brief's salvage and the stop hook
+    ask git what is uncommitted, and must not run the filter that the repository's config names."""
+    canary = Canaries(tmp_path)
+    repo = init_repo(tmp_path / "repo")
+    (repo / ".gitattributes").write_text("*.txt filter=evil\n")
+    (repo / "a.txt").write_text("hello\n")
+    head = commit_all(repo, "first")
+    (repo / "HANDOFF.md").write_text(handoff_text(head))
+    commit_all(repo, "handoff")
+    git(repo, "config", "filter.evil.clean", canary("filter-clean"))
+    git(repo, "config", "filter.evil.process", canary("filter-process"))
+
+    def touch() -> None:
+        os.utime(repo / "a.txt", (1_500_000_000, 1_500_000_000))  # same bytes, new stat: git must re-read it
+
+    touch()
+    _quietly(repo, "status")
+    assert canary.fired()  # plain git runs it: the test can fail
+    canary.clear()
+    for argv in (["brief"], ["brief", "--format", "claude"], ["closeout", "--format", "text"],
+                 ["closeout", "--format", "claude"], ["check"], ["doctor"]):
+        touch()
+        run_gate(repo, *argv)
+        assert not canary.fired(), (argv, canary.fired())
