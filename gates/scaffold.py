@@ -46,7 +46,7 @@ Completed items moved out of the hand-over file, oldest first. This file only gr
 """
 
 CONFIG_TEMPLATE = """# handoff-gate configuration. Every key is optional; the values shown are the defaults.
-# Reference: `gate schema config`, and the README's "Configuration" section.
+# Reference: `gate schema config`, and docs/configuration.md.
 #
 # handoff:
 #   path: HANDOFF.md            # the hand-over file, relative to the repository root
@@ -73,7 +73,12 @@ CONFIG_TEMPLATE = """# handoff-gate configuration. Every key is optional; the va
 #   journal: null               # a file whose growth also counts as a written trace
 # claims:
 #   require: false              # true: a commit of the hand-over file needs this worktree's claim
-#   ttl: null                   # default TTL of `gate claim` (90s, 15m, 2h, 1d); null: none
+#   ttl: null                   # default TTL of `gate claim` (90s, 15m, 2h, 1d, 1h30m); null: none
+#   remote: null                # a git remote name: claims are also refs there (docs/claims.md)
+#   remote_timeout: 20s         # the time bound of every network git call
+#   offline_push: refuse        # the pre-push gate when the remote cannot be read: refuse or allow
+# closeout:
+#   max_blocks: 3               # consecutive blocked stops of one session before `gate closeout` lets it stop
 # fresh:
 #   max_behind: 3               # first-parent commits HEAD may be past the Meta ref
 #   fresh_days: 7               # an older 'updated' is stale: a warning, or a violation with strict
@@ -87,6 +92,7 @@ CONFIG_TEMPLATE = """# handoff-gate configuration. Every key is optional; the va
 #   handoff-no-checked-items: true
 #   handoff-fresh: true
 #   handoff-claim: true
+#   handoff-claim-remote: false # runs at push time (`gate check --remote`, the pre-push hook)
 #   git-stale-locks: true
 #   append-only: true
 #   records-immutable: true
