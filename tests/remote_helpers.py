@@ -134,7 +134,7 @@ class _Bridge(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self._cgi()
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's signature
+    def log_message(self, format: str, *args: object) -> None:
         self.server.log.append(format % args)
 
     def _body(self) -> bytes:
