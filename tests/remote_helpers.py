@@ -1,12 +1,16 @@
-"""Real remotes on this machine for the issue-18 tests: a bare repository over file://, and git daemon (git://)."""
+"""Real remotes on this machine for the issue-18 tests: a bare repository over file://, git daemon (git://),
+and smart HTTP (git http-backend behind http.server, http://)."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import socket
 import subprocess
+import threading
 import time
+import urllib.parse
 from pathlib import Path
 from typing import Iterator
 
@@ -105,3 +109,128 @@ def remote_record(bare: Path, ref: str) -> dict[str, object]:
 
 def clone_id(tree: Path) -> str:
     return (tree / ".git" / "gate" / "clone-id").read_text().strip()
+
+
+# -- Smart HTTP: git http-backend as CGI behind a tiny bridge of http.server (every Python version, no package). --
+
+def http_backend() -> str:
+    """The path of git-http-backend, or skip."""
+    proc = subprocess.run(["git", "--exec-path"], capture_output=True, text=True)
+    for candidate in (Path(proc.stdout.strip()) / "git-http-backend", Path("/usr/lib/git-core/git-http-backend")):
+        if proc.returncode == 0 and os.access(candidate, os.X_OK):
+            return str(candidate)
+    pytest.skip("git-http-backend is not installed")
+
+
+class _Bridge(http.server.BaseHTTPRequestHandler):
+    """One request: run git-http-backend as CGI, the request body on its stdin, its CGI answer sent back."""
+
+    server: _BridgeServer
+    timeout = 30  # seconds of silence on the socket before the handler gives up
+
+    def do_GET(self) -> None:
+        self._cgi()
+
+    def do_POST(self) -> None:
+        self._cgi()
+
+    def log_message(self, format: str, *args: object) -> None:
+        self.server.log.append(format % args)
+
+    def _body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def _cgi(self) -> None:
+        path, _, query = self.path.partition("?")
+        body = self._body() if self.command == "POST" else b""
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.server.root),
+            "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+            "GIT_PROJECT_ROOT": str(self.server.root), "GIT_HTTP_EXPORT_ALL": "1",
+            "GATEWAY_INTERFACE": "CGI/1.1", "SERVER_PROTOCOL": self.request_version, "SERVER_SOFTWARE": "gate-test",
+            "REQUEST_METHOD": self.command, "PATH_INFO": urllib.parse.unquote(path), "QUERY_STRING": query,
+            "CONTENT_TYPE": self.headers.get("Content-Type", ""), "CONTENT_LENGTH": str(len(body)),
+            "REMOTE_ADDR": self.client_address[0], "REMOTE_USER": "gate-test",
+        }
+        for header, name in (("Git-Protocol", "GIT_PROTOCOL"), ("Content-Encoding", "HTTP_CONTENT_ENCODING"),
+                             ("Accept", "HTTP_ACCEPT")):
+            if self.headers.get(header):
+                env[name] = self.headers[header]
+        try:
+            proc = subprocess.run([self.server.backend], input=body, capture_output=True, env=env, timeout=60)
+        except subprocess.TimeoutExpired:
+            self.send_error(504, "git-http-backend took too long")
+            return
+        head, sep, out = proc.stdout.partition(b"\r\n\r\n")
+        if not sep:
+            head, sep, out = proc.stdout.partition(b"\n\n")
+        if not sep:
+            self.send_error(502, f"git-http-backend: {proc.stderr.decode('utf-8', 'replace')[-200:]}")
+            return
+        status, headers = 200, []
+        for line in head.decode("latin-1").splitlines():
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "status":
+                status = int(value.split()[0])
+            elif name.strip():
+                headers.append((name.strip(), value.strip()))
+        if proc.stderr:
+            self.server.log.append(proc.stderr.decode("utf-8", "replace"))
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(out)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(out)
+
+
+class _BridgeServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 64  # a race connects many clones at once
+
+    def __init__(self, root: Path, backend: str) -> None:
+        self.root, self.backend, self.log = root, backend, list[str]()
+        super().__init__(("127.0.0.1", 0), _Bridge)
+
+
+class HttpServer:
+    """git http-backend on 127.0.0.1 at a free port, serving every repository under `base`; pushes allowed."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        for bare in base.glob("*.git"):
+            git(bare, "config", "http.receivepack", "true")  # anonymous pushes (http-backend refuses them by default)
+        self.server = _BridgeServer(base, http_backend())
+        self.port = int(self.server.server_address[1])
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{name}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[HttpServer]:
+    """Start it after seed_bare (it enables pushes in every bare repository under srv/)."""
+    (tmp_path / "srv").mkdir(exist_ok=True)
+    running = HttpServer(tmp_path / "srv")
+    try:
+        yield running
+    finally:
+        running.stop()

@@ -1,4 +1,4 @@
-"""Claims through the git remote (issue 18), against real remotes started here: file:// and git daemon."""
+"""Claims through the git remote (issue 18), against real remotes started here: file://, git daemon and smart HTTP."""
 
 from __future__ import annotations
 
@@ -13,18 +13,29 @@ from pathlib import Path
 
 import pytest
 from conftest import call_gate, flag_records, git, run_gate
-from remote_helpers import claim_ref, clone, clone_id, daemon, refs, remote_record, seed_bare
+from remote_helpers import HttpServer, claim_ref, clone, clone_id, daemon, http_server, refs, remote_record, seed_bare
 
-assert daemon  # a fixture, used by name
+assert daemon and http_server  # fixtures, used by name
 
 
-@pytest.fixture(params=["file", "git"])
-def remote_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    bare = seed_bare(tmp_path)
+def _serve(request: pytest.FixtureRequest, tmp_path: Path, config: str = "claims:\n  remote: origin\n") -> str:
+    """A fresh bare repository (tmp_path/srv/remote.git) and its URL over the transport `request.param`."""
+    bare = seed_bare(tmp_path, config)
     if request.param == "file":
         return f"file://{bare}"
-    running = request.getfixturevalue("daemon")
+    running = request.getfixturevalue({"git": "daemon", "http": "http_server"}[request.param])
     return str(running.url("remote.git"))
+
+
+@pytest.fixture(params=["file", "git", "http"])
+def remote_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return _serve(request, tmp_path)
+
+
+@pytest.fixture(params=["file", "http"])
+def file_or_http(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """For the tests that the git daemon adds nothing to: the local remote and smart HTTP."""
+    return _serve(request, tmp_path)
 
 
 def _bare(tmp_path: Path) -> Path:
@@ -84,12 +95,13 @@ def test_force_release_breaks_the_remote_claim_and_keeps_it(tmp_path: Path) -> N
     assert "claim-broken" in [f["reason"] for f in flag_records(b / ".git")]
 
 
-def test_takeover_after_ttl_expiry_with_an_injected_clock(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+def test_takeover_after_ttl_expiry_with_an_injected_clock(file_or_http: str, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str],
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     from gates import cli
 
-    bare = seed_bare(tmp_path)
-    a, b = clone(f"file://{bare}", tmp_path / "a"), clone(f"file://{bare}", tmp_path / "b")
+    bare = _bare(tmp_path)
+    a, b = clone(file_or_http, tmp_path / "a"), clone(file_or_http, tmp_path / "b")
     start = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
     monkeypatch.setattr(cli, "_now", lambda: start)
     assert call_gate(a, "claim", "--ttl", "15m", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
@@ -106,13 +118,14 @@ def test_takeover_after_ttl_expiry_with_an_injected_clock(tmp_path: Path, capsys
     assert list((b / ".git" / "gate" / "lost+found").glob("*/claim.json"))
 
 
-def test_an_unreachable_remote_is_a_denial_with_a_flag_and_offline_is_unverified(tmp_path: Path) -> None:
+@pytest.mark.parametrize("scheme", ["git", "http"])
+def test_an_unreachable_remote_is_a_denial_with_a_flag_and_offline_is_unverified(scheme: str, tmp_path: Path) -> None:
     bare = seed_bare(tmp_path)
     a = clone(f"file://{bare}", tmp_path / "a")
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
-    git(a, "remote", "set-url", "origin", f"git://127.0.0.1:{port}/remote.git")
+    git(a, "remote", "set-url", "origin", f"{scheme}://127.0.0.1:{port}/remote.git")
     denied = run_gate(a, "claim")
     assert denied.returncode == 3, denied.stdout + denied.stderr
     assert "cannot be reached" in denied.stderr and "--offline" in denied.stderr
@@ -124,14 +137,15 @@ def test_an_unreachable_remote_is_a_denial_with_a_flag_and_offline_is_unverified
     assert list((a / ".git" / "gate" / "claims").glob("*.json"))
 
 
-def test_a_remote_that_never_answers_is_denied_within_the_time_bound(tmp_path: Path) -> None:
+@pytest.mark.parametrize("scheme", ["git", "http"])
+def test_a_remote_that_never_answers_is_denied_within_the_time_bound(scheme: str, tmp_path: Path) -> None:
     bare = seed_bare(tmp_path, "claims:\n  remote: origin\n  remote_timeout: 2s\n")
     a = clone(f"file://{bare}", tmp_path / "a")
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen(16)  # accepts connections, never says a word
     try:
-        git(a, "remote", "set-url", "origin", f"git://127.0.0.1:{silent.getsockname()[1]}/remote.git")
+        git(a, "remote", "set-url", "origin", f"{scheme}://127.0.0.1:{silent.getsockname()[1]}/remote.git")
         started = time.monotonic()
         denied = run_gate(a, "claim")
         took = time.monotonic() - started
@@ -195,12 +209,21 @@ def test_race_16_clones_over_git_daemon_exactly_one_winner(tmp_path: Path, daemo
     _race(tmp_path, daemon.url("remote.git"), 16, 5, budget=240)  # type: ignore[attr-defined]
 
 
-def test_no_gate_command_touches_any_other_ref(tmp_path: Path) -> None:
-    bare = seed_bare(tmp_path)
+def test_race_6_clones_3_rounds_over_smart_http_exactly_one_winner(tmp_path: Path) -> None:
+    seed_bare(tmp_path)
+    server = HttpServer(tmp_path / "srv")
+    try:
+        _race(tmp_path, server.url("remote.git"), 6, 3, budget=90)
+    finally:
+        server.stop()
+
+
+def test_no_gate_command_touches_any_other_ref(file_or_http: str, tmp_path: Path) -> None:
+    bare = _bare(tmp_path)
     git(bare, "update-ref", "refs/gate/claims/someone-elses", git(bare, "rev-parse", "main"))
     git(bare, "update-ref", "refs/notes/commits", git(bare, "rev-parse", "main"))
     git(bare, "tag", "v1", "main")
-    a, b = clone(f"file://{bare}", tmp_path / "a"), clone(f"file://{bare}", tmp_path / "b")
+    a, b = clone(file_or_http, tmp_path / "a"), clone(file_or_http, tmp_path / "b")
     before, before_a = refs(bare), refs(a)
     touched = {claim_ref(a), claim_ref(a, "refs/gate/fences"), f"refs/gate/flags/{_cid(a)}", f"refs/gate/flags/{_cid(b)}"}
     for tree, argv in ((a, ["claim"]), (b, ["claim"]), (a, ["claims", "--remote"]), (a, ["flags", "--push"]),
@@ -259,12 +282,13 @@ def test_flags_from_another_clone_are_sanitised(tmp_path: Path) -> None:
     assert "\x1b" not in text and "\u202e" not in text and "\\u001b[2J\\u202e" in text
 
 
-def test_a_pushed_hand_over_under_a_stale_fence_is_refused_at_push(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+def test_a_pushed_hand_over_under_a_stale_fence_is_refused_at_push(file_or_http: str, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str],
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from gates import cli
 
-    bare = seed_bare(tmp_path)
-    a, b = clone(f"file://{bare}", tmp_path / "a"), clone(f"file://{bare}", tmp_path / "b")
+    bare = _bare(tmp_path)
+    a, b = clone(file_or_http, tmp_path / "a"), clone(file_or_http, tmp_path / "b")
     for tree in (a, b):
         assert run_gate(tree, "install-hooks", "--pre-push").returncode == 0
         assert "--remote --pre-push" in (tree / ".git" / "hooks" / "pre-push").read_text()
@@ -321,6 +345,25 @@ def test_doctor_probes_the_remote(remote_url: str, tmp_path: Path) -> None:
     assert "accepts a create-only push under refs/gate/" in proc.stdout
     assert "applies --atomic pushes" in proc.stdout and "not fetched by a plain clone" in proc.stdout
     assert not [r for r in refs(_bare(tmp_path)) if "probe" in r]
+
+
+def test_a_read_only_smart_http_remote_is_a_denial_and_doctor_says_so(tmp_path: Path) -> None:
+    """http-backend refuses anonymous pushes unless http.receivepack is set: reads work, every push gets a 403."""
+    bare = seed_bare(tmp_path)
+    server = HttpServer(tmp_path / "srv")
+    try:
+        git(bare, "config", "http.receivepack", "false")
+        a = clone(server.url("remote.git"), tmp_path / "a")
+        before = refs(bare)
+        denied = run_gate(a, "claim")
+        assert denied.returncode == 3 and "403" in denied.stderr, denied.stdout + denied.stderr
+        assert not list((a / ".git" / "gate" / "claims").glob("*.json")), "the local grant was not given back"
+        assert [f["reason"] for f in flag_records(a / ".git")] == ["remote-unreachable"]
+        doctor = run_gate(a, "doctor", "--remote")
+        assert "reachable: ls-remote round trip" in doctor.stdout and "refuses a push of refs/gate/probe/" in doctor.stdout
+        assert refs(bare) == before
+    finally:
+        server.stop()
 
 
 def test_a_concurrent_reader_never_sees_a_partial_claim(tmp_path: Path) -> None:
