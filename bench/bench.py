@@ -415,7 +415,7 @@ def commands(report: Report, repo: Path) -> None:
 def structure_vs_jsonschema(report: Report, root: Path, repo: Path) -> None:
     model, schema = root / "model.json", root / "handoff.schema.json"
     run([sys.executable, "-c", (
-        "import json; from gates import handoff, schemas; "
+        "import json; from gates.domain import handoff; from gates.infra import schemas; "
         f"lines=open({str(repo / 'HANDOFF.md')!r}).read().splitlines(); "
         "m,_=handoff.parse(lines,'HANDOFF.md').to_json('Meta'); "
         f"open({str(model)!r},'w').write(json.dumps(m)); "

@@ -15,8 +15,9 @@ import sys
 import atheris
 
 with atheris.instrument_imports():
-    from gates import dataio, fsio, handoff, journal, records
-    from gates.errors import GateError
+    from gates.domain import handoff, journal, records
+    from gates.infra import dataio, fsio
+    from gates.infra.errors import GateError
 
 OWN = (dataio.DataError, GateError, records.RecordError)
 

@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from gates.cli import main
+from gates.main import main
 
 raise SystemExit(main())

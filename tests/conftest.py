@@ -14,7 +14,7 @@ import pytest
 from hypothesis import settings
 
 from gates.cli import main  # the command's entry point
-from gates.git import REPO_ENV_VARS
+from gates.infra.git import REPO_ENV_VARS
 
 # CI runs the same examples every time (a red run must be reproducible); local runs explore anew.
 settings.register_profile("ci", derandomize=True, database=None)
@@ -61,7 +61,7 @@ def commit_all(path: Path, message: str = "work") -> str:
 
 def write_target(repo: Path, text: str = "Adopt handoff-gate.") -> None:
     """What a new user does after `gate init`: write the Current Target over the template's placeholder."""
-    from gates.handoff import PLACEHOLDER
+    from gates.domain.handoff import PLACEHOLDER
 
     path = repo / "HANDOFF.md"
     lines = [text if PLACEHOLDER in line else line for line in path.read_text().splitlines()]
@@ -123,7 +123,7 @@ def call_gate(cwd: Path, *args: str, capsys: pytest.CaptureFixture[str], monkeyp
 
 def flag_records(common_dir: Path, sub: str = "") -> list[dict[str, object]]:
     """Every flag in the folder; each must follow the shipped flag schema."""
-    from gates import schemas
+    from gates.infra import schemas
 
     folder = common_dir / "gate" / "flags" / sub
     if not folder.is_dir():

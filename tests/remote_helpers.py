@@ -17,7 +17,7 @@ from typing import Iterator
 import pytest
 from conftest import commit_all, git, handoff_text, init_repo
 
-from gates.remote import key_for
+from gates.domain.remote import key_for
 
 
 def free_port() -> int:
@@ -98,7 +98,7 @@ def refs(bare: Path) -> dict[str, str]:
 
 
 def claim_ref(tree: Path, prefix: str = "refs/gate/claims") -> str:
-    from gates.git import discover
+    from gates.infra.git import discover
 
     return f"{prefix}/{key_for(discover(tree, {}), 'HANDOFF.md')}"
 

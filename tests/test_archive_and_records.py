@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import GATE_BIN, call_gate, commit_all, flag_records, git, handoff_text, run_gate, run_processes
 
-from gates import fsio
+from gates.infra import fsio
 
 THREADS = """- [ ] open — next: x
 - [x] done
@@ -54,7 +54,7 @@ def test_archive_moves_checked_items_with_their_children(repo: Path) -> None:
 def test_a_crash_between_the_two_writes_leaves_the_item_in_at_least_one_file(
     repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gates import archive
+    from gates.domain import archive
 
     _with_threads(repo)
     real = fsio.write_atomic
@@ -190,8 +190,9 @@ CREATOR = """
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from gates import config, records
-from gates.git import discover
+from gates.infra import config
+from gates.domain import records
+from gates.infra.git import discover
 repo = discover(Path(sys.argv[1]), {})
 cfg = config.load(repo)
 for i in range(125):

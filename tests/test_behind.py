@@ -1,4 +1,4 @@
-"""One definition of "behind" (gates/ancestry.py), as the brief, `gate check`, the real hook and --range see it."""
+"""One definition of "behind" (gates/domain/ancestry.py), as the brief, `gate check`, the real hook and --range see it."""
 
 from __future__ import annotations
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import GATE_BIN, call_gate, flag_records, git, handoff_text, run_gate
 
-from gates import claims, state
-from gates.git import discover
+from gates.domain import claims
+from gates.infra import state
+from gates.infra.git import discover
 
 
 @pytest.fixture
@@ -139,15 +140,15 @@ def test_takeover_after_the_holder_worktree_folder_is_deleted(trees: list[Path],
 
 def test_ttl_expiry_with_an_injected_clock(trees: list[Path], capsys: pytest.CaptureFixture[str],
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    from gates import cli
+    from gates.commands import invocation
 
     main, a, _ = trees
     start = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
-    monkeypatch.setattr(cli, "_now", lambda: start)
+    monkeypatch.setattr(invocation, "now", lambda: start)
     assert call_gate(a, "claim", "--ttl", "15m", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
-    monkeypatch.setattr(cli, "_now", lambda: start + timedelta(minutes=14, seconds=59))
+    monkeypatch.setattr(invocation, "now", lambda: start + timedelta(minutes=14, seconds=59))
     assert call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)[0] == 1
-    monkeypatch.setattr(cli, "_now", lambda: start + timedelta(minutes=15))
+    monkeypatch.setattr(invocation, "now", lambda: start + timedelta(minutes=15))
     code, out, _ = call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 0 and "its TTL expired at 2026-11-30T08:15:00Z" in out
 
@@ -369,7 +370,8 @@ def _spell(tree: Path, spelling: str) -> None:
 
 def _check_claim_gate(tree: Path, now: datetime | None = None) -> list[tuple[str, str]]:
     """The handoff-claim gate as the pre-commit hook runs it, for what is staged in `tree`."""
-    from gates import check, config
+    from gates.checks import runner as check
+    from gates.infra import config
 
     found = discover(tree, {})
     result = check.run(found, config.load(found), ["handoff-claim"], [], now=now)
@@ -388,7 +390,7 @@ def test_the_key_is_the_canonical_path_whatever_the_spelling(trees: list[Path], 
                                       ".git/HEAD", ".git/hooks/../HEAD", "gitlink/HANDOFF.md", "a\x00b"])
 def test_a_key_that_leaves_the_tree_or_enters_a_git_dir_is_refused(trees: list[Path], tmp_path: Path,
                                                                     spelling: str) -> None:
-    from gates.errors import GateError
+    from gates.infra.errors import GateError
 
     main = trees[0]
     outside = tmp_path / "outside"
@@ -525,20 +527,20 @@ def test_a_worktree_removed_and_re_added_at_the_same_place_does_not_inherit_the_
 
 def test_a_sub_second_ttl_is_kept(trees: list[Path], capsys: pytest.CaptureFixture[str],
                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from gates import cli
+    from gates.commands import invocation
 
     main, a, _ = trees
     start = datetime(2026, 11, 30, 8, 0, 0, 850000, tzinfo=timezone.utc)
-    monkeypatch.setattr(cli, "_now", lambda: start)
+    monkeypatch.setattr(invocation, "now", lambda: start)
     assert call_gate(a, "claim", "--ttl", "1s", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
     assert (_record(main) or {})["expires"] == "2026-11-30T08:00:01.850000Z"
     # Before: taken over 0.15 s after its grant (the expiry was cut to 08:00:01).
-    monkeypatch.setattr(cli, "_now", lambda: start + timedelta(seconds=0.15))
+    monkeypatch.setattr(invocation, "now", lambda: start + timedelta(seconds=0.15))
     code, out, _ = call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 1, out
-    monkeypatch.setattr(cli, "_now", lambda: start + timedelta(seconds=0.999999))
+    monkeypatch.setattr(invocation, "now", lambda: start + timedelta(seconds=0.999999))
     assert call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)[0] == 1
-    monkeypatch.setattr(cli, "_now", lambda: start + timedelta(seconds=1))
+    monkeypatch.setattr(invocation, "now", lambda: start + timedelta(seconds=1))
     code, out, _ = call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 0 and "its TTL expired at 2026-11-30T08:00:01.850000Z" in out
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import call_gate, flag_records, git, handoff_text, run_gate
 
-from gates import schemas
-from gates.registry import GATES
+from gates.checks import GATES
+from gates.infra import schemas
 
 
 def _break(repo: Path) -> None:
@@ -120,7 +120,7 @@ def test_config_prints_the_effective_config(repo: Path) -> None:
 
 def test_interrupt_is_exit_130_without_a_flag(repo: Path, capsys: pytest.CaptureFixture[str],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from gates import handoff_structure
+    from gates.checks import handoff_structure
 
     def interrupted(ctx: object) -> list[object]:
         raise KeyboardInterrupt

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import commit_all, flag_records, git, handoff_text, init_repo, run_gate
 
-from gates.errors import GateError
-from gates.git import discover
+from gates.infra.errors import GateError
+from gates.infra.git import discover
 
 
 def test_from_a_subdirectory(repo: Path) -> None:

@@ -16,9 +16,9 @@ import pytest
 from conftest import ROOT
 from ruamel.yaml import YAML
 
+from gates.checks import CATALOG
 from gates.cli import COMMANDS
-from gates.flags import EVENT_REASONS
-from gates.registry import CATALOG
+from gates.domain.flags import EVENT_REASONS
 
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
@@ -134,7 +134,7 @@ def test_hook_ids_are_the_catalog_and_the_gate_hook() -> None:
 
 def test_every_gate_id_has_its_module() -> None:
     for gate_id in CATALOG:
-        assert (ROOT / "gates" / f"{gate_id.replace('-', '_')}.py").is_file(), gate_id
+        assert (ROOT / "gates" / "checks" / f"{gate_id.replace('-', '_')}.py").is_file(), gate_id
 
 
 def test_the_readme_gate_table_has_one_row_per_hook() -> None:

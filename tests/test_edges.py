@@ -24,8 +24,8 @@ from typing import IO
 import pytest
 from conftest import GATE_BIN, flag_records, git, run_gate
 
-from gates import journal
-from gates.git import discover
+from gates.domain import journal
+from gates.infra.git import discover
 
 SENTINEL = b"No work package.\n"
 PACKAGE = b"# Work package\n\n## Goal\nShip.\n\n## Plan\n1. do it\n\n## Done when\nshipped\n"

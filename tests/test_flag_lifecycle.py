@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import GATE_BIN, call_gate, flag_records, git, handoff_text, run_gate, run_processes
 
-from gates import flags
-from gates.git import discover
+from gates.domain import flags
+from gates.infra.git import discover
 
 GATE = "handoff-no-checked-items"
 MESSAGE = "HANDOFF.md:11: [handoff-no-checked-items] checked item 'done' — completed items move to ARCHIVE.md"
@@ -231,8 +231,8 @@ def test_markers_stay_consistent_under_concurrent_failures_and_passes(repo: Path
     script = f"""
 import sys
 from pathlib import Path
-from gates import flags
-from gates.git import discover
+from gates.domain import flags
+from gates.infra.git import discover
 repo = discover(Path({str(repo)!r}), {{}})
 scope = flags.scope_of(repo, [], None, Path({str(repo / "HANDOFF.md")!r}))
 for i in range(30):

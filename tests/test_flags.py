@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import call_gate, flag_records, git, handoff_text, run_gate
 
-from gates import flags, schemas
-from gates.git import discover
+from gates.domain import flags
+from gates.infra import schemas
+from gates.infra.git import discover
 
 NAME = re.compile(r"^\d{8}T\d{6}Z-[a-z][a-z+-]*-[0-9a-f]{8}\.json$")
 
@@ -158,7 +159,7 @@ def test_when_a_flag_cannot_be_written_the_reason_goes_to_stderr_and_the_exit_st
 def test_internal_errors_are_exit_4_with_a_short_traceback_and_a_flag(
     repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gates import handoff_structure
+    from gates.checks import handoff_structure
 
     def broken(ctx: object) -> list[object]:
         raise ZeroDivisionError("boom")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from conftest import commit_all, git, handoff_text, init_repo, run_gate
 
-from gates import flags
-from gates.git import discover
+from gates.domain import flags
+from gates.infra.git import discover
 
 
 def _commits(repo: Path, count: int) -> None:

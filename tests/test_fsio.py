@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gates import fsio
-from gates.errors import GateError
+from gates.infra import fsio
+from gates.infra.errors import GateError
 
 
 def _leftovers(folder: Path) -> list[str]:

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, commit_all, init_repo
 
-from gates import check, config
-from gates.git import discover
+from gates.checks import runner as check
+from gates.infra import config
+from gates.infra.git import discover
 
 CHECK_TIME = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
 

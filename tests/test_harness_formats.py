@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import git
 
-from gates import agents, harness, schemas
+from gates.domain import agents, harness
+from gates.infra import schemas
 
 
 def _valid(name: str, document: object) -> None:
@@ -153,8 +154,8 @@ def test_compact_start_reinjects_the_handover(repo: Path) -> None:
 
 
 def test_codex_budget_cuts_flags_first(repo: Path) -> None:
-    from gates import flags
-    from gates.git import discover
+    from gates.domain import flags
+    from gates.infra.git import discover
 
     found = discover(repo, {})
     for i in range(40):

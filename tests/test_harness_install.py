@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import run_gate
 
-from gates import agents, harness, schemas
+from gates.domain import agents, harness
+from gates.infra import schemas
 
 EXISTING = {
     "claude": ('{\n  "$schema": "https://json.schemastore.org/claude-code-settings.json",\n  "permissions": {\n'

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import git, run_gate
 
-from gates import agents
+from gates.domain import agents
 
 
 def _hook(repo: Path, kind: str, fmt: str, payload: dict[str, object]) -> subprocess.CompletedProcess[str]:

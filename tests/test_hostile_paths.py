@@ -15,8 +15,8 @@ import pytest
 from conftest import commit_all, flag_records, git, handoff_text, run_gate
 from test_confinement import snapshot
 
-from gates import fsio
-from gates.errors import GateError
+from gates.infra import fsio
+from gates.infra.errors import GateError
 
 PATH_KEYS = ["handoff:\n  path", "handoff:\n  schema", "archive:\n  path", "records:\n  path", "mailbox:\n  path",
              "heartbeat:\n  journal"]

@@ -15,8 +15,8 @@ from xml.etree import ElementTree
 import pytest
 from conftest import ROOT, commit_all, git, handoff_text, init_repo, run_gate, write_target
 
-from gates.hooks import ENTRY
-from gates.registry import GATES
+from gates.checks import GATES
+from gates.domain.hooks import ENTRY
 
 OPT_IN = ("heartbeat", "handoff-claim-remote")  # gates off by default
 
@@ -86,7 +86,7 @@ def test_native_hook_blocks_a_bad_commit_and_runs_the_existing_hook(repo: Path) 
     exec_line = _hook_text(repo).splitlines()[-1]
     interpreter, isolated, c, code, command = shlex.split(exec_line.removeprefix("exec "))
     assert Path(interpreter).is_absolute() and Path(interpreter).exists()
-    assert (isolated, c, command) == ("-I", "-c", "check") and "gates.cli" in code
+    assert (isolated, c, command) == ("-I", "-c", "check") and "gates.main" in code
     _break(repo)
     git(repo, "add", "HANDOFF.md")
     bad = subprocess.run(["git", "commit", "-q", "-m", "bad"], cwd=repo, capture_output=True, text=True)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import flag_records, git, handoff_text, run_gate, run_processes
 
-from gates import journal
-from gates.git import discover
+from gates.domain import journal
+from gates.infra.git import discover
 
 
 def _journal(repo: Path) -> Path:
@@ -148,8 +148,8 @@ def test_repair_keeps_the_broken_journal_and_starts_a_chain_that_names_it(repo: 
 APPENDER = """
 import sys
 from pathlib import Path
-from gates import journal
-from gates.git import discover
+from gates.domain import journal
+from gates.infra.git import discover
 repo = discover(Path(sys.argv[1]), {})
 for i in range(25):
     journal.append(repo, "test", {"writer": sys.argv[2], "i": i})

@@ -19,12 +19,12 @@ from xml.etree import ElementTree
 import pytest
 from conftest import call_gate, git, run_gate
 
-from gates import fsio
+from gates.infra import fsio
 
 KILLED_WRITER = """
 import os, sys
 from pathlib import Path
-from gates import fsio
+from gates.infra import fsio
 os.replace = lambda *args, **kwargs: os.kill(os.getpid(), 9)  # SIGKILL between the temp file's fsync and its rename
 fsio.write_atomic(Path(sys.argv[1]), b"half of a new hand-over\\n")
 """
@@ -94,7 +94,7 @@ def test_a_killed_writers_temp_file_is_refused_by_the_installed_hook(repo: Path,
     doctor = run_gate(repo, "doctor")
     young = rf"warn  temp file {re.escape(shown)} is \d+s old: a writer may be using it now"
     assert [line for line in doctor.stdout.splitlines() if re.fullmatch(young, line)], doctor.stdout
-    from gates import leftovers
+    from gates.domain import leftovers
 
     monkeypatch.setattr(leftovers, "MIN_AGE", 0.0)  # its ctime cannot be backdated; a real leftover is old
     body = left.read_bytes()
@@ -118,7 +118,7 @@ def test_leftovers_in_the_state_dir_are_reported_and_moved(repo: Path, capsys: p
     flags = repo / ".git" / "gate" / "flags"
     flags.mkdir(parents=True)
     left = _kill_a_writer(flags / "20261130T000000Z-io-error-00000000.json")
-    from gates import leftovers
+    from gates.domain import leftovers
 
     monkeypatch.setattr(leftovers, "MIN_AGE", 0.0)
     code, out, _ = call_gate(repo, "doctor", capsys=capsys, monkeypatch=monkeypatch)

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import GATE_BIN, call_gate, flag_records, git, run_gate
 
-from gates import locks, procscan, state
-from gates.git import discover
+from gates.domain import locks, procscan
+from gates.infra import state
+from gates.infra.git import discover
 
 MIN = 60.0
 

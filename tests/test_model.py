@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gates import handoff, schemas
+from gates.domain import handoff
+from gates.infra import schemas
 
 DOC = """# Handoff
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT, commit_all, handoff_text, init_repo
 
 from gates import __version__
-from gates.registry import GATES
+from gates.checks import GATES
 
 
 def _manifest() -> list[dict[str, object]]:
@@ -40,7 +40,7 @@ def test_every_gate_has_a_hook_that_runs_exactly_check_only_id() -> None:
 def test_ids_module_names_and_readme_agree() -> None:
     readme = (ROOT / "README.md").read_text()
     for gate_id, module in GATES.items():
-        assert module.__name__ == f"gates.{gate_id.replace('-', '_')}"
+        assert module.__name__ == f"gates.checks.{gate_id.replace('-', '_')}"
         assert module.__doc__ and module.__doc__.startswith(f"{gate_id}: ")
         assert f"`{gate_id}`" in readme, gate_id
     assert "`gate`" in readme
@@ -54,7 +54,7 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
 
 
 def test_config_schema_knows_every_gate() -> None:
-    from gates import schemas
+    from gates.infra import schemas
 
     assert set(schemas.load("config")["properties"]["gates"]["properties"]) == set(GATES)
 
@@ -75,7 +75,7 @@ def test_a_plain_install_into_a_fresh_venv_finds_its_schemas(tmp_path: Path) -> 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     where = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import gates.schemas as s; print(s.schema_path('config'))"],
+        [str(venv / "bin" / "python"), "-c", "import gates.infra.schemas as s; print(s.schema_path('config'))"],
         cwd=elsewhere, capture_output=True, text=True, check=True,
     )
     assert where.stdout.strip().startswith(str(venv))
@@ -92,7 +92,7 @@ def test_a_plain_install_into_a_fresh_venv_finds_its_schemas(tmp_path: Path) -> 
     # entry-point wrapper (which imports `re` before any of our code: ~6 ms on every commit).
     script = (venv / "bin" / "gate").read_text()
     first_line = script.splitlines()[0]
-    assert first_line.startswith(f"#!{venv}/bin/python") and "from gates.cli import main" in script
+    assert first_line.startswith(f"#!{venv}/bin/python") and "from gates.main import main" in script
     assert "import re" not in script
     again = subprocess.run([str(venv / "bin" / "gate"), "check"], cwd=repo, capture_output=True, text=True)
     assert (again.returncode, again.stdout) == (0, check.stdout)

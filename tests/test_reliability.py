@@ -19,16 +19,17 @@ from conftest import call_gate, flag_records, git, handoff_text, run_gate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gates import dataio, fsio, handoff, journal, records
-from gates.errors import GateError
-from gates.git import discover
+from gates.domain import handoff, journal, records
+from gates.infra import dataio, fsio
+from gates.infra.errors import GateError
+from gates.infra.git import discover
 
 OLD, NEW = b"A" * 300_000 + b"\n", b"B" * 500_000 + b"\n"
 
 WRITER = """
 import sys
 from pathlib import Path
-from gates import fsio
+from gates.infra import fsio
 target = Path(sys.argv[1])
 old, new = b"A" * 300_000 + b"\\n", b"B" * 500_000 + b"\\n"
 print("ready", flush=True)
@@ -64,8 +65,8 @@ def test_sigkill_torture_every_read_sees_old_or_new(tmp_path: Path) -> None:
 APPENDER = """
 import sys
 from pathlib import Path
-from gates import journal
-from gates.git import discover
+from gates.domain import journal
+from gates.infra.git import discover
 repo = discover(Path(sys.argv[1]), {})
 print("ready", flush=True)
 while True:

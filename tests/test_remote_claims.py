@@ -98,17 +98,17 @@ def test_force_release_breaks_the_remote_claim_and_keeps_it(tmp_path: Path) -> N
 def test_takeover_after_ttl_expiry_with_an_injected_clock(file_or_http: str, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str],
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from gates import cli
+    from gates.commands import invocation
 
     bare = _bare(tmp_path)
     a, b = clone(file_or_http, tmp_path / "a"), clone(file_or_http, tmp_path / "b")
     start = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
-    monkeypatch.setattr(cli, "_now", lambda: start)
+    monkeypatch.setattr(invocation, "now", lambda: start)
     assert call_gate(a, "claim", "--ttl", "15m", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
-    monkeypatch.setattr(cli, "_now", lambda: start + timedelta(minutes=14, seconds=59))
+    monkeypatch.setattr(invocation, "now", lambda: start + timedelta(minutes=14, seconds=59))
     code, out, _ = call_gate(b, "claim", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 1 and f"clone {clone_id(a)}" in out
-    monkeypatch.setattr(cli, "_now", lambda: start + timedelta(minutes=15))
+    monkeypatch.setattr(invocation, "now", lambda: start + timedelta(minutes=15))
     code, out, _ = call_gate(b, "claim", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 0, out
     assert "took over the remote claim" in out and "its TTL expired at 2026-11-30T08:15:00Z" in out
@@ -241,8 +241,8 @@ def test_no_gate_command_touches_any_other_ref(file_or_http: str, tmp_path: Path
 
 
 def _cid(tree: Path) -> str:
-    from gates import remote
-    from gates.git import discover
+    from gates.domain import remote
+    from gates.infra.git import discover
 
     return remote.clone_id(discover(tree, {}))
 
@@ -266,15 +266,15 @@ def test_a_fresh_clone_brief_shows_a_flag_pushed_by_another_clone(remote_url: st
 
 
 def test_flags_from_another_clone_are_sanitised(tmp_path: Path) -> None:
-    from gates import remote_flags
-    from gates.config import load
-    from gates.git import discover
+    from gates.domain import remote_flags
+    from gates.infra.config import load
+    from gates.infra.git import discover
 
     bare = seed_bare(tmp_path)
     a, c = clone(f"file://{bare}", tmp_path / "a"), clone(f"file://{bare}", tmp_path / "c")
     repo = discover(a, {})
     (a / ".git" / "gate" / "flags").mkdir(parents=True)
-    from gates import flags
+    from gates.domain import flags
 
     flags.raise_flag(repo, "doctor", "evil \x1b[2J\u202e text", command="gate x", exit_code=1)
     remote_flags.push(repo, load(repo), "origin", datetime.now(timezone.utc))
@@ -285,7 +285,7 @@ def test_flags_from_another_clone_are_sanitised(tmp_path: Path) -> None:
 def test_a_pushed_hand_over_under_a_stale_fence_is_refused_at_push(file_or_http: str, tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str],
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from gates import cli
+    from gates.commands import invocation
 
     bare = _bare(tmp_path)
     a, b = clone(file_or_http, tmp_path / "a"), clone(file_or_http, tmp_path / "b")
@@ -293,12 +293,12 @@ def test_a_pushed_hand_over_under_a_stale_fence_is_refused_at_push(file_or_http:
         assert run_gate(tree, "install-hooks", "--pre-push").returncode == 0
         assert "--remote --pre-push" in (tree / ".git" / "hooks" / "pre-push").read_text()
     start = datetime.now(timezone.utc) - timedelta(hours=2)
-    monkeypatch.setattr(cli, "_now", lambda: start)
+    monkeypatch.setattr(invocation, "now", lambda: start)
     assert call_gate(a, "claim", "--ttl", "15m", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
     assert call_gate(a, "stamp", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
     assert "- fence: 1" in (a / "HANDOFF.md").read_text()
     git(a, "commit", "-q", "--no-verify", "-am", "a's close-out, written under fence 1")
-    monkeypatch.setattr(cli, "_now", lambda: datetime.now(timezone.utc))
+    monkeypatch.setattr(invocation, "now", lambda: datetime.now(timezone.utc))
     code, out, _ = call_gate(b, "claim", "--ttl", "1h", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 0 and "fence 2" in out, out
     assert call_gate(b, "stamp", capsys=capsys, monkeypatch=monkeypatch)[0] == 0

@@ -92,7 +92,7 @@ def test_outside_a_repository_one_stderr_line(tmp_path: Path) -> None:
 
 
 def test_check_help_lists_the_gate_ids(tmp_path: Path) -> None:
-    from gates.registry import GATES
+    from gates.checks import GATES
 
     out = "".join(run_gate(tmp_path, "check", "--help").stdout.split())  # argparse wraps lines, even at a hyphen
     assert "".join(("gate ids (for --only and --skip): " + ", ".join(GATES)).split()) in out

@@ -1,0 +1,40 @@
+"""What a gate is given: the repository, the effective config and the loaded hand-over files."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from gates.domain.changes import Change
+from gates.domain.handoff import Loaded
+from gates.infra.config import Config
+from gates.infra.git import Repo
+
+
+class Context:
+    """What every gate of one check reads: the repository, the config, the hand-over files as read, the time."""
+
+    def __init__(self, repo: Repo, config: Config, handoffs: list[Loaded], now: datetime,
+                 changes: list[Change] | None = None, range_spec: str | None = None,
+                 push: list[Any] | None = None) -> None:
+        self.repo = repo
+        self.config = config
+        self.handoffs = handoffs
+        self.now = now
+        self.changes = changes or []  # what the change-judging gates judge
+        self.range_spec = range_spec  # set under `gate check --range`: changes are those commits
+        self.push = push  # at push time (`gate check --remote`, pre-push): the refs pushed (handoff_claim_remote.Update)
+        self.events: list[tuple[str, str]] = []  # (flag reason, message) to flag even on success
+        self._records: tuple[list[Any], list[tuple[str, int, str]]] | None = None
+
+    def records(self) -> tuple[list[Any], list[tuple[str, int, str]]]:
+        """The records of the work tree, read once per check for every gate that needs them."""
+        if self._records is None:
+            from gates.domain import records
+
+            self._records = records.load_all(self.repo, self.config)
+        return self._records
+
+    def staged(self, path: str) -> bool:
+        """Whether the commit being made changes `path` (never true under --range: history has no index)."""
+        return self.range_spec is None and any(change.touches(path) for change in self.changes)

@@ -1,0 +1,62 @@
+"""handoff-claim: a commit that changes the state file is denied while another live worktree holds its claim.
+
+With `claims.require: true`, a commit of the state file from a worktree that holds no claim, or
+whose own claim's TTL has run out, is denied too. An abandoned claim (its worktree gone, or its
+TTL expired) only warns. The claim is looked up by `claims.key()`, the state file's canonical
+path, so it is found however this branch's config spells the path.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from datetime import datetime
+
+from gates.checks.context import Context
+from gates.domain import claims
+from gates.infra import state
+from gates.infra.findings import WARNING, Finding
+
+ID = "handoff-claim"
+
+
+def check(ctx: Context) -> list[Finding]:
+    if ctx.range_spec:
+        return []  # claims live in this clone's state dir, not in history: nothing to judge per commit
+    configured = ctx.config.section("handoff")["path"]
+    state_rel = claims.key(ctx.repo, configured)
+    require = bool(ctx.config.section("claims")["require"])
+    record = claims.read(state.layout(ctx.repo), state_rel)
+    staged = ctx.staged(state_rel) or ctx.staged(posixpath.normpath(configured))  # the file, or the link that names it
+    if (record is None and not require) or not staged:
+        return []
+    if record is None:
+        return [Finding(state_rel, 1, ID, f"this commit changes {state_rel} but this worktree holds no claim "
+                        "(claims.require) — run `gate claim` first")]
+    if claims.held_here(record, ctx.repo):
+        return _own(ctx, state_rel, record, require)
+    return _other_holder(ctx, state_rel, record, require, ctx.now)
+
+
+def _own(ctx: Context, state_rel: str, record: dict[str, object], require: bool) -> list[Finding]:
+    expires = claims.expiry(record)
+    if not require or expires is None:
+        return []
+    if ctx.now < expires:
+        return []
+    return [Finding(state_rel, 1, ID, f"this commit changes {state_rel} but this worktree's claim expired at "
+                    f"{record.get('expires')} (claims.require) — run `gate claim` to renew it")]
+
+
+def _other_holder(ctx: Context, state_rel: str, record: dict[str, object], require: bool, now: datetime) -> list[Finding]:
+    live, why = claims.liveness(record, now)
+    holder = claims.describe(record)
+    if live:
+        return [Finding(state_rel, 1, ID, f"{state_rel} is claimed by {holder} — leave it to that session: unstage it "
+                        f"(`git restore --staged {state_rel}`) and fold your notes into a later session, or, if that "
+                        "session is gone, `gate release --force --reason TEXT`")]
+    found = [Finding(state_rel, 1, ID, f"the claim on {state_rel} by {holder} is abandoned ({why}): "
+                     "`gate claim` takes it over", WARNING)]
+    if require:
+        found.append(Finding(state_rel, 1, ID, f"this commit changes {state_rel} but this worktree holds no claim "
+                             "(claims.require) — run `gate claim` first"))
+    return found

@@ -1,0 +1,128 @@
+"""handoff-fresh: the hand-over describes the world git is in now.
+
+At most `fresh.max_behind` commits of work may follow the Meta `ref` (what counts is
+gates/domain/ancestry.py's one definition: the hook counts the commit being made, --range judges every
+commit of the range the same way); a ref that is not in HEAD's history (rebased away, another
+branch, an unknown object) is a violation. When the commit being made changes the hand-over file, its Meta `ref`
+must be HEAD itself (the new commit's parent). An `updated` older than `fresh.fresh_days` is a
+warning, or a violation with `fresh.strict`. In a shallow clone a ref that cannot be resolved
+is a warning that says how to fetch more history.
+"""
+
+from __future__ import annotations
+
+import functools
+from datetime import datetime
+from typing import Any, Iterator
+
+from gates.checks.context import Context
+from gates.domain import handoff
+from gates.domain.ancestry import SHALLOW_ADVICE, meta_ref, relation
+from gates.domain.handoff import Loaded
+from gates.infra.errors import GateError
+from gates.infra.findings import WARNING, Finding
+
+ID = "handoff-fresh"
+
+
+def check(ctx: Context) -> list[Finding]:
+    findings: list[Finding] = []
+    for loaded in ctx.handoffs:
+        findings.extend(_check_one(ctx, loaded))
+    if ctx.range_spec:
+        findings.extend(_history(ctx))
+    return findings
+
+
+def _history(ctx: Context) -> Iterator[Finding]:
+    """Under --range: every commit that changes the hand-over file names its parent as the Meta ref, and no commit
+    has more work after its hand-over than the hook lets through (HEAD's own is judged in the work tree)."""
+    path = ctx.config.section("handoff")["path"]
+    limit = ctx.config.section("fresh")["max_behind"]
+    refs: dict[str, handoff.MetaEntry | None] = {}  # the Meta ref of the hand-over at each commit seen
+    for change in ctx.changes:
+        assert change.new is not None
+        touches = change.touches(path)
+        if change.old is not None and change.old in refs and not touches:
+            ref = refs[change.old]
+        else:
+            data = change.after(path)
+            try:
+                ref = meta_ref(data, ctx.config)
+            except GateError:
+                ref = None  # unreadable text: handoff-structure's to judge in the work tree
+            else:
+                if change.old is not None and touches and data is not None and \
+                        (ref is None or ctx.repo.resolve_commit(ref.value) != change.old):
+                    named = ref.value if ref else "nothing"
+                    yield Finding(path, ref.line if ref else 1, ID, f"{change.label} changes {path}, but its Meta ref "
+                                  f"is {named}, not the commit's parent {change.old[:12]} — close out with `gate stamp`")
+        refs[change.new] = ref
+        if ref is None or not ref.value or change.new == ctx.repo.head:
+            continue
+        found = relation(ctx.repo, ctx.config, ref.value, tip=change.new, exact=False,
+                         read=functools.partial(change.history.blob, path=path))
+        if found.kind == "elsewhere":
+            yield Finding(path, ref.line, ID, f"{change.label}: its Meta ref {ref.value} is not in its history")
+        elif found.kind == "behind" and found.behind > limit:
+            yield Finding(path, ref.line, ID, f"{change.label}: its Meta ref {ref.value} is {found.behind} commits "
+                          f"behind it, more than fresh.max_behind ({limit}): committed without updating the hand-over")
+
+
+def _pending(ctx: Context) -> bool | None:
+    """The commit being made, as the hook sees it: None when there is none (--range, or nothing is staged), else
+    whether it is a close-out (it stages the hand-over file, and the staged Meta ref is HEAD)."""
+    if ctx.range_spec or not ctx.changes or ctx.changes[0].new is not None or not ctx.changes[0].changed():
+        return None
+    path = ctx.config.section("handoff")["path"]
+    if not ctx.changes[0].touches(path):
+        return False
+    try:
+        staged = meta_ref(ctx.changes[0].after(path), ctx.config)
+    except GateError:
+        return False  # unreadable text: handoff-structure's to judge
+    return staged is not None and ctx.repo.head is not None and ctx.repo.resolve_commit(staged.value) == ctx.repo.head
+
+
+def _check_one(ctx: Context, loaded: Loaded) -> Iterator[Finding]:
+    if loaded.doc is None:
+        yield Finding(loaded.shown, 1, ID, "not checked: the file is over its size cap (see handoff-structure)")
+        return
+    cfg, fresh = ctx.config.section("handoff"), ctx.config.section("fresh")
+    ref = loaded.doc.meta_value(cfg["meta_section"], "ref")
+    if ref is None or not ref.value:
+        yield Finding(loaded.shown, 1, ID, "no Meta ref: freshness cannot be judged — add '- ref: <sha of HEAD>'")
+    else:
+        yield from _ref(ctx, loaded.shown, ref, fresh)
+    updated = loaded.doc.meta_value(cfg["meta_section"], "updated")
+    when = handoff.parse_utc(updated.value) if updated else None
+    if updated is not None and when is not None:
+        yield from _age(ctx.now, loaded.shown, updated.line, when, fresh)
+
+
+def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: dict[str, Any]) -> Iterator[Finding]:
+    pending = _pending(ctx)
+    found = relation(ctx.repo, ctx.config, ref.value, pending=pending, exact=False)
+    if found.kind == "elsewhere":
+        yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is not in HEAD's history (rebased away, another "
+                      "branch, or an unknown commit): the hand-over describes another world — re-read git, then "
+                      "`gate stamp`")
+    elif found.kind == "shallow":
+        yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is not in this shallow clone: {SHALLOW_ADVICE}", WARNING)
+    elif found.kind == "behind" and found.behind > fresh["max_behind"]:
+        made = " once this commit is made" if pending is not None else ""
+        yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is {found.behind} commits behind HEAD{made}, more "
+                      f"than fresh.max_behind ({fresh['max_behind']}): sessions committed without updating the "
+                      "hand-over — bring it up to date, then `gate stamp`")
+    if found.kind != "unborn" and not ctx.range_spec and ctx.staged(shown) and found.commit != ctx.repo.head:
+        assert ctx.repo.head is not None
+        yield Finding(shown, ref.line, ID, f"this commit changes {shown}, so its Meta ref must be HEAD "
+                      f"({ctx.repo.head[:12]}), not {ref.value} — run `gate stamp` and stage the file again")
+
+
+def _age(now: datetime, shown: str, line: int, when: datetime, fresh: dict[str, Any]) -> Iterator[Finding]:
+    days = (now - when).days
+    if days > fresh["fresh_days"]:
+        severity = "error" if fresh["strict"] else WARNING
+        yield Finding(shown, line, ID, f"the hand-over was last updated {days} days ago, more than fresh.fresh_days "
+                      f"({fresh['fresh_days']}): treat it as stale until it is brought up to date", severity)

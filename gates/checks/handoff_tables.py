@@ -1,0 +1,49 @@
+"""handoff-tables: every generated table region of the hand-over file is up to date.
+
+A region `<!-- gate:table NAME -->` … `<!-- /gate:table -->` must hold exactly what `gate render`
+writes there from the records; an unknown NAME or a region without its end marker is a violation.
+"""
+
+from __future__ import annotations
+
+from gates.checks.context import Context
+from gates.domain import records, tables
+from gates.infra.findings import Finding
+from gates.infra.text import excerpt
+
+ID = "handoff-tables"
+
+
+def check(ctx: Context) -> list[Finding]:
+    findings: list[Finding] = []
+    found: list[records.Record] | None = None
+    for loaded in ctx.handoffs:
+        if loaded.doc is None:
+            findings.append(Finding(loaded.shown, 1, ID, "not checked: the file is over its size cap (see handoff-structure)"))
+            continue
+        lines = loaded.doc.lines
+        for region in tables.regions(lines):
+            line = region.start + 1
+            if region.end is None:
+                findings.append(Finding(loaded.shown, line, ID,
+                                        f"table '{excerpt(region.name)}' has no '<!-- /gate:table -->' end"))
+                continue
+            if found is None:
+                found = ctx.records()[0]
+            want = tables.table(region.name, found)
+            if want is None:
+                findings.append(Finding(loaded.shown, line, ID, f"unknown table '{excerpt(region.name)}' "
+                                        f"(known: {', '.join(tables.SELECT)})"))
+                continue
+            have = lines[region.start + 1:region.end]
+            if have != want:
+                findings.append(Finding(loaded.shown, line, ID, _difference(region.name, have, want, region.start + 2)))
+    return findings
+
+
+def _difference(name: str, have: list[str], want: list[str], first_line: int) -> str:
+    index = next((i for i, (a, b) in enumerate(zip(have, want, strict=False)) if a != b), min(len(have), len(want)))
+    found = have[index] if index < len(have) else "(nothing)"
+    expected = want[index] if index < len(want) else "(nothing)"
+    return (f"table '{name}' is out of date ({len(have)} lines, {len(want)} expected): line {first_line + index} is "
+            f"'{excerpt(found, 80)}', expected '{excerpt(expected, 80)}' — run `gate render` (`gate render --diff` shows all)")

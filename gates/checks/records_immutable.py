@@ -1,0 +1,82 @@
+"""records-immutable: a closed record is history; records are valid and their supersession is reciprocal.
+
+A change that edits, renames or deletes a record whose committed version is closed or superseded
+is a violation (closing a record is its last allowed edit). Every record's front matter follows
+`schemas/record.schema.json`, and when A is superseded by B, B lists A in `supersedes` (and the
+other way round).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from gates.checks.context import Context
+from gates.domain import records
+from gates.domain.changes import Change
+from gates.infra.findings import Finding
+
+ID = "records-immutable"
+
+
+def check(ctx: Context) -> list[Finding]:
+    _, relative = records.folder(ctx.repo, ctx.config)
+    findings: list[Finding] = []
+    for change in ctx.changes:
+        findings.extend(_judge_change(change, relative, validate=ctx.range_spec is not None))
+    found, broken = ctx.records()
+    findings += [Finding(shown, line, ID, f"not a record: {message}") for shown, line, message in broken]
+    for record in found:
+        findings += [Finding(record.shown, line, ID, message) for line, message in records.problems(record)]
+    findings.extend(_reciprocity(found))
+    return findings
+
+
+def _judge_change(change: Change, relative: str, validate: bool) -> Iterator[Finding]:
+    for status, path in change.changed(f"{relative}/"):
+        if not path.endswith(".md"):
+            continue
+        if status in ("M", "D"):
+            before = _parse(change.before(path), path)
+            if before is not None and before.status in records.FINAL:
+                verb = "edits" if status == "M" else "deletes or renames"
+                yield Finding(path, 1, ID, f"{change.label} {verb} record {before.meta.get('id')}, which is "
+                              f"{before.status}: a closed record is history — write a new record that supersedes it")
+        if validate and status in ("A", "M"):
+            after = _parse(change.after(path), path)
+            if after is None:
+                yield Finding(path, 1, ID, f"{change.label} leaves {path} without valid front matter")
+            else:
+                yield from (Finding(path, line, ID, f"in {change.label}: {message}")
+                            for line, message in records.problems(after))
+
+
+def _parse(data: bytes | None, shown: str) -> records.Record | None:
+    if data is None:
+        return None
+    try:
+        return records.parse(data, shown)
+    except records.RecordError:
+        return None
+
+
+def _reciprocity(found: list[records.Record]) -> Iterator[Finding]:
+    by_id = {str(r.meta.get("id")): r for r in found}
+    for record in found:
+        own = str(record.meta.get("id"))
+        later = record.meta.get("superseded_by")
+        if record.status == "superseded" and isinstance(later, str):
+            successor = by_id.get(later)
+            line = record.lines.get(("superseded_by",), 1)
+            if successor is None:
+                yield Finding(record.shown, line, ID, f"superseded_by {later}: no such record")
+            elif own not in (successor.meta.get("supersedes") or []):
+                yield Finding(record.shown, line, ID, f"superseded by {later}, but {later} does not list {own} in "
+                              "supersedes — add it there")
+        for earlier in record.meta.get("supersedes") or []:
+            line = record.lines.get(("supersedes",), 1)
+            target = by_id.get(str(earlier))
+            if target is None:
+                yield Finding(record.shown, line, ID, f"supersedes {earlier}: no such record")
+            elif target.status != "superseded" or target.meta.get("superseded_by") != own:
+                yield Finding(record.shown, line, ID, f"supersedes {earlier}, but {earlier} is not marked "
+                              f"'status: superseded' with 'superseded_by: {own}'")

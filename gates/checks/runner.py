@@ -1,0 +1,71 @@
+"""`gate check`: load the inputs once, run the selected gates, collect their findings."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from gates.checks import GATES
+from gates.checks.context import Context
+from gates.domain import changes
+from gates.domain.handoff import load_handoff
+from gates.infra.config import Config
+from gates.infra.errors import USAGE, GateError
+from gates.infra.findings import ENVIRONMENT, ERROR, WARNING, CheckResult, Finding
+from gates.infra.git import Repo
+
+# The gate id of findings about the gate's own environment rather than a gate's rule: a state dir writing
+# commands would refuse, and temp files of a killed writer (staged: an error; lying about: a warning).
+
+
+def select(config: Config, only: list[str], skip: list[str]) -> list[str]:
+    """The gate ids to run: `--only` names them (enabled or not), else the enabled ones."""
+    for gate_id in (*only, *skip):
+        if gate_id not in GATES:
+            raise GateError(f"unknown gate id '{gate_id}' (known: {', '.join(GATES)})", code=USAGE, reason="usage")
+    enabled = config.section("gates")
+    chosen = only or [gate_id for gate_id in GATES if enabled.get(gate_id, True)]
+    return [gate_id for gate_id in chosen if gate_id not in skip]
+
+
+def run(repo: Repo, config: Config, gate_ids: list[str], files: list[Path], now: datetime | None = None,
+        range_spec: str | None = None, push: list[Any] | None = None) -> CheckResult:
+    history = repo.history()
+    found = changes.in_range(repo, history, range_spec) if range_spec else changes.staged(repo, history)
+    paths = files or [repo.toplevel / config.section("handoff")["path"]]
+    staged = found if not files and range_spec is None else None
+    loaded = [load_handoff(repo, config, path, staged) for path in paths]
+    ctx = Context(repo=repo, config=config, handoffs=loaded, now=now or datetime.now(timezone.utc), changes=found,
+                  range_spec=range_spec, push=push)
+    result = CheckResult(gates=list(gate_ids), files=[item.shown for item in loaded])
+    result.range = (range_spec, len(found)) if range_spec else None
+    try:
+        for gate_id in gate_ids:
+            result.findings.extend(GATES[gate_id].check(ctx))
+        result.findings.extend(environment(repo, config, [c.changed() for c in found], paths))
+    finally:
+        history.close()
+    result.findings.sort(key=lambda f: (f.path, f.line, f.gate))  # stable: a gate's own order stands within a line
+    result.events = ctx.events
+    return result
+
+
+def environment(repo: Repo, config: Config, changed: list[list[tuple[str, str]]], paths: list[Path]) -> list[Finding]:
+    """What a passing check must still mention. Only looks: nothing is created, the state dir included."""
+    from gates.domain import leftovers
+    from gates.infra import state
+
+    out = []
+    for folder, why in state.unsafe(state.layout(repo)):
+        out.append(Finding(str(folder), 1, ENVIRONMENT, f"state dir {folder}: {why}: commands that write "
+                           "(flags, claims, stamps, the journal) refuse it — `gate doctor` says what to fix", WARNING))
+    committed = sorted({path for pairs in changed for path in leftovers.staged(pairs)})
+    for path in committed:
+        out.append(Finding(path, 1, ENVIRONMENT, f"{path} is a temp file a killed writer left, not content: "
+                           f"`git rm --cached -- {path}`, then `gate doctor --fix` moves it to lost+found", ERROR))
+    for item in leftovers.in_work_tree(repo, config, paths):
+        if item.shown not in committed:
+            out.append(Finding(item.shown, 1, ENVIRONMENT, f"{item.shown} is a temp file a killed writer left: "
+                               "`git add -A` would commit it — `gate doctor --fix` moves it to lost+found", WARNING))
+    return out

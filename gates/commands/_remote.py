@@ -1,0 +1,160 @@
+"""`gate claim/release/claims` with a remote: the local claim and the remote one, composed.
+
+A claim is granted only when both are: a denial of either is a denial naming its holder, and a
+local claim this run took is given back when the remote one cannot be taken. An unreachable
+remote is a denial (exit 3, `remote-unreachable`), never "nobody holds it"; `--offline` takes
+the local claim only, marked unverified (`claim-unverified`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from gates.domain import claims, journal, remote
+from gates.infra import git
+from gates.infra.errors import OK, VIOLATION, GateError
+
+if TYPE_CHECKING:
+    from gates.commands.invocation import Run
+
+
+def remote_name(args: argparse.Namespace, run: Run) -> str | None:
+    named = getattr(args, "remote", None)
+    if isinstance(named, str):
+        return named
+    configured = run.config().section("claims").get("remote")
+    return str(configured) if configured else None
+
+
+def _connect(run: Run, name: str) -> remote.Remote:
+    return remote.connect(run.repo(), name, remote.timeout_of(run.config()))
+
+
+def _journal(run: Run, action: str, record: dict[str, Any], now: datetime, **extra: Any) -> None:
+    details = {key: record.get(key) for key in ("path", "clone", "worktree", "session", "fence", "token")}
+    details.update(extra)
+    journal.append(run.repo(), action, details, now)
+
+
+def claim(args: argparse.Namespace, run: Run, name: str | None, state_rel: str, holder: claims.Holder,
+          ttl: timedelta | None, note: str | None, now: datetime) -> int:
+    repo = run.repo()
+    who = remote.me(repo, holder.session)
+    key = remote.key_for(repo, state_rel)
+    local = claims.claim(repo, state_rel, holder, ttl, note, now)
+    assert local.record is not None
+    if local.kind == "denied":
+        return run.deny("claim-denied", f"denied: {state_rel} is claimed by {claims.describe(local.record)} (in this "
+                        "clone) — the first mover wins: fold your update into a later session")
+    if args.offline or name is None:
+        remote.remember(repo, key, name or "", who, {"fence": None, "expires": local.record.get("expires")}, None,
+                        unverified=True)
+        run.announce("claim-unverified", f"claimed {state_rel} for {claims.describe(local.record)} OFFLINE: the "
+                     f"remote claim was not checked, so another clone may hold it — run `gate claim` again when "
+                     "the remote can be reached")
+        return OK
+    try:
+        target = _connect(run, name)
+        outcome = remote.acquire(target, state_rel, who, ttl, note, now)
+    except git.Unreachable as exc:
+        _roll_back(run, local, state_rel, holder, now)
+        raise GateError(f"remote {name!r} cannot be reached ({exc.message}): the claim on {state_rel} was not "
+                        "taken — an unreachable remote is a denial; `gate claim --offline` takes a local claim "
+                        "marked unverified", reason="remote-unreachable") from None
+    except BaseException:
+        _roll_back(run, local, state_rel, holder, now)
+        raise
+    assert outcome.record is not None
+    if outcome.kind == "denied":
+        _roll_back(run, local, state_rel, holder, now)
+        return run.deny("claim-denied", f"denied: {state_rel} is claimed on remote {name} by "
+                        f"{remote.describe(outcome.record)} ({outcome.why}) — the first mover wins: fold your "
+                        "update into a later session")
+    remote.remember(repo, key, name, who, outcome.record, outcome.oid)
+    action = {"granted": "remote-claim-granted", "renewed": "remote-claim-renewed",
+              "taken-over": "remote-claim-taken-over"}[outcome.kind]
+    _journal(run, action, outcome.record, now, remote=name, oid=outcome.oid)
+    if outcome.kind == "taken-over":
+        assert outcome.previous is not None
+        kept = remote.keep_in_lost_found(repo, outcome.previous, None, "claim-taken-over", outcome.why, who, now)
+        run.announce("claim-taken-over", f"took over the remote claim on {state_rel}: the previous claim by "
+                     f"{remote.describe(outcome.previous)} was abandoned ({outcome.why}); its record is kept in {kept}")
+    if local.kind == "taken-over":
+        assert local.previous is not None
+        run.announce("claim-taken-over", f"took over the claim on {state_rel}: the previous claim by "
+                     f"{claims.describe(local.previous)} was abandoned ({local.why}); its record is kept in "
+                     f"{local.evidence}")
+    verb = "renewed" if outcome.kind == "renewed" else "claimed"
+    print(f"{verb} {state_rel} for {claims.describe(local.record)}; on remote {name}: fence {outcome.record['fence']}")
+    return OK
+
+
+def _roll_back(run: Run, local: claims.Outcome, state_rel: str, holder: claims.Holder, now: datetime) -> None:
+    """Give back the local claim this run took (a renewed one was held before: it stays)."""
+    if local.kind in ("granted", "taken-over"):
+        claims.release(run.repo(), state_rel, holder, now)
+
+
+def release(args: argparse.Namespace, run: Run, name: str, state_rel: str, holder: claims.Holder,
+            reason: str | None, now: datetime) -> int:
+    repo = run.repo()
+    who = remote.me(repo, holder.session)
+    key = remote.key_for(repo, state_rel)
+    target = _connect(run, name)  # before anything changes: a bad remote name changes nothing
+    local = claims.release(repo, state_rel, holder, now, force_reason=reason)
+    said = []
+    if local.kind == "released":
+        said.append(f"released {state_rel} in this clone (record kept in {local.evidence})")
+    elif local.kind == "broken":
+        assert local.record is not None
+        run.announce("claim-broken", f"broke the claim on {state_rel} by {claims.describe(local.record)}: "
+                     f"{reason!r}; its record is kept in {local.evidence}")
+    try:
+        outcome = remote.release(target, state_rel, who, force_reason=reason)
+    except git.Unreachable as exc:
+        for line in said:
+            print(line)
+        raise GateError(f"remote {name!r} cannot be reached ({exc.message}): its claim on {state_rel} is still "
+                        "there until its TTL runs out — run `gate release` again", reason="remote-unreachable") from None
+    if outcome.kind == "released":
+        assert outcome.record is not None
+        remote.remember(repo, key, name, who, None, None)
+        _journal(run, "remote-claim-released", outcome.record, now, remote=name, oid=outcome.oid)
+        said.append(f"released {state_rel} on remote {name} (fence {outcome.record.get('fence')})")
+    elif outcome.kind == "broken":
+        assert outcome.record is not None
+        kept = remote.keep_in_lost_found(repo, outcome.record, outcome.oid, "claim-broken", reason or "", who, now)
+        _journal(run, "remote-claim-broken", outcome.record, now, remote=name, oid=outcome.oid, why=reason,
+                 evidence=str(kept))
+        run.announce("claim-broken", f"broke the remote claim on {state_rel} on {name} by "
+                     f"{remote.describe(outcome.record)}: {reason!r}; its record is kept in {kept}")
+    for line in said:
+        print(line)
+    if outcome.kind == "not-holder":
+        assert outcome.record is not None
+        return run.deny("release-denied", f"not released on remote {name}: this worktree does not hold the claim on "
+                        f"{state_rel}; {remote.describe(outcome.record)} does — `gate release --force --reason TEXT` "
+                        "breaks it if that session is gone")
+    if outcome.kind == "none" and local.kind in ("none", "not-holder"):
+        return run.deny("release-denied", f"not released: nobody holds a claim on {state_rel} here or on remote {name}"
+                        if local.kind == "none" else f"not released: this worktree does not hold the claim on "
+                        f"{state_rel} in this clone, and remote {name} has none")
+    return OK
+
+
+def list_remote(args: argparse.Namespace, run: Run, name: str, now: datetime) -> int:
+    listed = remote.list_claims(_connect(run, name), now)
+    if args.format == "json":
+        from gates.infra.console import emit_json
+
+        emit_json({"version": 1, "remote": name, "claims": listed})
+        return OK
+    if not listed:
+        print(f"no claims on remote {name}")
+    for record in listed:
+        status = "live" if record["live"] else "ABANDONED"
+        print(f"{record.get('path')}: {status} ({record['liveness']}); age {record.get('age_seconds')}s; "
+              f"{remote.describe(record)} [{record['ref']}]")
+    return OK if listed is not None else VIOLATION

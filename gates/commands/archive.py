@@ -1,0 +1,64 @@
+"""`gate archive`, `gate render` and `gate record`: the archive, the generated tables and the records."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from gates.commands import invocation
+from gates.commands.invocation import Run
+from gates.infra.errors import OK
+
+if TYPE_CHECKING:
+
+    pass
+
+
+def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    if name == 'archive':
+        return None
+    elif name == 'render':
+        parser.add_argument("--diff", action="store_true", help="show what would change; write nothing")
+    elif name == 'record':
+        parser.add_argument("action", choices=("new",))
+        parser.add_argument("title", nargs="+")
+
+
+def run(args: argparse.Namespace, run: Run) -> int:
+    return {'archive': _archive, 'render': _render, 'record': _record}[args.command](args, run)
+
+
+def _archive(args: argparse.Namespace, run: Run) -> int:
+    from gates.domain import archive
+
+    config = run.config()
+    moves = archive.archive(run.repo(), config, invocation.now())
+    target = config.section("archive")["path"]
+    for move in moves:
+        print(f"moved {config.section('handoff')['path']}:{move.item.line}-{move.item.end_line} "
+              f"({move.section}) to {target}: {move.item.text[:80]}")
+    if not moves:
+        print("nothing to archive: no checked items")
+    return OK
+
+
+def _render(args: argparse.Namespace, run: Run) -> int:
+    from gates.domain import tables
+
+    stale, diff = tables.render_file(run.repo(), run.config(), write=not args.diff)
+    if args.diff:
+        sys.stdout.writelines(line + "\n" for line in diff)
+    elif stale:
+        print(f"rendered {len(stale)} table(s): {', '.join(stale)}")
+    else:
+        print("every table is up to date")
+    return OK
+
+
+def _record(args: argparse.Namespace, run: Run) -> int:
+    from gates.domain import records
+
+    path = records.new(run.repo(), run.config(), " ".join(args.title), invocation.now())
+    print(run.repo().relpath(path))
+    return OK

@@ -1,0 +1,131 @@
+"""`gate check`: run the enabled gates on the hand-over file, render the result, flag the failures."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gates.commands import invocation
+from gates.commands.invocation import Run, ids
+from gates.infra.errors import OK, USAGE, VIOLATION, GateError
+
+if TYPE_CHECKING:
+
+    from gates.infra.config import Config
+    from gates.infra.findings import CheckResult
+
+
+def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    from gates.checks import GATES
+
+    parser.epilog = "gate ids (for --only and --skip): " + ", ".join(GATES)
+    parser.add_argument("--only", type=ids, default=[], metavar="ID[,ID]", help="run only these gates")
+    parser.add_argument("--skip", type=ids, default=[], metavar="ID[,ID]", help="do not run these gates")
+    parser.add_argument("--format", choices=("text", "json", "github", "sarif", "junit"),
+                       default="github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text",
+                       help="default: github when GITHUB_ACTIONS=true, else text")
+    parser.add_argument("--fix", action="store_true", help="archive checked items and render tables, then exit 1 if "
+                       "anything changed (stage the files again)")
+    parser.add_argument("--range", metavar="BASE..HEAD", help="judge every commit of this range (for CI on a pull request)")
+    parser.add_argument("--remote", action="store_true", help="push time: also judge the push against the remote "
+                       "claim (handoff-claim-remote; needs claims.remote)")
+    parser.add_argument("--pre-push", action="store_true", help=argparse.SUPPRESS)  # git's pre-push lines on stdin
+    parser.add_argument("files", nargs="*", metavar="FILE", help="hand-over files to check instead of the configured one")
+
+
+def run(args: argparse.Namespace, run: Run) -> int:
+    return _check(args, run)
+
+
+def _check(args: argparse.Namespace, run: Run) -> int:
+    from gates.infra import report
+
+    try:
+        result, fixed = _run_gates(run, args)
+        result.fixed = [line for _, line in fixed]
+    except GateError as exc:
+        if exc.code != USAGE:
+            sys.stdout.write(_render(report, args.format, None, exc.code, exc))
+        raise
+    code = VIOLATION if result.errors or fixed else OK
+    if fixed and args.format in ("text", "github"):
+        print("\n".join(line for _, line in fixed))
+    sys.stdout.write(_render(report, args.format, result, code, None))
+    for gate_id, line in fixed:  # resolved when that gate next passes: the fix was staged
+        run.fail("autofix-applied", line, gate=gate_id)
+    from gates.checks import flag_reason
+
+    for gate_id in result.gates:
+        lines = [f.render() for f in result.errors if f.gate == gate_id]
+        if lines:
+            run.fail(flag_reason(gate_id), "\n".join(lines), gate=gate_id)
+        elif not any(fixer == gate_id for fixer, _ in fixed):
+            run.passed.append(gate_id)  # write_flags resolves its open flags in this worktree and scope
+    from gates.infra.findings import ENVIRONMENT
+
+    lines = [f.render() for f in result.errors if f.gate == ENVIRONMENT]
+    if lines:
+        run.fail("io-error", "\n".join(lines))  # a killed writer's temp file staged for the commit
+    for reason, message in result.events:
+        run.notice(reason, message)
+    return code
+
+
+def _run_gates(run: Run, args: argparse.Namespace) -> tuple[CheckResult, list[tuple[str, str]]]:
+    """Run the gates on the state as it is now: every check judges afresh, nothing is replayed."""
+    from gates.checks import runner as check
+    from gates.domain import flags
+
+    repo, config = run.repo(), run.config()
+    gate_ids = check.select(config, args.only, args.skip)
+    fixed = _fix(run, config, gate_ids) if args.fix else []
+    files = [Path(f).absolute() for f in args.files]
+    run.scope = flags.scope_of(repo, files, args.range, repo.toplevel / config.section("handoff")["path"])
+    push = None
+    if args.remote or args.pre_push or "handoff-claim-remote" in gate_ids and os.environ.get("PRE_COMMIT_TO_REF") \
+            or "handoff-claim-remote" in args.only:  # at push time (issue 18)
+        from gates.checks import handoff_claim_remote
+
+        push = handoff_claim_remote.updates(repo, sys.stdin if args.pre_push else None, os.environ)
+        if "handoff-claim-remote" not in gate_ids and "handoff-claim-remote" not in args.skip:
+            gate_ids.append("handoff-claim-remote")
+    result = check.run(repo, config, gate_ids, files, range_spec=args.range, push=push)
+    return result, fixed
+
+
+def _render(report: Any, fmt: str, result: Any, code: int, error: GateError | None) -> str:
+    if fmt == "json":
+        return str(report.as_json(result, code, error))
+    if fmt == "github":
+        return str(report.github(result, error))
+    if fmt == "sarif":
+        from gates.checks import GATES
+
+        return str(report.sarif(result, code, error, describe=lambda gate_id: GATES[gate_id].__doc__ or ""))
+    if fmt == "junit":
+        return str(report.junit(result, error))
+    return str(report.text(result)) if result is not None else ""
+
+
+def _fix(run: Run, config: Config, gate_ids: list[str]) -> list[tuple[str, str]]:
+    """What pre-commit fixers do: change the files, say so, and make the run exit 1 so they are staged again.
+
+    Each fix is (the gate that fixed, what it did)."""
+    from gates.domain import archive, tables
+
+    said = []
+    if "handoff-no-checked-items" in gate_ids:
+        moves = archive.archive(run.repo(), config, invocation.now())
+        if moves:
+            said.append(("handoff-no-checked-items",
+                         f"fixed: moved {len(moves)} checked item(s) to {config.section('archive')['path']}: "
+                         + "; ".join(m.item.text[:60] for m in moves) + " — stage both files again"))
+    if "handoff-tables" in gate_ids:
+        stale, _ = tables.render_file(run.repo(), config, write=True)
+        if stale:
+            said.append(("handoff-tables",
+                         f"fixed: rendered {len(stale)} table(s) in {config.section('handoff')['path']} — stage it again"))
+    return said

@@ -1,0 +1,148 @@
+"""`gate claim`, `gate release` and `gate claims`: the state file's claim, local and (with a remote) remote."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import TYPE_CHECKING
+
+from gates.commands import invocation
+from gates.commands.invocation import Run
+from gates.infra.console import emit_json
+from gates.infra.errors import OK, USAGE, GateError
+from gates.infra.git import Repo
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from gates.domain.claims import Holder
+
+
+def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    if name == 'claim':
+        parser.add_argument("--note", help="what this session is doing (shown to anyone denied)")
+        parser.add_argument("--ttl", help="how long the claim lives without renewal: 90s, 15m, 2h, 1d (default: claims.ttl)")
+        parser.add_argument("--session", help="a session id; default $GATE_SESSION")
+        parser.add_argument("--remote", metavar="NAME", help="also claim on this git remote (default: claims.remote)")
+        parser.add_argument("--offline", action="store_true", help="with a remote configured: take the local claim only, "
+                           "marked unverified (a claim-unverified flag)")
+    elif name == 'release':
+        parser.add_argument("--force", action="store_true", help="break another worktree's claim")
+        parser.add_argument("--reason", help="why the claim is broken (required with --force)")
+        parser.add_argument("--session", help="a session id; default $GATE_SESSION")
+        parser.add_argument("--remote", metavar="NAME", help="also release on this git remote (default: claims.remote)")
+    elif name == 'claims':
+        parser.add_argument("--format", choices=("text", "json"), default="text")
+        parser.add_argument("--remote", nargs="?", const="", metavar="NAME",
+                             help="list the claims on this git remote instead (default: claims.remote)")
+
+
+def run(args: argparse.Namespace, run: Run) -> int:
+    return {'claim': _claim, 'release': _release, 'claims': _claims}[args.command](args, run)
+
+
+def _claim(args: argparse.Namespace, run: Run) -> int:
+    from gates.domain import claims
+
+    note = claims.check_note(args.note)
+    ttl_text = args.ttl if args.ttl is not None else run.config().section("claims")["ttl"]
+    from gates.infra.config import parse_duration
+
+    ttl = parse_duration(ttl_text, "--ttl" if args.ttl is not None else "claims.ttl") if ttl_text else None
+    repo, state_rel, holder, now = _claim_setup(args, run)
+    from gates.commands import _remote
+
+    remote_name = _remote.remote_name(args, run)
+    if remote_name is not None or args.offline:  # the local claim and the remote one (issue 18)
+        return _remote.claim(args, run, remote_name, state_rel, holder, ttl, note, now)
+    outcome = claims.claim(repo, state_rel, holder, ttl, note, now)
+    assert outcome.record is not None
+    if outcome.kind == "denied":
+        message = (f"denied: {state_rel} is claimed by {claims.describe(outcome.record)} — the first mover wins: "
+                   "fold your update into a later session")
+        return run.deny("claim-denied", message)
+    if outcome.kind == "taken-over":
+        assert outcome.previous is not None
+        message = (f"took over the claim on {state_rel}: the previous claim by {claims.describe(outcome.previous)} was "
+                   f"abandoned ({outcome.why}); its record is kept in {outcome.evidence}")
+        run.announce("claim-taken-over", message)
+    verb = {"renewed": "renewed", "granted": "claimed", "taken-over": "claimed"}[outcome.kind]
+    print(f"{verb} {state_rel} for {claims.describe(outcome.record)}")
+    return OK
+
+
+def _release(args: argparse.Namespace, run: Run) -> int:
+    from gates.domain import claims
+
+    if args.force and not args.reason:
+        raise GateError("--force needs --reason TEXT: say why the claim is broken", code=USAGE, reason="usage")
+    reason = claims.check_note(args.reason) if args.force else None
+    repo, state_rel, holder, now = _claim_setup(args, run)
+    from gates.commands import _remote
+
+    remote_name = _remote.remote_name(args, run)
+    if remote_name is not None:  # this clone's claim and the remote one (issue 18)
+        return _remote.release(args, run, remote_name, state_rel, holder, reason, now)
+    outcome = claims.release(repo, state_rel, holder, now, force_reason=reason)
+    if outcome.kind == "none":
+        message = f"not released: nobody holds a claim on {state_rel}"
+        return run.deny("release-denied", message)
+    assert outcome.record is not None
+    holder_text = claims.describe(outcome.record)
+    if outcome.kind == "other-session":
+        held = outcome.record.get("session")
+        if held and holder.session:
+            message = (f"not released: the claim on {state_rel} is held by this worktree for session {held}, not session "
+                       f"{holder.session} — pass --session {held} or set GATE_SESSION={held}")
+        elif held:
+            message = (f"not released: the claim on {state_rel} is held by this worktree for session {held}, and no "
+                       f"session was given — pass --session {held} or set GATE_SESSION={held}")
+        else:
+            message = (f"not released: the claim on {state_rel} is held by this worktree without a session, not for "
+                       f"session {holder.session} — run `gate release` without --session and with GATE_SESSION unset")
+        return run.deny("release-denied", message)
+    if outcome.kind == "not-holder":
+        message = (f"not released: this worktree does not hold the claim on {state_rel}; {holder_text} does — "
+                   "`gate release --force --reason TEXT` breaks it if that session is gone")
+        return run.deny("release-denied", message)
+    if outcome.kind == "broken":
+        message = (f"broke the claim on {state_rel} by {holder_text}: {outcome.why!r}; its record is kept in "
+                   f"{outcome.evidence}")
+        run.announce("claim-broken", message)
+        return OK
+    print(f"released {state_rel} (record kept in {outcome.evidence})")
+    return OK
+
+
+def _claims(args: argparse.Namespace, run: Run) -> int:
+    from gates.domain import claims
+
+    if args.remote is not None:
+        from gates.commands import _remote
+
+        name = args.remote or _remote.remote_name(argparse.Namespace(), run)
+        if not name:
+            raise GateError("--remote: name a remote (`--remote origin`) or set claims.remote", code=USAGE,
+                            reason="usage")
+        return _remote.list_remote(args, run, name, invocation.now())
+    listed = claims.list_all(run.repo(), invocation.now())
+    if args.format == "json":
+        emit_json({"version": 1, "claims": listed})
+        return OK
+    if not listed:
+        print("no claims")
+    for record in listed:
+        state = "live" if record["live"] else "ABANDONED"
+        print(f"{record.get('path')}: {state} ({record['liveness']}); age {record.get('age_seconds')}s; "
+              f"{claims.describe(record) if 'token' in record else record.get('problem')}")
+    return OK
+
+
+def _claim_setup(args: argparse.Namespace, run: Run) -> tuple[Repo, str, Holder, datetime]:
+    from gates.domain import claims
+
+    repo = run.repo()
+    session = args.session if args.session is not None else os.environ.get("GATE_SESSION") or None
+    state_rel = claims.key(repo, run.config().section("handoff")["path"])  # the one name of the file, any spelling
+    holder = claims.holder_of(repo, session)
+    return repo, state_rel, holder, invocation.now()

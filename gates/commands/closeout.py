@@ -1,0 +1,114 @@
+"""`gate closeout`: the stop hook; it blocks the stop until the close-out is done (the verdict: domain/closeout.py)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from types import FrameType
+
+from gates.commands.invocation import Run
+from gates.domain import closeout, harness
+from gates.infra.console import say
+from gates.infra.errors import OK, VIOLATION, GateError
+from gates.infra.text import excerpt
+
+
+def _errors(run: Run) -> list[str]:
+    """The gates' errors on the state as it is now: what the close-out must fix first."""
+    from gates.checks import runner
+
+    config = run.config()
+    result = runner.run(run.repo(), config, runner.select(config, [], []), [])
+    return [f.render() for f in result.errors]
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum: int, frame: FrameType | None) -> None:
+    raise _Timeout()
+
+
+def command(args: argparse.Namespace, run: Run) -> int:
+    fmt = args.format
+    hook = harness.read_stdin() if fmt != "text" else harness.HookInput({})
+    session = hook.session or os.environ.get("GATE_SESSION") or None
+    if fmt == "text":
+        return _text(run, session)
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, closeout.TIMEOUT)
+    try:
+        out = _hook(run, fmt, hook, session)
+    except _Timeout:
+        out = _let_through(run, fmt, session, f"the close-out check took longer than {closeout.TIMEOUT:.0f}s")
+    except GateError as exc:
+        out = _let_through(run, fmt, session, exc.render())
+    except Exception as exc:  # the boundary: a bug must not wedge the session
+        out = _let_through(run, fmt, session, f"internal error: {type(exc).__name__}: {exc}")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    if out:
+        sys.stdout.write(out + "\n")
+    return OK
+
+
+def _hook(run: Run, fmt: str, hook: harness.HookInput, session: str | None) -> str:
+    repo, config = run.repo(), run.config()
+    if hook.problem:
+        run.notice("input-unreadable", f"gate closeout --format {fmt}: the harness's hook input was unreadable "
+                   f"({hook.problem}); judged without it")
+    verdict = closeout.judge(repo, config, session, _errors(run))
+    bound = int(config.section("closeout")["max_blocks"])
+    decision = closeout.decide(repo, fmt, hook, session, not verdict.steps, bound)
+    details = {"harness": fmt, "session": session, "verdict": decision.verdict, "blocks": decision.blocks,
+               "reasons": verdict.summary, "head": repo.head}
+    if decision.verdict != "twin":
+        closeout.journal_verdict(repo, details)
+    if decision.verdict == "block":
+        return harness.block_envelope(fmt, closeout.reason_text(verdict.steps))
+    if decision.verdict == "let-through":
+        message = (f"session {session or '(no id)'} ({fmt}) stopped without closing out after {decision.blocks} "
+                   f"consecutive blocked stops (closeout.max_blocks is {bound}): "
+                   + "; ".join(verdict.summary)
+                   + " — the next session must salvage its work: read the brief's Salvage section")
+        run.notice("closeout-missing", message)
+        say(f"gate: {message}")
+    return harness.allow_envelope(fmt)
+
+
+def _let_through(run: Run, fmt: str, session: str | None, why: str) -> str:
+    message = (f"gate closeout --format {fmt} let session {session or '(no id)'} stop unchecked: {why} — the "
+               "close-out may be missing: the next session must check it (`gate closeout --format text`)")
+    run.notice("closeout-missing", message)
+    say(f"gate: {message}")
+    try:
+        closeout.journal_verdict(run.repo(), {"harness": fmt, "session": session, "verdict": "error",
+                                              "reasons": [excerpt(why, 200)]})
+    except (GateError, OSError):
+        pass
+    return harness.allow_envelope(fmt)
+
+
+def _text(run: Run, session: str | None) -> int:
+    repo, config = run.repo(), run.config()
+    verdict = closeout.judge(repo, config, session, _errors(run))
+    closeout.journal_verdict(repo, {"harness": "text", "session": session, "verdict": "block" if verdict.steps else "done",
+                    "reasons": verdict.summary, "head": repo.head})
+    if not verdict.steps:
+        print("close-out done: the hand-over passes its gates, describes every commit and is committed")
+        return OK
+    print(closeout.reason_text(verdict.steps))
+    return VIOLATION
+
+
+def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.add_argument("--format", choices=("text", "claude", "codex", "gemini", "copilot", "cursor"),
+                              default="text", help="a harness's stop-hook envelope; text: the steps, exit 1 until done")
+
+
+def run(args: argparse.Namespace, run: Run) -> int:
+    return command(args, run)

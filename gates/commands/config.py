@@ -1,0 +1,50 @@
+"""`gate config` and `gate schema`: the effective configuration and the shipped JSON Schemas."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from gates.commands.invocation import Run
+from gates.infra.console import emit_json
+from gates.infra.errors import OK
+
+if TYPE_CHECKING:
+
+    pass
+
+
+def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    if name == 'config':
+        parser.add_argument("--format", choices=("yaml", "json"), default="yaml")
+    elif name == 'schema':
+        from gates.infra.schemas import NAMES
+
+        parser.add_argument("name", choices=NAMES)
+
+
+def run(args: argparse.Namespace, run: Run) -> int:
+    return {'config': _config, 'schema': _schema}[args.command](args, run)
+
+
+def _config(args: argparse.Namespace, run: Run) -> int:
+
+    config = run.config()
+    if args.format == "json":
+        emit_json(dict(config))
+        return OK
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    sys.stdout.write(f"# effective configuration ({'from ' + config.source if config.source else 'defaults'})\n")
+    yaml.dump(dict(config), sys.stdout)
+    return OK
+
+
+def _schema(args: argparse.Namespace, run: Run) -> int:
+    from gates.infra import schemas
+
+    sys.stdout.write(schemas.schema_path(args.name).read_text(encoding="utf-8"))
+    return OK

@@ -1,0 +1,73 @@
+"""`gate flags`: list, acknowledge and push the open flags."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from gates.commands import invocation
+from gates.commands.invocation import Run
+from gates.infra.console import emit_json
+from gates.infra.errors import OK, USAGE, GateError
+
+if TYPE_CHECKING:
+
+    pass
+
+
+def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--all", action="store_true", help="also the resolved and acknowledged flags, marked as such")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--ack", action="append", metavar="ID", help="acknowledge a flag (repeatable)")
+    group.add_argument("--ack-all", action="store_true", help="acknowledge every flag")
+    parser.add_argument("--push", action="store_true", help="publish this clone's open flags to the remote "
+                       "(refs/gate/flags/<clone id>), after any --ack")
+    parser.add_argument("--remote", metavar="NAME", help="the remote for --push (default: claims.remote)")
+
+
+def run(args: argparse.Namespace, run: Run) -> int:
+    return _flags(args, run)
+
+
+def _flags(args: argparse.Namespace, run: Run) -> int:
+    from gates.domain import flags
+
+    if args.ack or args.ack_all:
+        moved = flags.acknowledge(run.repo(), None if args.ack_all else args.ack)
+        print(f"acknowledged {len(moved)} flag{'s' if len(moved) != 1 else ''}" + "".join(f"\n  {i}" for i in moved))
+        return _push_flags(args, run)
+    if args.push:
+        return _push_flags(args, run)
+    listed = flags.every(run.repo()) if args.all else flags.pending(run.repo())
+    if args.format == "json":
+        emit_json({"version": 1, "flags": listed})
+        return OK
+    if not listed:
+        print("no flags at all" if args.all else "no unacknowledged flags")
+    for record in listed:
+        count = f" ×{record.get('count')}" if record.get("count", 1) != 1 else ""
+        status = ""
+        if args.all:
+            resolved = record.get("resolved") if record["status"] == "resolved" else None
+            status = (f" (resolved {resolved.get('time')} by `{resolved.get('command')}`)" if isinstance(resolved, dict)
+                      else f" ({record['status']})")
+        print(f"== flag {record.get('id')} [{record.get('reason')}]{count} first {record.get('first_seen')} "
+              f"last {record.get('last_seen')} by `{record.get('command', '?')}` in {record.get('worktree', '?')}{status}")
+        print(record["message"])
+    return OK
+
+
+def _push_flags(args: argparse.Namespace, run: Run) -> int:
+    """`gate flags --push`: publish this clone's open flags to refs/gate/flags/<clone id> (issue 18)."""
+    if not args.push:
+        return OK
+    from gates.commands import _remote
+    from gates.domain import remote_flags
+
+    name = _remote.remote_name(args, run)
+    if name is None:
+        raise GateError("--push: name a remote (`--remote origin`) or set claims.remote", code=USAGE, reason="usage")
+    count, ref = remote_flags.push(run.repo(), run.config(), name, invocation.now())
+    print(f"pushed {count} open flag{'s' if count != 1 else ''} to {ref} on remote {name}")
+    return OK

@@ -1,0 +1,53 @@
+"""`gate install-hooks`: native git hooks, or an agent harness's wiring."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from gates.commands.invocation import Run, ids
+from gates.infra.errors import OK
+
+if TYPE_CHECKING:
+
+    pass
+
+
+def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.add_argument("--uninstall", action="store_true",
+                         help="remove every hook the gate installed (pre-push too), putting chained hooks back")
+    parser.add_argument("--pre-push", action="store_true", help="also a pre-push hook")
+    parser.add_argument("--agent", action="append", metavar="NAME[,NAME]", type=_agent_names,
+                         help="instead, wire the session loop into an agent harness: claude, codex, gemini, copilot, "
+                         "cursor or agents-md (repeatable; with --uninstall, remove exactly that)")
+
+
+def run(args: argparse.Namespace, run: Run) -> int:
+    return _install_hooks(args, run)
+
+
+def _install_hooks(args: argparse.Namespace, run: Run) -> int:
+    from gates.domain import hooks
+
+    if args.agent:  # an agent harness's project configuration, not git's hooks
+        from gates.domain import agents
+
+        for line in agents.run(run.repo(), [a for names in args.agent for a in ids(names)], args.uninstall):
+            print(line)
+        return OK
+    if args.uninstall:  # every hook the gate installed, whatever else was asked
+        said = hooks.uninstall(run.repo(), list(hooks.KINDS))
+    else:
+        said = hooks.install(run.repo(), ["pre-commit", *(["pre-push"] if args.pre_push else [])])
+    for line in said:
+        print(line)
+    return OK
+
+
+def _agent_names(text: str) -> str:
+    from gates.domain.agents import AGENTS
+
+    unknown = [name for name in ids(text) if name not in AGENTS]
+    if unknown or not ids(text):
+        raise argparse.ArgumentTypeError(f"unknown agent {(unknown or [text])[0]!r} (known: {', '.join(AGENTS)})")
+    return text

@@ -1,0 +1,122 @@
+"""One invocation of `gate`: the repository once found, the failure reasons and events to flag at the end.
+
+Every command's `run(args, run)` is given one; `gates.cli.main` makes it and writes its flags when it ends.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from gates.infra.console import say
+from gates.infra.errors import CANNOT_RUN, INTERNAL, VIOLATION, GateError
+from gates.infra.git import Repo
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from gates.infra.config import Config
+
+
+class Run:
+    """One invocation: the repository once found, and the failure reasons to flag at the end."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
+        self.command = shlex.join(["gate", *argv])
+        self._repo: Repo | None = None
+        self._config: Config | None = None
+        self.reasons: list[tuple[str, str]] = []
+        self.events: list[tuple[str, str]] = []
+        self.started_ns = time.time_ns()  # a flag raised by a run begun later is not this run's to resolve
+        self.gate_of: dict[tuple[str, str], str] = {}  # (reason, message) -> the gate whose failure it is
+        self.scope: dict[str, Any] | None = None  # what this check judged (flags.scope_of)
+        self.passed: list[str] = []  # gates that ran in this check and found no error
+        self.done: list[str] = []  # what this run changed, said again if its output is lost
+
+    def repo(self) -> Repo:
+        if self._repo is None:
+            from gates.infra.git import discover
+
+            self._repo = discover()
+        return self._repo
+
+    def config(self) -> Config:
+        if self._config is None:
+            from gates.infra import config
+
+            self._config = config.load(self.repo())
+        return self._config
+
+    def fail(self, reason: str, message: str, *, gate: str | None = None) -> None:
+        """A reason this run failed: flagged when it ends with exit 1, 3 or 4; with `gate`, resolved by its next pass."""
+        self.reasons.append((reason, message))
+        if gate is not None:
+            self.gate_of[(reason, message)] = gate
+
+    def notice(self, reason: str, message: str) -> None:
+        """An event the next session must hear of even though the run succeeds (a claim broken, say)."""
+        self.events.append((reason, message))
+
+    def deny(self, reason: str, message: str) -> int:
+        """A request refused: say why on stdout, flag it, exit 1."""
+        print(message)
+        self.fail(reason, message)
+        return VIOLATION
+
+    def announce(self, reason: str, message: str) -> None:
+        """Something the next session must hear of, said now and flagged."""
+        print(message)
+        self.notice(reason, message)
+
+    def write_flags(self, code: int) -> int:
+        """Resolve the flags of the gates that passed in this check, then flag this run's failures and events."""
+        if self.passed and self.scope is not None and self._repo is not None:
+            from gates.domain import flags
+
+            try:
+                flags.resolve(self._repo, self.passed, self.scope, command=self.command, observed_ns=self.started_ns)
+            except GateError as exc:
+                print(f"gate: could not resolve flags: {exc.render()}", file=sys.stderr)
+            except OSError as exc:
+                print(f"gate: could not resolve flags: {exc}", file=sys.stderr)
+        pending = list(self.events)
+        if code in (VIOLATION, CANNOT_RUN, INTERNAL):
+            pending += self.reasons
+        if not pending:
+            return code
+        if self._repo is None:
+            try:
+                self.repo()  # a command that never needed it (`gate schema`, `--help`) can still be flagged
+            except GateError:
+                if any(reason != "not-a-repository" for reason, _ in pending):  # else the error said it already
+                    say("gate: no flag written: not inside a repository")
+                return code
+        assert self._repo is not None
+        from gates.domain import flags, journal
+
+        for reason, message in pending:
+            gate = self.gate_of.get((reason, message))
+            try:
+                flags.raise_flag(self._repo, reason, message, command=self.command, exit_code=code, gate=gate,
+                                 scope=self.scope if gate else None, observed_ns=self.started_ns)
+            except journal.NotJournalled as exc:
+                say(f"gate: raised the {reason} flag, but the journal could not record it: {exc.cause.render()}")
+            except GateError as exc:
+                say(f"gate: could not write the {reason} flag: {exc.render()}")
+            except OSError as exc:
+                say(f"gate: could not write the {reason} flag: {exc}")
+        return code
+
+
+def now() -> datetime:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc)
+
+
+def ids(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+

@@ -1,0 +1,63 @@
+"""`gate journal`: print, verify or repair the audit journal."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from gates.commands import invocation
+from gates.commands.invocation import Run
+from gates.infra.errors import OK
+
+if TYPE_CHECKING:
+
+    pass
+
+
+def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    journal_actions = parser.add_mutually_exclusive_group()
+    journal_actions.add_argument("--verify", action="store_true", help="check the hash chain; exit 1 at the first bad entry")
+    journal_actions.add_argument("--repair", action="store_true",
+                                 help="move a broken journal into lost+found and start a new chain that names it")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def run(args: argparse.Namespace, run: Run) -> int:
+    return _journal(args, run)
+
+
+def _journal(args: argparse.Namespace, run: Run) -> int:
+    import json
+
+    from gates.domain import journal
+
+    repo = run.repo()
+    if args.repair:
+        repaired = journal.repair(repo, invocation.now())
+        if repaired is None:
+            print("journal intact: nothing to repair")
+            return OK
+        run.announce("journal-broken", f"journal restarted: the broken one is kept in {repaired[0]}; the new chain's "
+                     "first entry names it")
+        return OK
+    if args.verify:
+        verdict = journal.verify(repo)
+        if not verdict.ok:
+            message = f"journal broken: {verdict.problem}"
+            return run.deny("journal-broken", message)
+        print(f"journal intact: {verdict.entries} entries, each chained to the one before")
+        if verdict.unfinished:
+            lines = ", ".join(str(n) for n in verdict.unfinished)
+            print(f"  and {len(verdict.unfinished)} append(s) a crash cut short before they were recorded (line "
+                  f"{lines}): kept as they are, each followed by the retried entry or by nothing")
+        return OK
+    rows, _ = journal.read_all(repo)
+    for number, entry, raw in rows:
+        if args.format == "json":
+            print(raw)
+        elif entry is None:
+            print(f"line {number}: (not an entry) {raw[:200]}")
+        else:
+            print(f"{entry.get('seq'):>5} {entry.get('time')} {entry.get('action')} "
+                  f"{json.dumps(entry.get('details'), ensure_ascii=False)}")
+    return OK

@@ -1,0 +1,73 @@
+"""`gate locks`: git lock files with a verdict; quarantine the stale, restore one."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from gates.commands import invocation
+from gates.commands.invocation import Run
+from gates.infra.console import emit_json
+from gates.infra.errors import OK, VIOLATION
+
+if TYPE_CHECKING:
+
+    from gates.domain.locks import Moved
+
+
+def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    lock_actions = parser.add_mutually_exclusive_group()
+    lock_actions.add_argument("--quarantine", action="store_true", help="move every stale lock into lost+found")
+    lock_actions.add_argument("--restore", metavar="ID", help="put a quarantined lock back when its place is free")
+
+
+def run(args: argparse.Namespace, run: Run) -> int:
+    return _locks(args, run)
+
+
+def _locks(args: argparse.Namespace, run: Run) -> int:
+    from gates.domain import locks
+    from gates.infra import state
+    from gates.infra.config import parse_duration
+
+    repo = run.repo()
+    if args.restore:
+        for path in locks.restore(repo, args.restore):
+            print(f"restored {path}")
+        return OK
+    threshold = parse_duration(run.config().section("locks")["threshold"], "locks.threshold").total_seconds()
+    found = locks.find(repo, deep=True)
+    if found:
+        locks.judge(repo, found, threshold, locks.filesystem_now(state.layout(repo)))
+    moves = [locks.quarantine(repo, lock, threshold, invocation.now()) for lock in found
+             if args.quarantine and lock.verdict == locks.STALE]
+    if args.format == "json":
+        document = {"version": 1, "locks": [lock.to_json() for lock in found],
+                    "moved": [{"path": str(m.lock.path), "to": str(m.target) if m.target else None,
+                               "problem": m.problem} for m in moves]}
+        emit_json(document)
+    else:
+        if not found:
+            print("no lock files")
+        for lock in found:
+            print(f"{lock.verdict:10} {lock.shown}  {lock.size} bytes, {int(lock.age)}s old — {lock.reason}")
+    return _report_moves(moves, run, quiet=args.format == "json")
+
+
+def _report_moves(moves: list[Moved], run: Run, quiet: bool) -> int:
+    code = OK
+    for moved in moves:
+        if moved.target is not None and moved.evidence_dir is not None and not moved.problem:
+            message = (f"moved {moved.lock.path} to {moved.target}; "
+                       f"`gate locks --restore {moved.evidence_dir.name}` puts it back")
+            run.notice("stale-lock-quarantined", message)
+        elif moved.problem.startswith("gone"):
+            message = f"{moved.lock.path}: {moved.problem}"
+        else:
+            message = f"not moved: {moved.lock.path}: {moved.problem}"
+            run.fail("lock-quarantine-failed", message)
+            code = VIOLATION
+        if not quiet:
+            print(message)
+    return code

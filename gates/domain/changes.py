@@ -1,0 +1,46 @@
+"""The change a gate judges: the commit being made (HEAD → the index), or each commit of `--range`."""
+
+from __future__ import annotations
+
+from gates.infra.git import History, Repo
+
+
+class Change:
+    def __init__(self, repo: Repo, history: History, old: str | None, new: str | None, subject: str = "") -> None:
+        self.repo = repo
+        self.history = history
+        self.old = old  # the parent commit; None when there is none
+        self.new = new  # the commit; None: the index (the commit being made)
+        self.subject = subject
+        self._all: list[tuple[str, str]] | None = None
+
+    @property
+    def label(self) -> str:
+        return "the commit being made" if self.new is None else f"commit {self.new[:12]} ({self.subject[:60]})"
+
+    def changed(self, *paths: str) -> list[tuple[str, str]]:
+        """(status, path) of the files this change adds (A), modifies (M) or deletes (D): all of them, or those
+        named (a name ending in '/' is a folder). One git call per change answers every gate."""
+        if self._all is None:
+            self._all = self.repo.changed(self.old, self.new, [])
+        if not paths:
+            return list(self._all)
+        return [(status, path) for status, path in self._all
+                if any(path == p or (p.endswith("/") and path.startswith(p)) for p in paths)]
+
+    def touches(self, path: str) -> bool:
+        return bool(self.changed(path))
+
+    def before(self, path: str) -> bytes | None:
+        return self.history.blob(self.old, path)
+
+    def after(self, path: str) -> bytes | None:
+        return self.repo.index_blob(path) if self.new is None else self.history.blob(self.new, path)
+
+
+def staged(repo: Repo, history: History) -> list[Change]:
+    return [Change(repo, history, repo.head, None)]
+
+
+def in_range(repo: Repo, history: History, spec: str) -> list[Change]:
+    return [Change(repo, history, parent, commit, subject) for commit, parent, subject in repo.commits(spec)]

@@ -1,0 +1,490 @@
+"""Exclusive claims on the state file: first mover wins, the same claim from every worktree.
+
+A claim is a JSON record at `<git-common-dir>/gate/claims/<hash>.json`, where the hash is of the
+claim key: the state file's canonical path relative to the work tree root (`key()`: normalised,
+symlinks inside the tree resolved, refused when it leaves the tree or enters a git directory), so
+every worktree of a clone, however its config spells the path, names the same claim. A record is
+written to a private temp file, fsynced, then published with `link()`: readers see a complete
+record or none, and EEXIST means someone else holds it. Every
+read-decide-write step (claim, renew, take over, release, break) runs under an flock on the
+claims folder, so a decision is never made on a record that changes underneath it. Records are
+never deleted: a released one moves to `claims/released/`, a broken or taken-over one to
+`lost+found/` with a manifest.
+
+The holder is the worktree (and the session id, when one is given): the `gate claim` process
+exits at once, so its pid says nothing. A worktree is known by its git admin dir *and* the identity
+of the `commondir` file git writes there once, at `git worktree add` (inode and ctime, see
+`worktree_id()`): `git worktree move` rewrites only `gitdir`, so the claim follows the move (that
+file says where to); `git worktree remove` or `prune` deletes the admin dir, so a worktree re-added
+at the same place, which gets the same admin dir name and often the same inodes, is a new holder.
+The gate writes nothing outside its state dir to know this.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import posixpath
+import re
+import stat
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from gates.domain import journal
+from gates.infra import dataio, fsio, state
+from gates.infra.errors import USAGE, GateError
+from gates.infra.git import Repo
+
+MAX_RECORD_BYTES = 64 * 1024
+MAX_NOTE_CHARS = 500
+_SESSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}$")
+MAIN_WORKTREE = "main"  # the worktree_id of the main worktree: git cannot move or remove it
+RECORD_VERSION = 2  # 2: `path` is the canonical key and the holder carries `worktree_id`; 1: `path` as configured
+
+
+def _usage(message: str) -> GateError:
+    return GateError(message, code=USAGE, reason="usage")
+
+
+def check_session(session: str | None) -> str | None:
+    if session is None:
+        return None
+    if not _SESSION.match(session) or ".." in session:
+        raise _usage(f"session id {session[:40]!r} refused: use 1-128 of A-Z a-z 0-9 . _ : @ + - (no '..', no '/')")
+    return session
+
+
+def check_note(note: str | None) -> str | None:
+    if note is None:
+        return None
+    if dataio.unsafe_text(note):
+        raise _usage("note refused: it holds control, NUL or bidi characters")
+    if len(note) > MAX_NOTE_CHARS:
+        raise _usage(f"note refused: {len(note)} characters, at most {MAX_NOTE_CHARS}")
+    return note
+
+
+def _refuse_path(configured: str, why: str) -> GateError:
+    return GateError(f"handoff.path {configured[:80]!r}: {why}: the claim key must name a file inside the work tree",
+                     reason="state-unsafe")
+
+
+def key(repo: Repo, configured: str) -> str:
+    """The claim key of the state file `configured` names: its canonical path relative to the work tree root.
+
+    `./HANDOFF.md`, `HANDOFF.md/`, `.//HANDOFF.md`, `sub/../HANDOFF.md` and a symlink inside the
+    tree that leads to HANDOFF.md are all `HANDOFF.md`. Symlinks are resolved the way the kernel
+    does (a link before `..`); a path that leaves the work tree, names the tree itself or lands in a
+    git directory (`.git`, the git dir, the common dir) is refused. It does not rely on the config
+    loader having checked the path. Already canonical keys map to themselves.
+    """
+    if not configured or "\x00" in configured:
+        raise _refuse_path(configured, "not a path")
+    top = os.path.realpath(repo.toplevel)
+    full = os.path.realpath(os.path.join(top, configured))
+    if full == top:
+        raise _refuse_path(configured, "it names the work tree itself")
+    if not full.startswith(top.rstrip(os.sep) + os.sep):
+        raise _refuse_path(configured, f"it resolves to {full}, outside the work tree {top}")
+    parts = full[len(top.rstrip(os.sep)) + 1:].split(os.sep)
+    inside_git = any(part.casefold() == ".git" for part in parts)
+    for git_dir in {os.path.realpath(repo.git_dir), os.path.realpath(repo.common_dir)}:
+        inside_git = inside_git or full == git_dir or full.startswith(git_dir.rstrip(os.sep) + os.sep)
+    if inside_git:
+        raise _refuse_path(configured, f"it resolves to {full}, inside a git directory")
+    return "/".join(parts)
+
+
+class Holder(NamedTuple):
+    """Who asks: this worktree (its git admin dir and the gate's id kept in it), and the session when one is named."""
+
+    worktree: str
+    git_dir: str
+    branch: str | None
+    session: str | None
+    host: str
+    worktree_id: str | None = None
+
+
+def _hostname() -> str:
+    return os.uname().nodename
+
+
+def _linked_id(git_dir: str) -> str | None:
+    """`<inode>:<ctime ns>` of the admin dir's `commondir`, or None when it has none (or it is not a plain file).
+
+    Git writes `commondir` once, at `git worktree add`, and never again: `git worktree move` and
+    `repair` rewrite `gitdir` and the worktree's `.git` file only. A file re-created by a later
+    add may get the same inode (the admin dir's own inode is reused at once: it proves nothing),
+    but not the same ctime: the claim being judged was made after the first add and before the
+    removal, so any re-add happened at least one `gate claim` run later, far past the clock's
+    granularity. A restore from a backup also changes both: the claim then looks abandoned.
+    """
+    try:
+        info = os.lstat(os.path.join(git_dir, "commondir"))
+    except OSError:
+        return None
+    return f"{info.st_ino}:{info.st_ctime_ns}" if stat.S_ISREG(info.st_mode) else None
+
+
+def worktree_id(repo: Repo) -> str | None:
+    """What tells this worktree from one re-added in its place, and survives `git worktree move`."""
+    if os.path.realpath(repo.git_dir) == os.path.realpath(repo.common_dir):
+        return MAIN_WORKTREE
+    return _linked_id(str(repo.git_dir))
+
+
+def holder_of(repo: Repo, session: str | None) -> Holder:
+    return Holder(
+        worktree=str(repo.toplevel),
+        git_dir=str(repo.git_dir),
+        branch=repo.branch(),
+        session=check_session(session),
+        host=_hostname(),
+        worktree_id=worktree_id(repo),
+    )
+
+
+def stamp(when: datetime) -> str:
+    """A UTC time; sub-second when it has a fraction, so a TTL is never cut short (or stretched) to whole seconds."""
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if when.microsecond else "%Y-%m-%dT%H:%M:%SZ")
+
+
+def _ttl_number(ttl: timedelta) -> int | float:
+    seconds = ttl.total_seconds()
+    return int(seconds) if seconds == int(seconds) else seconds
+
+
+def _parse_stamp(text: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def claim_path(lay: state.Layout, claim_key: str) -> Path:
+    """Where the claim on `claim_key` (a `key()`) is published: the same name as before keys were canonical."""
+    digest = hashlib.sha256(claim_key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return lay.claims / f"{digest}.json"
+
+
+def _canonical(lay: state.Layout, state_rel: str) -> str:
+    return key(lay.repo, state_rel) if lay.repo is not None else state_rel
+
+
+def read(lay: state.Layout, state_rel: str) -> dict[str, Any] | None:
+    """The claim on the file `state_rel` names (any spelling), or None. A record that is not one is refused."""
+    found = _find(lay, _canonical(lay, state_rel))
+    return found[1] if found else None
+
+
+def _find(lay: state.Layout, claim_key: str) -> tuple[Path, dict[str, Any]] | None:
+    """The record at the key's name; failing that, a version-1 record published under another spelling.
+
+    Records written before keys were canonical sit at the hash of the path as configured
+    (`./HANDOFF.md`, say). They still hold their file: found here, they are renewed, released or
+    taken over like any other, and a renewal republishes them under the canonical name.
+    """
+    if not lay.claims.is_dir():
+        return None
+    path = claim_path(lay, claim_key)
+    record = _load(path)
+    if record is not None:
+        return path, record
+    for other in sorted(lay.claims.glob("*.json")):
+        if other.name.startswith(".") or other == path:
+            continue
+        try:
+            legacy = _load(other)
+        except GateError:
+            continue  # not a record: `gate claims` lists it; it holds nothing
+        if legacy is None or legacy.get("version", 1) != 1 or not isinstance(legacy.get("path"), str):
+            continue
+        try:
+            if _canonical(lay, legacy["path"]) == claim_key:
+                return other, legacy
+        except GateError:
+            continue
+    return None
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    data = fsio.read_state_file(path, MAX_RECORD_BYTES)
+    if data is None:
+        return None
+    try:
+        record = dataio.load_json(fsio.decode_text(data, str(path)))
+    except (dataio.DataError, GateError) as exc:
+        raise GateError(f"claim record {path} is unreadable ({exc}): inspect it, then move it aside with "
+                        "`gate release --force --reason TEXT`", reason="state-unsafe") from None
+    if not isinstance(record, dict) or not isinstance(record.get("token"), str):
+        raise GateError(f"claim record {path} is not a claim record", reason="state-unsafe")
+    return record
+
+
+def is_holder(record: dict[str, Any], holder: Holder) -> bool:
+    return same_worktree(record, holder) and record.get("session") == holder.session
+
+
+def same_worktree(record: dict[str, Any], holder: Holder) -> bool:
+    return _same_worktree(record, holder.git_dir, holder.worktree, holder.worktree_id)
+
+
+def held_here(record: dict[str, Any], repo: Repo) -> bool:
+    """Whether the claim is this worktree's (any session): read-only, for the gate and the briefing."""
+    return _same_worktree(record, str(repo.git_dir), str(repo.toplevel), worktree_id(repo))
+
+
+def _same_worktree(record: dict[str, Any], git_dir: str, worktree: str, wt_id: str | None) -> bool:
+    if record.get("git_dir") != git_dir:
+        return False
+    if record.get("worktree_id") and record["worktree_id"] != MAIN_WORKTREE:
+        return wt_id is not None and record["worktree_id"] == wt_id
+    if record.get("worktree_id") == MAIN_WORKTREE:
+        return wt_id == MAIN_WORKTREE
+    # A record from before worktree ids: the admin dir is ours, and its worktree is here or gone (moved here).
+    recorded = str(record.get("worktree", ""))
+    return recorded == worktree or not os.path.isdir(recorded)
+
+
+def expiry(record: dict[str, Any]) -> datetime | None:
+    """When the claim's TTL runs out (None: it has none, or none readable as a UTC time: doubt, so no expiry)."""
+    expires = _parse_stamp(record.get("expires")) if record.get("expires") else None
+    return expires if expires is not None and expires.tzinfo is not None else None
+
+
+def liveness(record: dict[str, Any], now: datetime, host: str | None = None) -> tuple[bool, str]:
+    """(live, why). Doubt counts as live: a worktree on another host cannot be looked at from here."""
+    expires = expiry(record)
+    if expires is not None and now >= expires:
+        return False, f"its TTL expired at {record['expires']}"
+    if record.get("host") != (host or _hostname()):
+        return True, f"held from host {record.get('host')}: its worktree cannot be checked from here"
+    git_dir, worktree = str(record.get("git_dir", "")), str(record.get("worktree", ""))
+    if not os.path.isdir(git_dir):
+        return False, "its worktree was removed (its git directory is gone)"
+    no_ttl = "" if expires else "; no TTL"
+    if record.get("worktree_id") and record["worktree_id"] != MAIN_WORKTREE:
+        now_id = _linked_id(git_dir)
+        if now_id is None:
+            return True, f"{git_dir} has no commondir, so its worktree cannot be told apart: doubt{no_ttl}"
+        if now_id != record["worktree_id"]:
+            return False, f"its worktree was removed (its git directory {git_dir} now belongs to another worktree)"
+        worktree = _located(git_dir) or worktree
+        if not os.path.isdir(worktree):
+            return False, "its worktree folder no longer exists"
+        if worktree != record.get("worktree"):
+            return True, f"its worktree moved to {worktree}{no_ttl}"
+        return True, f"its worktree is present{no_ttl}"
+    if not os.path.isdir(worktree):
+        # A record from before worktree ids: if its admin dir now points at a live folder, that is a move
+        # (or a re-add there, which no record of that age can tell apart): doubt, so live.
+        moved = _located(git_dir)
+        if moved and moved != worktree and os.path.isdir(moved):
+            return True, f"its worktree moved to {moved}, or was re-added there (a record without a worktree id){no_ttl}"
+        return False, "its worktree folder no longer exists"
+    return True, f"its worktree is present{no_ttl}"
+
+
+def _located(git_dir: str) -> str | None:
+    """Where a linked worktree is now: git's admin dir records it in `gitdir` (`<worktree>/.git`), moves included."""
+    try:
+        data = fsio.read_state_file(Path(git_dir) / "gitdir", 8192)
+    except GateError:
+        return None
+    if not data:
+        return None
+    target = data.decode("utf-8", "surrogateescape").strip()
+    if not os.path.isabs(target) or "\x00" in target:
+        return None
+    return os.path.realpath(os.path.dirname(target) if posixpath.basename(target) == ".git" else target)
+
+
+def describe(record: dict[str, Any]) -> str:
+    parts = [f"branch {record.get('branch') or '(detached)'}"]
+    if record.get("session"):
+        parts.append(f"session {record['session']}")
+    parts.append(f"host {record.get('host')}")
+    ttl = f"TTL {_human(float(record['ttl_seconds']))}, expires {record['expires']}" if record.get("ttl_seconds") else "no TTL"
+    note = f", note: {record['note']!r}" if record.get("note") else ""
+    return f"worktree {record.get('worktree')} ({', '.join(parts)}), since {record.get('since')}, {ttl}{note}"
+
+
+def _human(seconds: float) -> str:
+    parts = []
+    whole, fraction = int(seconds), seconds - int(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if whole >= size:
+            parts.append(f"{whole // size}{unit}")
+            whole %= size
+    if whole or fraction:
+        parts.append(f"{whole + fraction:g}s" if fraction else f"{whole}s")
+    return "".join(parts) or "0s"
+
+
+class Outcome(NamedTuple):
+    kind: str  # granted | renewed | taken-over | denied | released | broken | not-holder | other-session | none
+    record: dict[str, Any] | None = None
+    previous: dict[str, Any] | None = None
+    why: str = ""
+    evidence: Path | None = None
+
+
+def _new_record(claim_key: str, holder: Holder, ttl: timedelta | None, note: str | None, now: datetime) -> dict[str, Any]:
+    return {
+        "version": RECORD_VERSION,
+        "token": os.urandom(16).hex(),
+        "path": claim_key,
+        "worktree": holder.worktree,
+        "git_dir": holder.git_dir,
+        "worktree_id": holder.worktree_id,
+        "branch": holder.branch,
+        "session": holder.session,
+        "host": holder.host,
+        "since": stamp(now.replace(microsecond=0)),  # shown to people: to the second
+        "renewed": stamp(now.replace(microsecond=0)),
+        "ttl_seconds": _ttl_number(ttl) if ttl else None,
+        "expires": stamp(now + ttl) if ttl else None,
+        "note": note,
+    }
+
+
+def _encode(record: dict[str, Any]) -> bytes:
+    return (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def claim(repo: Repo, state_rel: str, holder: Holder, ttl: timedelta | None, note: str | None, now: datetime) -> Outcome:
+    outcome = _claim(repo, state_rel, holder, ttl, note, now)
+    _journal(repo, outcome, now)
+    return outcome
+
+
+def release(repo: Repo, state_rel: str, holder: Holder, now: datetime, force_reason: str | None = None) -> Outcome:
+    outcome = _release(repo, state_rel, holder, now, force_reason)
+    _journal(repo, outcome, now)
+    return outcome
+
+
+def _journal(repo: Repo, outcome: Outcome, now: datetime) -> None:
+    actions = {"granted": "claim-granted", "renewed": "claim-renewed", "taken-over": "claim-taken-over",
+               "released": "claim-released", "broken": "claim-broken"}
+    if outcome.kind in actions and outcome.record is not None:
+        details = {key: outcome.record.get(key) for key in ("path", "worktree", "session", "token")}
+        if outcome.why:
+            details["why"] = outcome.why
+        if outcome.evidence is not None:
+            details["evidence"] = str(outcome.evidence)
+        journal.append(repo, actions[outcome.kind], details, now)
+
+
+def _claim(repo: Repo, state_rel: str, holder: Holder, ttl: timedelta | None, note: str | None, now: datetime) -> Outcome:
+    lay = state.layout(repo)
+    claim_key = key(repo, state_rel)
+    folder = state.ensure_dir(lay, lay.claims)
+    path = claim_path(lay, claim_key)
+    with fsio.locked(folder):
+        found = _find(lay, claim_key)
+        where, current = found if found else (path, None)
+        if current is not None and is_holder(current, holder):
+            if ttl is None and current.get("ttl_seconds"):
+                ttl = timedelta(seconds=float(current["ttl_seconds"]))
+            keep_note = note if note is not None else current.get("note")
+            renewed = {**_new_record(claim_key, holder, ttl, keep_note, now),
+                       "token": current["token"], "since": current.get("since")}
+            state.write(repo, path, _encode(renewed))
+            if where != path:  # a version-1 record under an old spelling: now republished under the key, kept
+                _move(where, _released_name(lay, current, now), current["token"])
+            return Outcome("renewed", renewed)
+        evidence = None
+        why = ""
+        if current is not None:
+            live, why = liveness(current, now, holder.host)
+            if live:
+                return Outcome("denied", current, why=why)
+            evidence = _set_aside(lay, where, current, "claim-taken-over", why, holder, now)
+        record = _new_record(claim_key, holder, ttl, note, now)
+        if not state.write(repo, path, _encode(record), exclusive=True):
+            # Published by something that does not take our lock: it is there first, so it wins.
+            return Outcome("denied", read(lay, claim_key), why="published meanwhile")
+        return Outcome("taken-over" if current else "granted", record, previous=current, why=why, evidence=evidence)
+
+
+def _released_name(lay: state.Layout, record: dict[str, Any], now: datetime) -> Path:
+    released = state.ensure_dir(lay, lay.claims_released)
+    return released / f"{now:%Y%m%dT%H%M%SZ}-{os.urandom(4).hex()}-{str(record['token'])[:16]}.json"
+
+
+def _release(repo: Repo, state_rel: str, holder: Holder, now: datetime, force_reason: str | None) -> Outcome:
+    lay = state.layout(repo)
+    claim_key = key(repo, state_rel)
+    folder = state.ensure_dir(lay, lay.claims)
+    with fsio.locked(folder):
+        found = _find(lay, claim_key)
+        if found is None:
+            return Outcome("none")
+        where, current = found
+        if is_holder(current, holder):
+            target = _released_name(lay, current, now)
+            _move(where, target, current["token"])
+            return Outcome("released", current, evidence=target)
+        if force_reason is None:
+            return Outcome("other-session" if same_worktree(current, holder) else "not-holder", current)
+        evidence = _set_aside(lay, where, current, "claim-broken", force_reason, holder, now)
+        return Outcome("broken", current, why=force_reason, evidence=evidence)
+
+
+def _move(source: Path, target: Path, token: str) -> None:
+    """Rename a record aside (never over anything) and check it is the record we judged."""
+    if os.path.lexists(target):
+        raise GateError(f"refusing to move {source} over {target}", reason="state-unsafe")
+    try:
+        os.rename(source, target)
+        fsio.fsync_dir(source.parent)
+        fsio.fsync_dir(target.parent)
+    except OSError as exc:
+        raise GateError(f"cannot move {source} to {target}: {exc.strerror}", reason="io-error") from None
+    moved = _load(target)
+    if moved is None or moved.get("token") != token:
+        raise GateError(f"the record moved to {target} is not the one judged: inspect it", reason="state-unsafe")
+
+
+def _set_aside(lay: state.Layout, path: Path, record: dict[str, Any], action: str, why: str, by: Holder,
+               now: datetime) -> Path:
+    evidence = state.new_evidence_dir(lay, now)
+    _move(path, evidence / path.name, str(record["token"]))
+    manifest = {
+        "version": 1,
+        "kind": "claim",
+        "action": action,
+        "reason": why,
+        "when": stamp(now),
+        "by": {"worktree": by.worktree, "branch": by.branch, "session": by.session, "host": by.host},
+        "items": [{"original": str(path), "moved_to": path.name, "record": record}],
+    }
+    assert lay.repo is not None
+    state.write(lay.repo, evidence / "manifest.json", _encode(manifest))
+    return evidence
+
+
+def list_all(repo: Repo, now: datetime) -> list[dict[str, Any]]:
+    """Every published claim, with its age and liveness."""
+    lay = state.layout(repo)
+    if not lay.claims.is_dir():
+        return []
+    out = []
+    for path in sorted(lay.claims.glob("*.json")):
+        if path.name.startswith("."):
+            continue
+        try:
+            record = _load(path)
+        except GateError as exc:
+            record = {"path": "?", "worktree": "?", "problem": exc.message}
+        if record is None:
+            continue  # released meanwhile
+        live, why = liveness(record, now)
+        since = _parse_stamp(record.get("since"))
+        out.append({**record, "age_seconds": int((now - since).total_seconds()) if since else None,
+                    "live": live, "liveness": why})
+    return out

@@ -1,0 +1,178 @@
+"""`gate closeout`: the stop hook. Is this session's close-out done? If not, block the stop with steps to take.
+
+The close-out is not done while:
+1. the hand-over fails its gates (`gate check`);
+2. work committed after the Meta ref is not followed by a close-out (gates/domain/ancestry.py: the one definition);
+3. the hand-over file has uncommitted changes;
+4. this worktree's claim (this session's, or one without a session) is still held once the rest is done.
+
+Loop guard: after `closeout.max_blocks` consecutive blocks for one session, the stop is let through and a
+`closeout-missing` flag is raised, which the next brief shows first and salvages. The count comes from the
+harness where it gives one (Cursor's `loop_count`; `stop_hook_active: false` means a fresh stop, so the
+count starts again) and otherwise from a per-session counter in the state dir; each verdict is journalled.
+It never wedges a session: a bug, an unreadable repository or a check slower than TIMEOUT lets the stop
+through and is flagged. Copilot CLI also runs the hooks of `.claude/settings.json`: a verdict given for the
+same session by another format a moment earlier (a block, at the same HEAD) is not given twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from gates.domain import claims, handoff, harness, journal
+from gates.domain.ancestry import relation
+from gates.infra import dataio, fsio, state
+from gates.infra.console import say
+from gates.infra.errors import GateError
+from gates.infra.git import Repo
+from gates.infra.text import excerpt
+
+if TYPE_CHECKING:
+    from gates.infra.config import Config
+
+TIMEOUT = 20.0  # seconds; the installed hooks give the harness's own timeout as 60
+TWIN_SECONDS = 10.0  # a verdict by another format for the same session within this is the same stop
+MAX_FINDINGS = 8
+
+
+class Verdict(NamedTuple):
+    steps: list[str]  # empty: the close-out is done
+    summary: list[str]  # one short line per unmet condition, for the journal and the flag
+
+
+def judge(repo: Repo, config: Config, session: str | None, errors: list[str]) -> Verdict:
+    """The close-out's verdict, given the rendered errors of the gates run on the state as it is now."""
+    cfg = config.section("handoff")
+    path = cfg["path"]
+    steps: list[str] = []
+    summary: list[str] = []
+    if errors:
+        shown = "\n".join(f"   {excerpt(line, 300)}" for line in errors[:MAX_FINDINGS])
+        more = f"\n   (+{len(errors) - MAX_FINDINGS} more: `gate check`)" if len(errors) > MAX_FINDINGS else ""
+        steps.append(f"Make {path} pass its gates: fix each finding below, then run `gate check` until it "
+                     f"exits 0.\n{shown}{more}")
+        summary.append(f"the hand-over fails {len(errors)} gate finding(s)")
+    ref = _meta_ref(repo, config)
+    if ref is not None:
+        found = relation(repo, config, ref)
+        if found.kind == "behind":
+            from gates.domain import sessions
+
+            commits, total = sessions.work_after(repo, found)
+            listed = "".join(f"\n   - {sha} {excerpt(subject, 80)}" for sha, subject, _ in commits[:5])
+            more = f"\n   (+{total - 5} more: `git log {ref[:12]}..HEAD`)" if total > 5 else ""
+            steps.append(f"Describe the work in {path}: {found.behind} commit(s) after its Meta ref {ref[:12]} "
+                         f"are not closed out. Update its Current Target and Open Threads (and Decisions, Dead "
+                         f"Ends, Verified) so the next session can continue from them:{listed}{more}")
+            steps.append(f"Close out: `gate stamp`, then `git add {path} && git commit -m \"close-out: …\"`.")
+            summary.append(f"{found.behind} commit(s) after the Meta ref are not closed out")
+        elif found.kind == "elsewhere":
+            steps.append(f"{path}'s Meta ref {ref[:12]} is not in this history: bring the hand-over up to date "
+                         f"with git, then `gate stamp` and `git add {path} && git commit -m \"close-out: …\"`.")
+            summary.append("the Meta ref is not in this history")
+    if _uncommitted(repo, path):
+        steps.append(f"Commit the hand-over: `git add {path} && git commit -m \"close-out: …\"` ({path} has "
+                     "uncommitted changes).")
+        summary.append("the hand-over has uncommitted changes")
+    if not steps:
+        held = _held_claim(repo, path, session)
+        if held:
+            steps.append(f"Release the claim: `gate release` ({held}).")
+            summary.append("the claim is still held after the close-out")
+    return Verdict(steps, summary)
+
+
+def _meta_ref(repo: Repo, config: Config) -> str | None:
+    cfg = config.section("handoff")
+    try:
+        _, shown, data = handoff.read(repo, config, repo.toplevel / cfg["path"])
+        if isinstance(data, int):
+            return None
+        entry = handoff.parse(handoff.Source.decode(data, shown).lines, shown).meta_value(cfg["meta_section"], "ref")
+    except GateError:
+        return None  # the gates have said why
+    return entry.value if entry else None
+
+
+def _uncommitted(repo: Repo, path: str) -> bool:
+    proc = repo.status("--porcelain=v1", "-z", "--untracked-files=all", "--", f":(literal){path}")
+    return proc.returncode == 0 and bool(proc.stdout.strip("\0"))
+
+
+def _held_claim(repo: Repo, path: str, session: str | None) -> str | None:
+    record = claims.read(state.layout(repo), path)
+    if record is None or not claims.held_here(record, repo):
+        return None
+    held_by = record.get("session")
+    mine = {session, os.environ.get("GATE_SESSION") or None}
+    if held_by is not None and held_by not in mine:
+        return None  # another session of this worktree holds it: not this session's to release
+    return claims.describe(record)
+
+
+def reason_text(steps: list[str]) -> str:
+    body = "\n".join(f"{n}. {step}" for n, step in enumerate(steps, start=1))
+    return ("The session's close-out is not done (handoff-gate). Do these steps in order, then stop again:\n"
+            f"{body}\n`gate closeout --format text` exits 0 once the close-out is done.")
+
+
+# ---- the consecutive-block counter -----------------------------------------------------------------------
+
+def _counter_path(repo: Repo, session: str | None) -> Any:
+    lay = state.layout(repo)
+    folder = state.ensure_dir(lay, lay.root / "closeout")
+    key = hashlib.sha256(f"{repo.toplevel}\0{session or ''}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return folder, folder / f"{key}.json"
+
+
+def _read_counter(path: Any) -> dict[str, Any]:
+    try:
+        data = fsio.read_state_file(path, 1 << 16)
+        loaded = dataio.load_json(data.decode("utf-8", "replace")) if data else {}
+    except (GateError, dataio.DataError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+class Decision(NamedTuple):
+    verdict: str  # done | block | let-through | twin
+    blocks: int  # consecutive blocks before this stop
+
+
+def decide(repo: Repo, fmt: str, hook: harness.HookInput, session: str | None, done: bool, bound: int) -> Decision:
+    """Block or let through, counting consecutive blocks for the session under the counter folder's lock."""
+    folder, path = _counter_path(repo, session)
+    with fsio.locked(folder):
+        record = _read_counter(path)
+        now_ns = time.time_ns()
+        last_ns = int(record.get("time_ns") or 0)
+        if (record.get("format") not in (None, fmt) and now_ns - last_ns < TWIN_SECONDS * 1e9
+                and record.get("head") == repo.head and record.get("verdict") == "block"):
+            return Decision("twin", int(record.get("blocks") or 0))
+        if fmt == "cursor" and hook.loop_count is not None:
+            before = hook.loop_count
+        elif hook.stop_hook_active is False:
+            before = 0
+        else:
+            before = int(record.get("blocks") or 0) if isinstance(record.get("blocks"), int) else 0
+        if done:
+            verdict, after = "done", 0
+        elif before >= bound:
+            verdict, after = "let-through", 0
+        else:
+            verdict, after = "block", before + 1
+        new = {"session": session, "format": fmt, "blocks": after, "time_ns": now_ns, "head": repo.head,
+               "verdict": verdict}
+        state.write(repo, path, (json.dumps(new) + "\n").encode())
+    return Decision(verdict, before)
+
+
+def journal_verdict(repo: Repo, details: dict[str, Any]) -> None:
+    try:
+        journal.append(repo, "closeout", details)
+    except journal.NotJournalled as exc:
+        say(f"gate: the close-out verdict is not journalled: {exc.cause.render()}")

@@ -1,0 +1,236 @@
+"""`gate doctor`: is the gate wired in, and is its environment sound? Each check says what to fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+from gates.domain import flags, hooks, journal, leftovers, locks
+from gates.infra import config as config_module
+from gates.infra import state
+from gates.infra.catalog import CATALOG
+from gates.infra.errors import GateError
+from gates.infra.git import Repo
+
+OK, WARN, FIX = "ok", "warn", "FIX"
+MIN_GIT = (2, 24)
+OUR_HOOK_IDS = {"gate", *CATALOG}
+
+
+class Check(NamedTuple):
+    status: str
+    message: str
+
+
+def run(repo: Repo) -> list[Check]:
+    checks: list[Callable[[Repo], list[Check]]] = [
+        _git_version, _state_dir, _config, _commit_hooks, _claude, _agents, _locks, _journal, _flags, _leftovers,
+    ]
+    out: list[Check] = []
+    refused = bool(state.unsafe(state.layout(repo)))
+    for check in checks:
+        if refused and check in _inside_state_dir():
+            out.append(Check(WARN, f"{check.__name__.strip('_')}: not read, the state dir is refused (see above)"))
+            continue
+        try:
+            out.extend(check(repo))
+        except GateError as exc:
+            if exc.reason == "config-invalid" and check is not _config:
+                out.append(Check(WARN, f"{check.__name__.strip('_').replace('_', ' ')}: not checked, the config is "
+                                       "refused (see above)"))
+                continue
+            out.append(Check(FIX, f"{check.__name__.strip('_').replace('_', ' ')}: {exc.render()}"))
+    return out
+
+
+def _inside_state_dir() -> frozenset[Callable[[Repo], list[Check]]]:
+    return frozenset({_journal, _flags})
+
+
+def _git_version(repo: Repo) -> list[Check]:
+    text = repo.git("version").stdout.strip()
+    numbers = [int(part) for part in text.removeprefix("git version ").split(".")[:2] if part.isdigit()]
+    if tuple(numbers) < MIN_GIT:
+        return [Check(FIX, f"{text}: handoff-gate needs git {'.'.join(map(str, MIN_GIT))} or newer")]
+    return [Check(OK, text)]
+
+
+def _state_dir(repo: Repo) -> list[Check]:
+    """The same rule writing commands apply (state.refusal), plus ownership; nothing is created."""
+    lay = state.layout(repo)
+    if not os.path.lexists(lay.root):
+        return [Check(OK, f"state dir {lay.root} not made yet (made on first use)")]
+    refused = state.unsafe(lay)
+    if refused:
+        return [Check(FIX, f"state dir {folder}: {why}: commands that write refuse it — "
+                           + ("move it aside" if "writable" not in why else "chmod o-w (or set core.sharedRepository)"))
+                for folder, why in refused]
+    info = os.lstat(lay.root)
+    if info.st_uid != os.geteuid():
+        return [Check(FIX, f"state dir {lay.root} belongs to uid {info.st_uid}, not to you")]
+    return [Check(OK, f"state dir {lay.root} ({stat.filemode(info.st_mode)}, yours)")]
+
+
+def _config(repo: Repo) -> list[Check]:
+    loaded = config_module.load(repo)
+    return [Check(OK, f"config valid ({loaded.source or 'defaults: no .gate.yaml'})")]
+
+
+def _commit_hooks(repo: Repo) -> list[Check]:
+    out = []
+    framework = _framework_hooks(repo)
+    native = hooks.hooks_dir(repo) / "pre-commit"
+    installed = os.path.lexists(native)
+    if framework:
+        out.append(Check(OK, f".pre-commit-config.yaml runs {', '.join(sorted(framework))}"))
+        text = native.read_text(errors="replace") if installed else ""
+        if "pre-commit" not in text and not hooks.is_ours(native):
+            out.append(Check(FIX, "the pre-commit framework is not installed in this clone: run `pre-commit install`"))
+    if hooks.is_ours(native):
+        out.append(_native_hook(native))
+    if not framework and not hooks.is_ours(native):
+        out.append(Check(FIX, "no commit hook runs the gate: add it to .pre-commit-config.yaml and run "
+                              "`pre-commit install`, or run `gate install-hooks`"))
+    return out
+
+
+def _native_hook(native: Path) -> Check:
+    """Our hook runs an interpreter by absolute path: it breaks when that environment is removed, and a hook
+    written by another version of the gate may lack what this one writes (the `-c` entry of the no-change path)."""
+    import shlex
+
+    text = native.read_text(errors="replace")
+    words = shlex.split(text.splitlines()[-1]) if text.strip() else []
+    interpreter = words[1] if len(words) > 1 and words[0] == "exec" else ""
+    if not os.access(interpreter, os.X_OK):
+        return Check(FIX, f"native hook {native} runs {interpreter or 'no interpreter'}, which is gone: every commit "
+                          "fails — run `gate install-hooks` again from the environment the gate is installed in")
+    if text != hooks.script(native.name):
+        return Check(WARN, f"native hook {native} was written by another installation or version of the gate: "
+                           "`gate install-hooks` rewrites it for this one")
+    return Check(OK, f"native hook {native} runs the gate")
+
+
+def _framework_hooks(repo: Repo) -> set[str]:
+    path = repo.toplevel / ".pre-commit-config.yaml"
+    if not path.is_file():
+        return set()
+    from pre_commit.clientlib import InvalidConfigError, load_config
+
+    try:
+        loaded = load_config(str(path))
+    except InvalidConfigError as exc:
+        raise GateError(f".pre-commit-config.yaml is not valid: {str(exc).splitlines()[0]}",
+                        reason="config-invalid") from None
+    return {hook["id"] for repo_entry in loaded["repos"] for hook in repo_entry["hooks"] if hook["id"] in OUR_HOOK_IDS}
+
+
+def _claude(repo: Repo) -> list[Check]:
+    folder = repo.toplevel / ".claude"
+    if not folder.is_dir():
+        return [Check(OK, "Claude Code settings not checked: no .claude/ here")]
+    commands, broken = [], []
+    for name in ("settings.json", "settings.local.json"):
+        path = folder / name
+        if not path.is_file():
+            continue
+        try:
+            settings = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            broken.append(Check(FIX, f".claude/{name} cannot be read as JSON ({exc}): Claude Code ignores it too"))
+            continue
+        if not isinstance(settings, dict):
+            broken.append(Check(FIX, f".claude/{name} is not a JSON object"))
+            continue
+        commands += _session_start_commands(settings)
+    from gates.domain.agents import is_ours
+
+    if any("gate brief" in command or is_ours(command, "brief") for command in commands):
+        return [*broken, Check(OK, "Claude Code runs `gate brief` at session start")]
+    return [*broken, Check(FIX, "Claude Code is set up here (.claude/) but no SessionStart hook runs "
+                                "`gate brief --format claude` (see the README, Wiring it into an agent)")]
+
+
+def _agents(repo: Repo) -> list[Check]:
+    """Each agent harness wired here (`gate install-hooks --agent`): its file parses, its hooks run a working interpreter."""
+    from gates.domain import agents
+
+    return [Check(status, message) for status, message in agents.doctor(repo)]
+
+
+def _session_start_commands(settings: dict[str, object]) -> list[str]:
+    """The commands of SessionStart hooks; any other shape (hand-edited settings) contributes none."""
+    hooks = settings.get("hooks")
+    entries = hooks.get("SessionStart") if isinstance(hooks, dict) else None
+    found = []
+    for entry in entries if isinstance(entries, list) else []:
+        inner = entry.get("hooks") if isinstance(entry, dict) else None
+        for hook in inner if isinstance(inner, list) else []:
+            if isinstance(hook, dict) and isinstance(hook.get("command"), str):
+                found.append(hook["command"])
+    return found
+
+
+def _locks(repo: Repo) -> list[Check]:
+    found = locks.find(repo, deep=True)
+    if not found:
+        return [Check(OK, "no git lock files (deep scan, refs/ included)")]
+    cfg = config_module.load(repo).section("locks")
+    threshold = config_module.parse_duration(cfg["threshold"], "locks.threshold").total_seconds()
+    locks.judge(repo, found, threshold, locks.filesystem_now(state.layout(repo)))
+    out = []
+    for lock in found:
+        if lock.verdict == locks.STALE:
+            out.append(Check(FIX, f"stale git lock {lock.shown}: `gate locks --quarantine` moves it aside"))
+        elif lock.verdict == locks.INELIGIBLE and not lock.companion:
+            out.append(Check(FIX, f"git lock {lock.shown} the gate will not move ({lock.reason}): inspect it"))
+        elif lock.verdict == locks.LIVE and lock.age >= threshold:
+            out.append(Check(WARN, f"git lock {lock.shown} held for {int(lock.age)}s: {lock.reason}"))
+    return out or [Check(OK, "git lock files are all fresh")]
+
+
+def _journal(repo: Repo) -> list[Check]:
+    verdict = journal.verify(repo)
+    if verdict.ok:
+        return [Check(OK, f"journal intact ({verdict.entries} entries)")]
+    return [Check(FIX, f"journal broken: {verdict.problem} — `gate journal --repair` keeps it and starts anew")]
+
+
+def _flags(repo: Repo) -> list[Check]:
+    pending = flags.pending(repo)
+    if pending:
+        return [Check(WARN, f"{len(pending)} unacknowledged flag(s): read them with `gate flags`")]
+    return [Check(OK, "no unacknowledged flags")]
+
+
+def _found_leftovers(repo: Repo) -> list[leftovers.Leftover]:
+    config = config_module.load(repo)
+    return [*leftovers.in_work_tree(repo, config, hooks_folder=hooks.hooks_dir(repo)), *leftovers.in_state_dir(repo)]
+
+
+def _leftovers(repo: Repo) -> list[Check]:
+    """Temp files of killed writers: in the work tree `git add -A` commits them (FIX); in the state dir they
+    are only clutter (warn). Young ones may belong to a writer running now (warn, never moved)."""
+    out = []
+    for item in _found_leftovers(repo):
+        if item.age < leftovers.MIN_AGE:
+            out.append(Check(WARN, f"temp file {item.shown} is {int(item.age)}s old: a writer may be using it now"))
+        elif item.in_tree:
+            out.append(Check(FIX, f"temp file {item.shown} of a killed writer: `git add -A` would commit it — "
+                                  "`gate doctor --fix` moves it to lost+found"))
+        else:
+            out.append(Check(WARN, f"temp file {item.shown} of a killed writer: `gate doctor --fix` moves it to "
+                                   "lost+found"))
+    return out or [Check(OK, "no temp files of killed writers")]
+
+
+def fix(repo: Repo) -> list[str]:
+    """`gate doctor --fix`: move the temp files of killed writers into lost+found (nothing is deleted)."""
+    found = _found_leftovers(repo)
+    if not found:
+        return []
+    moved = leftovers.move(repo, found)
+    return [f"fix: {line}" for line in moved.said]

@@ -1,0 +1,354 @@
+"""Sentinel flags: a file per failure reason under `<git-common-dir>/gate/flags/`.
+
+A flag's file name is made only of a UTC time, a reason tag from a closed set and a random
+token, never from input text. Identical repeats (same reason, message and worktree) coalesce
+into one flag with a count. Nothing is ever deleted; a flag leaves the open folder in one of two ways:
+
+- resolved: a flag raised because a gate failed (it names that `gate` and the `scope` of the
+  check: the files it read and its --range) moves to `flags/resolved/` with the time, command and
+  HEAD of the check that resolved it, when that gate next passes in a check of the same worktree
+  and the same scope. The move is journalled (`flags-resolved`).
+- acknowledged: `gate flags --ack` moves any flag to `flags/acked/`. Event flags (a claim broken,
+  a lock moved, an internal error...) leave only this way.
+
+`flags/open/` holds one empty marker per (gate, worktree, scope) with an open flag, so that a
+passing check learns with one lstat per gate that it has nothing to resolve, without listing or
+reading the flag folder. Markers are created and removed under the folder's flock together with
+the flags they stand for; a marker may outlive its flags (an acknowledgement leaves it; the next
+pass of its gate removes it), never the other way round.
+
+Every flag file is read with `fsio.read_state_file`: a symlink, FIFO, device or oversized file
+planted there is refused (`state-unsafe`), never followed, never blocked on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import stat
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from gates.domain import journal
+from gates.infra import dataio, fsio, state
+from gates.infra.catalog import CATALOG, flag_reason
+from gates.infra.errors import USAGE, GateError
+from gates.infra.git import Repo
+
+# Reasons that are not gate ids. A gate's violations are flagged under its catalog flag_reason, or its id.
+EVENT_REASONS = frozenset({
+    "config-invalid",
+    "input-unreadable",
+    "io-error",
+    "state-unsafe",
+    "internal-error",
+    "claim-denied",
+    "release-denied",
+    "claim-broken",
+    "claim-taken-over",
+    "stale-lock-quarantined",
+    "lock-held-live",
+    "lock-quarantine-failed",
+    "lock-restore-denied",
+    "journal-broken",
+    "stamp-denied",
+    "autofix-applied",
+    "doctor",
+    "closeout-missing",
+    "remote-unreachable",
+    "claim-unverified",
+})
+REASONS = frozenset(CATALOG) | EVENT_REASONS
+ID_PATTERN = re.compile(r"^\d{8}T\d{6}Z-[a-z][a-z+-]{0,63}-[0-9a-f]{8}$")
+MAX_FLAG_BYTES = 1 << 20
+MAX_MESSAGE_CHARS = 64 * 1024
+OPEN = "open"  # markers: which (gate, worktree, scope) have an open flag
+RESOLVED = "resolved"
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def stamp(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _key(reason: str, message: str, worktree: str) -> str:
+    return hashlib.sha256("\0".join((reason, message, worktree)).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def scope_of(repo: Repo, files: list[Path], range_spec: str | None, default_file: Path) -> dict[str, Any]:
+    """What a check judged: the hand-over files it read (the configured one when none is named) and its range.
+
+    `gate check HANDOFF.md` and `gate check` have the same scope; `gate check OTHER.md` and a
+    `--range` check have their own: a pass there says nothing about a failure here.
+    """
+    paths = sorted({os.path.realpath(p) for p in files}) if files else [os.path.realpath(default_file)]
+    return {"files": paths, "range": range_spec}
+
+
+def _marker(gate: str, worktree: str, scope: dict[str, Any] | None) -> str:
+    digest = hashlib.sha256(json.dumps([worktree, scope], sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{gate}.{digest[:24]}"
+
+
+def _locked(directory: Path) -> fsio.locked:
+    """The folder's flock, refusing a lock file planted as anything but a regular file."""
+    try:
+        info = os.lstat(directory / ".lock")
+    except FileNotFoundError:
+        pass
+    else:
+        if not stat.S_ISREG(info.st_mode):
+            raise GateError(f"refusing {directory / '.lock'}: not a regular file", reason="state-unsafe")
+    return fsio.locked(directory)
+
+
+def _set_marker(repo: Repo, lay: state.Layout, name: str) -> None:
+    folder = state.ensure_dir(lay, lay.flags / OPEN)
+    modes = state.shared_modes(repo)
+    mode = modes[0] if modes else 0o666 & ~fsio.umask()
+    how = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
+    try:
+        os.close(os.open(folder / name, how, mode))
+    except FileExistsError:
+        return
+    except OSError as exc:
+        raise GateError(f"cannot write {folder / name}: {exc.strerror}", reason="io-error") from None
+    fsio.fsync_dir(folder)
+
+
+def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code: int, now: datetime | None = None,
+               gate: str | None = None, scope: dict[str, Any] | None = None, observed_ns: int | None = None) -> str:
+    """Write (or count again) the flag for `reason`; returns its id.
+
+    `gate`: the gate whose failure this is (its next pass in the same worktree and `scope`
+    resolves the flag); None for an event, which stays until acknowledged. `observed_ns`: when
+    the failing run began, so that a pass begun earlier never resolves it.
+    """
+    if reason not in REASONS:
+        raise ValueError(f"unknown flag reason {reason!r}")
+    if gate is not None and gate not in CATALOG:
+        raise ValueError(f"unknown gate {gate!r}")
+    lay = state.layout(repo)
+    directory = state.ensure_dir(lay, lay.flags)
+    now = now or utc_now()
+    seen_ns = observed_ns if observed_ns is not None else time.time_ns()
+    message = message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS] + "\n… (cut)"
+    worktree = str(repo.toplevel)
+    key = _key(reason, message, worktree)
+    with _locked(directory):
+        for path in _flag_files(directory, reason):
+            record, _ = _load(path)
+            if (record is not None and record.get("key") == key and record.get("reason") == reason
+                    and record.get("gate") == gate and record.get("scope") == (scope if gate else None)):
+                record["count"] = int(record.get("count", 1)) + 1
+                record["last_seen"] = stamp(now)
+                record["seen_ns"] = max(seen_ns, int(record.get("seen_ns") or 0))
+                record["head"] = repo.head
+                _write(repo, path, record)
+                if gate is not None:
+                    _set_marker(repo, lay, _marker(gate, worktree, scope))
+                return str(record["id"])
+        flag_id = f"{now:%Y%m%dT%H%M%SZ}-{reason}-{os.urandom(4).hex()}"
+        record = {
+            "version": 1,
+            "id": flag_id,
+            "reason": reason,
+            "message": message,
+            "first_seen": stamp(now),
+            "created_ns": time.time_ns(),  # orders flags raised within one second
+            "last_seen": stamp(now),
+            "count": 1,
+            "worktree": worktree,
+            "head": repo.head,
+            "command": command,
+            "exit_code": exit_code,
+            "key": key,
+            "gate": gate,
+            "scope": scope if gate else None,
+            "seen_ns": seen_ns,
+        }
+        _write(repo, directory / f"{flag_id}.json", record)
+        if gate is not None:  # after the flag: a marker may outlive its flags, never the other way round
+            _set_marker(repo, lay, _marker(gate, worktree, scope))
+    journal.append(repo, "flag-raised", {"id": flag_id, "reason": reason, "command": command}, now)
+    return flag_id
+
+
+def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str, observed_ns: int | None = None,
+            now: datetime | None = None) -> list[str]:
+    """Move this worktree's open flags of `gates` (which just passed in a check of `scope`) to flags/resolved/.
+
+    Costs one lstat per gate when nothing is open for it. A flag raised by a run that began after
+    `observed_ns` (when this check began) is left open. Returns the ids resolved.
+    """
+    lay = state.layout(repo)
+    worktree = str(repo.toplevel)
+    markers = {gate: _marker(gate, worktree, scope) for gate in gates if gate in CATALOG}
+    wanted = {gate: name for gate, name in markers.items() if os.path.lexists(lay.flags / OPEN / name)}
+    if not wanted:
+        return []
+    now = now or utc_now()
+    observed = observed_ns if observed_ns is not None else time.time_ns()
+    resolved_dir = state.ensure_dir(lay, lay.flags / RESOLVED)
+    moved: dict[str, list[str]] = {}
+    with _locked(lay.flags):
+        left = set()
+        reasons = {_reason_for(g) for g in wanted} | {"autofix-applied"}
+        for path in _flag_files(lay.flags):
+            if _reason_of(path.name) not in reasons:
+                continue  # only the flags these gates can have raised are read
+            record, _ = _load(path)
+            if record is None or record.get("gate") not in wanted or record.get("worktree") != worktree \
+                    or record.get("scope") != scope or not ID_PATTERN.match(str(record.get("id"))):
+                continue
+            gate = str(record["gate"])
+            if int(record.get("seen_ns") or 0) > observed:
+                left.add(gate)  # raised by a run that began after this check: not this check's to resolve
+                continue
+            record["resolved"] = {"time": stamp(now), "command": command, "head": repo.head}
+            _write(repo, resolved_dir / f"{now:%Y%m%dT%H%M%SZ}-{record['id']}.json", record)
+            os.unlink(path)
+            moved.setdefault(gate, []).append(str(record["id"]))
+        for gate, name in wanted.items():
+            if gate not in left:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(lay.flags / OPEN / name)
+        fsio.fsync_dir(lay.flags)
+        fsio.fsync_dir(resolved_dir)
+    for gate, ids in moved.items():
+        journal.append(repo, "flags-resolved", {"ids": ids, "gate": gate, "command": command}, now)
+    return [i for ids in moved.values() for i in ids]
+
+
+def _reason_for(gate: str) -> str:
+    return flag_reason(gate)
+
+
+def _reason_of(name: str) -> str:
+    """The reason part of a flag file name `<time>-<reason>-<random>.json`."""
+    return name[17:-14] if len(name) > 31 else ""
+
+
+def _write(repo: Repo, path: Path, record: dict[str, Any]) -> None:
+    state.write(repo, path, (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape"))
+
+
+def _load(path: Path) -> tuple[dict[str, Any] | None, GateError | None]:
+    """The flag at `path`, or None and why not: a planted file (`state-unsafe`) is never followed or blocked on."""
+    try:
+        data = fsio.read_state_file(path, MAX_FLAG_BYTES)
+        if data is None:
+            return None, None
+        record = dataio.load_json(fsio.decode_text(data, path.name))
+    except GateError as exc:
+        return None, exc
+    except dataio.DataError:
+        return None, None
+    return (record, None) if isinstance(record, dict) else (None, None)
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    return _load(path)[0]
+
+
+def _flag_files(folder: Path, reason: str | None = None) -> list[Path]:
+    """The flag files of a folder; a writer's temp files (dot names) are not flags."""
+    pattern = f"*-{reason}-*.json" if reason else "*.json"
+    return sorted(p for p in folder.glob(pattern) if not p.name.startswith("."))
+
+
+def _records(folder: Path, status: str) -> list[dict[str, Any]]:
+    """The flags of a folder, each marked with `status`; one that cannot be read is shown as one, never dropped."""
+    if not folder.is_dir():
+        return []
+    out = []
+    for path in _flag_files(folder):
+        record, problem = _load(path)
+        flag_id = path.stem
+        if record is None or not isinstance(record.get("message"), str):
+            if problem is not None and problem.reason == "state-unsafe":
+                record = {"id": flag_id, "reason": "state-unsafe", "count": 1, "first_seen": "", "last_seen": "",
+                          "message": f"{problem.message}: it was not written by the gate and was not read; inspect "
+                                     f"it, then `gate flags --ack {flag_id}`"}
+            else:
+                record = {"id": flag_id, "reason": "unreadable-flag", "count": 1, "first_seen": "", "last_seen": "",
+                          "message": f"flag file {path} cannot be read as a flag: inspect it, then "
+                                     f"`gate flags --ack {flag_id}`"}
+        out.append({**record, "status": status})
+    return out
+
+
+def _ordered(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(records, key=lambda r: (str(r.get("first_seen", "")), int(r.get("created_ns") or 0), str(r.get("id", ""))))
+
+
+def pending(repo: Repo) -> list[dict[str, Any]]:
+    """Every open flag (neither resolved nor acknowledged), oldest first."""
+    return _ordered(_records(state.layout(repo).flags, "open"))
+
+
+def every(repo: Repo) -> list[dict[str, Any]]:
+    """Open, resolved and acknowledged flags, oldest first, each with its `status`."""
+    lay = state.layout(repo)
+    return _ordered(_records(lay.flags, "open") + _records(lay.flags / RESOLVED, "resolved")
+                    + _records(lay.flags_acked, "acknowledged"))
+
+
+def resolved_since(repo: Repo, since: datetime | None) -> list[dict[str, Any]]:
+    """Resolved flags last seen at or after `since` (every resolved flag when None).
+
+    A resolved flag's file name begins with its resolution time, never earlier than its last
+    sighting: only the files resolved since `since` are read.
+    """
+    folder = state.layout(repo).flags / RESOLVED
+    if not folder.is_dir():
+        return []
+    floor = f"{since:%Y%m%dT%H%M%SZ}" if since else ""
+    out = []
+    for path in _flag_files(folder):
+        if path.name[:16] < floor:
+            continue
+        record, _ = _load(path)
+        if record is not None and str(record.get("last_seen", "")) >= (stamp(since) if since else ""):
+            out.append(record)
+    return _ordered(out)
+
+
+def acknowledge(repo: Repo, ids: list[str] | None) -> list[str]:
+    """Move the named flags (all when `ids` is None) to flags/acked/; returns the ids moved."""
+    lay = state.layout(repo)
+    if not lay.flags.is_dir():
+        if ids:
+            raise GateError(f"no such flag: {ids[0]}", code=USAGE, reason="usage")
+        return []
+    for flag_id in ids or []:
+        # lexists, not is_file: a planted FIFO or symlink shown as a flag can be moved aside like one
+        if not ID_PATTERN.match(flag_id) or not os.path.lexists(lay.flags / f"{flag_id}.json"):
+            raise GateError(f"no such flag: {flag_id[:80]!r} (see `gate flags`)", code=USAGE, reason="usage")
+    acked_dir = state.ensure_dir(lay, lay.flags_acked)
+    moved = []
+    with _locked(lay.flags):
+        names = [f"{i}.json" for i in ids] if ids else [p.name for p in _flag_files(lay.flags)]
+        for name in names:
+            try:
+                os.rename(lay.flags / name, acked_dir / name)
+            except FileNotFoundError:
+                continue  # acknowledged by someone else meanwhile
+            moved.append(name.removesuffix(".json"))
+        if ids is None and (lay.flags / OPEN).is_dir():  # nothing is open any more: no marker stands for anything
+            for marker in os.listdir(lay.flags / OPEN):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(lay.flags / OPEN / marker)
+        fsio.fsync_dir(lay.flags)
+        fsio.fsync_dir(acked_dir)
+    if moved:
+        journal.append(repo, "flags-acknowledged", {"ids": moved})
+    return moved

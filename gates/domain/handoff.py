@@ -1,0 +1,366 @@
+"""HANDOFF.md as a line-numbered model: title, sections, list items (nested) and the Meta block.
+
+Markdown is read line by line, never rendered. Fenced code blocks and HTML comments are
+skipped; a line's visible text is what is left outside comments.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from gates.domain.changes import Change
+    from gates.infra.config import Config
+    from gates.infra.git import Repo
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_ITEM = re.compile(r"^([ \t]*)([-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$")
+_CHECKBOX = re.compile(r"^\[([ xX])\](?:[ \t]+(.*))?$")
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
+_META = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*)[ \t]*:[ \t]*(.*)$")
+_THEMATIC = re.compile(r"^ {0,3}([-*_])([ \t]*\1){2,}[ \t]*$")
+_CONFLICT = re.compile(r"^(<{7}|>{7}|\|{7})(?: |$)")
+_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|\+00:00)$")
+
+
+# What `gate init` writes where a person must write: recognised by this marker, never by guessing at wording.
+PLACEHOLDER = "<!-- gate:placeholder -->"
+
+
+def parse_utc(value: str) -> datetime | None:
+    """An ISO-8601 UTC time as the Meta block writes it (`Z` or `+00:00`), or None."""
+    if not _UTC.match(value):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+class Item:
+    """A list item with its continuation lines; its nested items are its children."""
+
+    def __init__(self, line: int, indent: int, marker: str, checked: bool | None, text: str, end_line: int,
+                 chars: int) -> None:
+        self.line = line
+        self.indent = indent
+        self.marker = marker
+        self.checked = checked  # None: not a task item
+        self.text = text
+        self.end_line = end_line
+        self.chars = chars  # length of the whole item: its line and its continuation lines
+        self.children: list[Item] = []
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "line": self.line,
+            "text": self.text,
+            "checked": self.checked,
+            "children": [child.to_json() for child in self.children],
+        }
+
+
+class Section:
+    def __init__(self, name: str, line: int, end_line: int) -> None:
+        self.name = name
+        self.line = line
+        self.end_line = end_line
+        self.items: list[Item] = []  # top-level items; children nest
+        self.text_lines: list[int] = []  # lines with visible text
+
+    def walk(self) -> list[Item]:
+        out: list[Item] = []
+        stack = list(reversed(self.items))
+        while stack:
+            item = stack.pop()
+            out.append(item)
+            stack.extend(reversed(item.children))
+        return out
+
+
+class MetaEntry(NamedTuple):
+    key: str
+    value: str
+    line: int
+
+
+class Document:
+    def __init__(self, path: str, lines: list[str]) -> None:
+        self.path = path
+        self.lines = lines
+        self.titles: list[tuple[str, int]] = []
+        self.preamble = Section("", 1, 1)
+        self.sections: list[Section] = []
+        self.conflict_markers: list[int] = []
+        self.unclosed: list[tuple[str, int]] = []  # ("fence" | "comment", line)
+
+    def section(self, name: str) -> list[Section]:
+        return [s for s in self.sections if s.name.casefold() == name.casefold()]
+
+    def items(self) -> list[Item]:
+        return [item for s in (self.preamble, *self.sections) for item in s.walk()]
+
+    def meta(self, section_name: str) -> list[MetaEntry]:
+        entries = []
+        for section in self.section(section_name)[:1]:
+            for item in section.items:
+                match = _META.match(item.text)
+                if match and item.checked is None:
+                    entries.append(MetaEntry(match.group(1), _unquote(match.group(2)), item.line))
+        return entries
+
+    def meta_value(self, section_name: str, key: str) -> MetaEntry | None:
+        """The first `- key: value` of the Meta section (duplicates are handoff-structure's to report)."""
+        return next((entry for entry in self.meta(section_name) if entry.key == key), None)
+
+    def to_json(self, meta_section: str) -> tuple[dict[str, Any], dict[tuple[object, ...], int]]:
+        """The model as JSON data for a schema, and the line of each path in it."""
+        lines: dict[tuple[object, ...], int] = {}
+        meta: dict[str, str] = {}
+        for section in self.section(meta_section)[:1]:
+            lines[("meta",)] = section.line
+        for entry in self.meta(meta_section):
+            meta.setdefault(entry.key, entry.value)
+            lines.setdefault(("meta", entry.key), entry.line)
+        sections = []
+        for index, section in enumerate(self.sections):
+            lines[("sections", index)] = section.line
+            _item_lines(section.items, ("sections", index, "items"), lines)
+            sections.append({
+                "name": section.name,
+                "line": section.line,
+                "text": "\n".join(self.lines[n - 1] for n in section.text_lines),
+                "items": [item.to_json() for item in section.items],
+            })
+        title = self.titles[0][0] if self.titles else None
+        if self.titles:
+            lines[("title",)] = self.titles[0][1]
+        return {"title": title, "meta": meta, "sections": sections}, lines
+
+
+def _item_lines(items: list[Item], prefix: tuple[object, ...], lines: dict[tuple[object, ...], int]) -> None:
+    for index, item in enumerate(items):
+        lines[prefix + (index,)] = item.line  # not `(*prefix, index)`: mypy on Python 3.10 takes it for PEP 646
+        _item_lines(item.children, prefix + (index, "children"), lines)
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "`'\"":
+        return value[1:-1].strip()
+    return value
+
+
+def _indent(prefix: str) -> int:
+    return len(prefix.expandtabs(4))
+
+
+class _Parser:
+    def __init__(self, doc: Document) -> None:
+        self.doc = doc
+        self.section = doc.preamble
+        self.fence: tuple[str, int, int] | None = None  # (char, length, line)
+        self.fence_in_item = False
+        self.comment_line = 0  # line where an open HTML comment began
+        self.open_items: list[Item] = []  # the current chain of nested items
+        self.last_item_line = 0
+        self.in_conflict = False
+
+    def feed(self, number: int, raw: str) -> None:
+        # Conflict markers first: a merge leaves them wherever it likes, fences included.
+        if _CONFLICT.match(raw) or (self.in_conflict and raw.rstrip() == "======="):
+            self.doc.conflict_markers.append(number)
+            self.in_conflict = not raw.startswith(">")
+            return
+        if self.fence is not None:
+            self._in_fence(number, raw)
+            return
+        visible = self._strip_comments(number, raw)
+        if not visible.strip():
+            return
+        fence = _FENCE.match(visible)
+        if fence and not (fence.group(1)[0] == "`" and "`" in fence.group(2)):
+            self.fence = (fence.group(1)[0], len(fence.group(1)), number)
+            self.fence_in_item = self._continue(number, visible, blocks=True)
+            self._touch(number)
+            return
+        heading = _HEADING.match(visible)
+        if heading:
+            self._heading(number, len(heading.group(1)), (heading.group(2) or "").strip())
+        elif (item := _ITEM.match(visible)) and not _THEMATIC.match(visible):
+            self._item(number, item)
+        elif not self._continue(number, visible, blocks=False):
+            self.open_items.clear()
+            self.section.text_lines.append(number)
+        self._touch(number)
+
+    def _in_fence(self, number: int, raw: str) -> None:
+        assert self.fence is not None
+        char, length, _ = self.fence
+        stripped = raw.strip()
+        if stripped.startswith(char * length) and not stripped.strip(char):
+            self.fence = None
+        if self.fence_in_item:
+            for item in self.open_items:
+                item.end_line = number  # a code block inside an item belongs to it
+        self._touch(number)
+
+    def _strip_comments(self, number: int, raw: str) -> str:
+        out: list[str] = []
+        pos = 0
+        while pos < len(raw):
+            if self.comment_line:
+                end = raw.find("-->", pos)
+                if end < 0:
+                    return "".join(out)
+                pos, self.comment_line = end + 3, 0
+            else:
+                start = raw.find("<!--", pos)
+                if start < 0:
+                    out.append(raw[pos:])
+                    break
+                out.append(raw[pos:start])
+                pos, self.comment_line = start + 4, number
+        return "".join(out)
+
+    def _heading(self, number: int, level: int, text: str) -> None:
+        self.open_items.clear()
+        if level == 1:
+            self.doc.titles.append((text, number))
+        elif level == 2:
+            self.section = Section(text, number, number)
+            self.doc.sections.append(self.section)
+        else:
+            self.section.text_lines.append(number)
+        self._touch(number)
+
+    def _item(self, number: int, match: re.Match[str]) -> None:
+        indent = _indent(match.group(1))
+        body = (match.group(3) or "").rstrip()
+        checked: bool | None = None
+        box = _CHECKBOX.match(body)
+        if box:
+            checked = box.group(1) in "xX"
+            body = (box.group(2) or "").rstrip()
+        item = Item(number, indent, match.group(2), checked, body, number, len(match.group(0).strip()))
+        while self.open_items and self.open_items[-1].indent >= indent:
+            self.open_items.pop()
+        (self.open_items[-1].children if self.open_items else self.section.items).append(item)
+        for ancestor in self.open_items:
+            ancestor.end_line = number  # a child is part of its parent's span
+        self.open_items.append(item)
+        self.last_item_line = number
+        self._touch(number)
+
+    def _continue(self, number: int, visible: str, *, blocks: bool) -> bool:
+        """Attach a line to the item it is indented under, or to the item it lazily follows."""
+        lazy = bool(self.open_items) and self.last_item_line == number - 1 and not blocks
+        if not lazy:
+            indent = _indent(visible[: len(visible) - len(visible.lstrip())])
+            while self.open_items and indent <= self.open_items[-1].indent:
+                self.open_items.pop()  # the line belongs to an outer item, or to none
+        if not self.open_items:
+            if blocks:
+                self.section.text_lines.append(number)
+            return False
+        for open_item in self.open_items:
+            open_item.end_line = number
+        self.open_items[-1].chars += 1 + len(visible.strip())
+        self.last_item_line = number
+        self._touch(number)
+        return True
+
+    def _touch(self, number: int) -> None:
+        self.section.end_line = number
+
+    def finish(self) -> None:
+        if self.fence is not None:
+            self.doc.unclosed.append(("code fence", self.fence[2]))
+        if self.comment_line:
+            self.doc.unclosed.append(("HTML comment", self.comment_line))
+
+
+class Source(NamedTuple):
+    """A text file's lines and the conventions to write them back with: its line end, BOM and last newline."""
+
+    lines: list[str]
+    eol: str
+    bom: bool
+    final_newline: bool
+
+    @classmethod
+    def decode(cls, data: bytes, shown: str) -> Source:
+        from gates.infra import fsio
+
+        lines = fsio.split_lines(fsio.decode_text(data, shown))
+        return cls(lines, "\r\n" if b"\r\n" in data else "\n", data.startswith(fsio.BOM), data.endswith(b"\n") or not data)
+
+    def encode(self, lines: list[str] | None = None) -> bytes:
+        from gates.infra import fsio
+
+        body = self.eol.join(self.lines if lines is None else lines)
+        if self.final_newline and (self.lines if lines is None else lines):
+            body += self.eol
+        return (fsio.BOM if self.bom else b"") + body.encode("utf-8", "surrogateescape")
+
+
+def parse(lines: list[str], path: str) -> Document:
+    doc = Document(path=path, lines=lines)
+    parser = _Parser(doc)
+    for number, raw in enumerate(lines, start=1):
+        parser.feed(number, raw)
+    parser.finish()
+    return doc
+
+
+def read(repo: Repo, config: Config, path: Path | None = None) -> tuple[Path, str, bytes | int]:
+    """The hand-over file (the configured one unless `path`) as (path, shown, bytes), or its size in place of
+    the bytes when it is over handoff.max_bytes: it is then never read. A missing file is refused."""
+    import os
+    from pathlib import Path
+
+    from gates.infra import fsio, paths
+    from gates.infra.errors import GateError
+
+    path = path if path is not None else repo.toplevel / config.section("handoff")["path"]
+    shown = repo.relpath(path)
+    if not os.path.lexists(path):
+        raise GateError("file not found — create it with `gate init`", reason="input-unreadable", path=shown)
+    real = Path(paths.confined(repo, path, shown))  # a hand-over that leads outside the work tree is never read
+    return real, shown, fsio.read_bytes_capped(real, config.section("handoff")["max_bytes"], shown)
+
+
+def read_for_rewrite(repo: Repo, config: Config, verb: str) -> tuple[Path, str, bytes, Source]:
+    """The configured hand-over file for a command that rewrites it; one over its size cap is refused."""
+    from gates.infra.errors import GateError
+
+    path, shown, data = read(repo, config)
+    if isinstance(data, int):
+        raise GateError(f"{data:,} bytes, over handoff.max_bytes ({config.section('handoff')['max_bytes']:,}): "
+                        f"not {verb}", reason="input-unreadable", path=shown)
+    return path, shown, data, Source.decode(data, shown)
+
+
+class Loaded(NamedTuple):
+    """A hand-over file as read: its document, or only its size when it was over the cap."""
+
+    shown: str
+    size: int
+    doc: Document | None
+
+
+def load_handoff(repo: Repo, config: Config, path: Path, staged: list[Change] | None = None) -> Loaded:
+    """The hand-over as the gates judge it: the work-tree file, or, when the commit being made stages it,
+    the staged content (what the commit will record, as CI will later see it)."""
+    _, shown, data = read(repo, config, path)
+    relative = config.section("handoff")["path"]
+    if staged and not isinstance(data, int) and any(change.touches(relative) for change in staged):
+        blob = staged[0].after(relative)
+        if blob is not None:
+            data = blob if len(blob) <= config.section("handoff")["max_bytes"] else len(blob)
+    if isinstance(data, int):
+        return Loaded(shown, data, None)
+    return Loaded(shown, len(data), parse(Source.decode(data, shown).lines, shown))

@@ -1,0 +1,207 @@
+"""Agent harnesses: what each one passes on stdin, and the exact envelopes it reads back on stdout.
+
+A hook's stdin is read without ever blocking a session: nothing is read from a terminal, at most
+MAX_INPUT bytes are read, and the read gives up after INPUT_SECONDS (a harness that never writes
+or never closes the pipe). Input that is missing or broken is not an error: the hook goes on with
+what it has, and the caller flags why (`input-unreadable`).
+
+Sources, checked against each harness's own documentation or schema (see docs/agents.md):
+- Claude Code: hooks reference (code.claude.com/docs/en/hooks). SessionStart context is
+  `hookSpecificOutput.additionalContext`; a hook's output over 10,000 characters is saved to a
+  file and the model sees a 2 KB preview, so the brief is kept under 9,000. Stop: `decision: block`
+  and `reason`, no `hookSpecificOutput` (validation fails there); empty output lets it stop.
+- Codex: developers.openai.com/codex/hooks and its generated output schemas
+  (`session-start.command.output`, `stop.command.output`, additionalProperties false). Context over
+  `additionalContextLimit` (default 2,500 tokens) is spilled to disk: the brief is kept under 6,000
+  characters. A bare `{"continue": true}` is rejected at SessionStart; `{}` lets a Stop through.
+- Gemini CLI: docs/hooks/reference.md. stdout must hold the JSON and nothing else; AfterAgent's
+  `decision: "deny"` with `reason` retries with the reason as a new prompt. No size cap is
+  documented: the Claude Code budget is used.
+- GitHub Copilot: hooks reference. sessionStart output is ignored (no brief through it);
+  agentStop `{"decision": "block", "reason": …}` queues the reason as the next prompt, `{}` allows.
+- Cursor: `stop` takes `{"followup_message": …}` (auto-submitted) and passes `loop_count`; `{}`
+  lets it stop. Its sessionStart is rejected by some versions, so no brief through it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import sys
+import time
+from typing import Any, NamedTuple
+
+from gates.infra import dataio
+from gates.infra.text import excerpt
+
+MAX_INPUT = 1 << 20
+INPUT_SECONDS = 2.0
+
+# Formats of `gate brief`: (envelope, character budget of the context). None: plain text or the json document.
+START_BUDGET: dict[str, int | None] = {"claude": 9000, "codex": 6000, "gemini": 9000, "text": None, "json": None}
+START_FORMATS = tuple(START_BUDGET)
+HOOK_START_FORMATS = ("claude", "codex", "gemini")
+STOP_FORMATS = ("claude", "codex", "gemini", "copilot", "cursor", "text")
+
+
+class HookInput(NamedTuple):
+    """What a harness passed on stdin (the fields this gate uses), and why it could not be read, if it could not."""
+
+    data: dict[str, Any]
+    problem: str | None = None
+    given: bool = False  # some input arrived
+
+    @property
+    def session(self) -> str | None:
+        """The session id (Claude, Codex, Gemini, Cursor: `session_id`; Copilot: `sessionId`), sanitised."""
+        for key in ("session_id", "sessionId", "conversation_id"):
+            value = self.data.get(key)
+            if isinstance(value, str) and value.strip():
+                return excerpt(value.strip(), 128)
+        return None
+
+    @property
+    def source(self) -> str | None:
+        """Why the session started: startup, resume, clear, compact (Gemini's `trigger` too)."""
+        for key in ("source", "trigger"):
+            value = self.data.get(key)
+            if isinstance(value, str) and value:
+                return excerpt(value, 40)
+        return None
+
+    @property
+    def stop_hook_active(self) -> bool | None:
+        value = self.data.get("stop_hook_active", self.data.get("stopHookActive"))
+        return value if isinstance(value, bool) else None
+
+    @property
+    def loop_count(self) -> int | None:
+        value = self.data.get("loop_count")
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def read_stdin(stream: Any = None, limit: int = MAX_INPUT, seconds: float = INPUT_SECONDS) -> HookInput:
+    """The hook's JSON input, never blocking: a terminal, a closed or absent stdin and /dev/null give none."""
+    stream = sys.stdin if stream is None else stream
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return HookInput({})
+    try:
+        if os.isatty(fd):
+            return HookInput({})
+    except OSError:
+        return HookInput({})
+    raw, timed_out, error = _read_bounded(fd, limit, seconds)
+    if error is not None:
+        return HookInput({}, f"stdin could not be read: {error}")
+    if len(raw) > limit:
+        return HookInput({}, f"the input is over the {limit:,}-byte cap and was not read", True)
+    if not raw.strip():
+        return HookInput({}, "no input arrived within the time limit" if timed_out else None)
+    return parse(raw, timed_out)
+
+
+def parse(raw: bytes, timed_out: bool = False) -> HookInput:
+    text = raw.decode("utf-8", "replace").lstrip("\ufeff")  # Cursor's payload has been seen with a BOM
+    try:
+        data = dataio.load_json(text)
+    except (dataio.DataError, RecursionError) as exc:
+        cut = " (cut off: the sender did not finish within the time limit)" if timed_out else ""
+        return HookInput({}, f"the input is not JSON{cut}: {excerpt(str(exc), 120)}", True)
+    if not isinstance(data, dict):
+        return HookInput({}, f"the input is JSON but not an object ({type(data).__name__})", True)
+    return HookInput(data, None, True)
+
+
+def _read_bounded(fd: int, limit: int, seconds: float) -> tuple[bytes, bool, str | None]:
+    """Up to `limit` + 1 bytes, until end of file, a complete JSON object, or the deadline: (bytes, timed out, error)."""
+    deadline = time.monotonic() + seconds
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return b"".join(chunks), True, None
+        try:
+            ready, _, _ = select.select([fd], [], [], left)
+        except (OSError, ValueError) as exc:
+            return b"".join(chunks), False, str(exc)
+        if not ready:
+            return b"".join(chunks), True, None
+        try:
+            chunk = os.read(fd, min(1 << 16, limit + 1 - size))
+        except BlockingIOError:
+            continue
+        except OSError as exc:
+            return b"".join(chunks), False, exc.strerror or str(exc)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+        if chunk.rstrip().endswith(b"}") and _complete(b"".join(chunks)):
+            break  # a harness that keeps the pipe open after writing
+    return b"".join(chunks), False, None
+
+
+def _complete(raw: bytes) -> bool:
+    try:
+        json.loads(raw.decode("utf-8", "replace").lstrip("\ufeff"))
+    except ValueError:
+        return False
+    return True
+
+
+# ---- session start ---------------------------------------------------------------------------------------
+
+def start_envelope(fmt: str, context: str) -> str:
+    """The exact document a harness's session-start hook reads context from."""
+    if fmt == "claude":
+        document: dict[str, Any] = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
+    elif fmt == "codex":
+        document = {"continue": True, "hookSpecificOutput": {"hookEventName": "SessionStart",
+                                                             "additionalContext": context}}
+    elif fmt == "gemini":
+        document = {"hookSpecificOutput": {"additionalContext": context}}
+    else:
+        raise ValueError(fmt)
+    return json.dumps(document, ensure_ascii=False)
+
+
+# ---- stop ------------------------------------------------------------------------------------------------
+
+def block_envelope(fmt: str, reason: str) -> str:
+    """What keeps a harness's agent working, with `reason` as its next instruction."""
+    reason = reason.strip() or "Finish the session's close-out: run `gate closeout --format text` and do what it says."
+    if fmt in ("claude", "codex", "copilot"):
+        document: dict[str, Any] = {"decision": "block", "reason": reason}
+    elif fmt == "gemini":
+        document = {"decision": "deny", "reason": reason}
+    elif fmt == "cursor":
+        document = {"followup_message": reason}
+    else:
+        raise ValueError(fmt)
+    return json.dumps(document, ensure_ascii=False)
+
+
+def allow_envelope(fmt: str) -> str:
+    """What lets a harness's agent stop: nothing for Claude Code, `{}` where a JSON document is expected."""
+    if fmt == "claude":
+        return ""
+    if fmt in ("codex", "gemini", "copilot", "cursor"):
+        return "{}"
+    raise ValueError(fmt)
+
+
+def schema(name: str) -> dict[str, Any]:
+    """A shipped schema of a harness document (schemas/harness/NAME.schema.json), written from its documentation."""
+    from gates.infra.schemas import _schema_dir
+
+    loaded: dict[str, Any] = json.loads((_schema_dir() / "harness" / f"{name}.schema.json").read_text(encoding="utf-8"))
+    return loaded
+
+
+START_SCHEMA = {"claude": "claude-session-start", "codex": "codex-session-start", "gemini": "gemini-session-start"}
+STOP_SCHEMA = {"claude": "claude-stop", "codex": "codex-stop", "gemini": "gemini-after-agent",
+               "copilot": "copilot-agent-stop", "cursor": "cursor-stop"}

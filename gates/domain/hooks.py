@@ -1,0 +1,102 @@
+"""`gate install-hooks`: native git hooks for users who do not use the pre-commit framework.
+
+The hook runs this very interpreter, by absolute path and in isolated mode (`-I`), so no shim is
+looked up and nothing from the repository under review is imported. It starts the gate with `-c`
+rather than `-m gates`: `-m` loads runpy first (~5 ms on every commit). An existing hook is kept and
+chained: it moves to `<name>.pre-gate` and runs first. The hooks folder is git's own answer
+(`git rev-parse --git-path hooks`), so `core.hooksPath` and linked worktrees are respected.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from gates.infra import fsio
+from gates.infra.errors import VIOLATION, GateError
+from gates.infra.git import Repo
+from gates.infra.text import excerpt
+
+MARK = "# installed by handoff-gate: `gate install-hooks` (remove with `gate install-hooks --uninstall`)"
+CHAINED = ".pre-gate"
+KINDS = ("pre-commit", "pre-push")  # every hook `gate install-hooks` can write: `--uninstall` looks at each
+ENTRY = "import sys; from gates.main import main; sys.exit(main())"
+# What earlier versions wrote (and what `from gates.cli import main` still runs): recognised as ours too.
+ENTRIES = (ENTRY, "import sys; from gates.cli import main; sys.exit(main())")
+PUSH_ARGS = " --remote --pre-push"  # the pushed refs on stdin; handoff-claim-remote judges them when claims.remote is set
+
+
+def hooks_dir(repo: Repo) -> Path:
+    """Where git runs hooks from. A `core.hooksPath` set by the repository's own config (which anyone who
+    shaped the repository may have written) must lead into the repository; the user's global one is theirs."""
+    proc = repo.git("rev-parse", "--git-path", "hooks")
+    if proc.returncode != 0:
+        raise GateError(f"cannot find the hooks folder: {proc.stderr.strip()[:200]}", reason="io-error")
+    path = Path(proc.stdout.strip())
+    path = path if path.is_absolute() else repo.toplevel / path
+    scope = repo.git("config", "--show-scope", "--get", "core.hooksPath").stdout.split("\t", 1)[0]
+    if scope in ("local", "worktree", "command"):
+        real = os.path.realpath(path)
+        inside = [str(repo.toplevel), str(repo.common_dir), str(repo.git_dir)]
+        if not any(real == root or real.startswith(root + os.sep) for root in inside):
+            raise GateError(f"core.hooksPath from the repository's own config leads outside it ({excerpt(real, 300)}): "
+                            "refused — set it in your global config if you mean it", reason="config-invalid")
+    return path
+
+
+def script(kind: str) -> str:
+    interpreter = shlex.quote(sys.executable)
+    return (f"#!/bin/sh\n{MARK}\n"
+            f'chained="$(dirname "$0")/{kind}{CHAINED}"\n'
+            f'if [ -x "$chained" ]; then "$chained" "$@" || exit $?; fi\n'
+            f"exec {interpreter} -I -c {shlex.quote(ENTRY)} check{PUSH_ARGS if kind == 'pre-push' else ''}\n")
+
+
+def is_ours(path: Path) -> bool:
+    try:
+        return MARK in path.read_text(errors="replace")
+    except OSError:
+        return False
+
+
+def install(repo: Repo, kinds: list[str]) -> list[str]:
+    folder = hooks_dir(repo)
+    folder.mkdir(parents=True, exist_ok=True)
+    said = []
+    for kind in kinds:
+        path = folder / kind
+        chained = folder / f"{kind}{CHAINED}"
+        if os.path.lexists(path) and not is_ours(path):
+            if os.path.lexists(chained):
+                raise GateError(f"{path} exists and so does {chained}: move one of them yourself", code=VIOLATION,
+                                reason="io-error")
+            os.rename(path, chained)
+            said.append(f"kept your {kind} hook: it now runs first, from {chained}")
+        fsio.write_atomic(path, script(kind).encode(), executable=True)
+        os.chmod(path, os.stat(path).st_mode | 0o111 & ~fsio.umask())
+        said.append(f"installed {path}")
+    return said
+
+
+def uninstall(repo: Repo, kinds: list[str]) -> list[str]:
+    """Remove each of our hooks among `kinds`, putting back the hook that was moved aside for it."""
+    folder = hooks_dir(repo)
+    said = []
+    for kind in kinds:
+        path = folder / kind
+        chained = folder / f"{kind}{CHAINED}"
+        ours = os.path.lexists(path) and is_ours(path)
+        if ours:
+            path.unlink()  # our own generated file
+        if os.path.lexists(chained):
+            if os.path.lexists(path):
+                said.append(f"left your {kind} hook at {chained}: {path} is not ours, so it stays where it is")
+                continue
+            os.rename(chained, path)
+            said.append(f"removed the handoff-gate {kind} hook; your own hook is back at {path}" if ours
+                        else f"your own {kind} hook is back at {path} (the handoff-gate hook was gone already)")
+        elif ours:
+            said.append(f"removed {path}")
+    return said or [f"no handoff-gate hook in {folder}"]

@@ -1,0 +1,184 @@
+"""Temp files a killed writer left behind: found by their exact name (`fsio.is_temp_name`), reported, moved aside.
+
+The atomic writer makes its temp file beside the target, so a writer killed between creating it and
+renaming it leaves `.tmp-HANDOFF.md-<12 hex>` in the work tree, where `git add -A` would commit it.
+Where they are looked for: the folders of the files the gate writes in the work tree (the hand-over,
+the archive, the mailbox, `.gate.yaml`, the records folder, the hooks folder when it is in the work
+tree) and the whole state dir. A staged one anywhere in the tree is found from the staged changes.
+
+Nothing is ever deleted: `move` puts them in `<common>/gate/lost+found/<utc>-<random>/` with a manifest,
+and only those old enough that no writer can still be using them (a writer holds its temp file for the
+milliseconds of a write and an fsync).
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import stat
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import NamedTuple
+
+from gates.infra import fsio, state
+from gates.infra.config import Config
+from gates.infra.git import Repo
+
+MIN_AGE = 600.0  # seconds: younger temp files may belong to a writer running now; they are reported, never moved
+SKIP_IN_STATE = frozenset({"lost+found"})  # what was moved aside already
+
+
+class Leftover(NamedTuple):
+    path: Path  # absolute
+    shown: str  # relative to the work tree, or absolute under the state dir
+    in_tree: bool
+    age: float  # seconds since the later of mtime and ctime
+
+
+def work_tree_folders(repo: Repo, config: Config, extra: list[Path] | None = None) -> list[Path]:
+    """The folders of the work tree the gate writes files into."""
+    top = repo.toplevel
+    names = [config.section(key)["path"] for key in ("handoff", "archive", "mailbox")]
+    folders = {top, top / config.section("records")["path"], *(top / Path(name).parent for name in names)}
+    folders.update(path.parent for path in extra or [])
+    return sorted(folders)
+
+
+def in_work_tree(repo: Repo, config: Config, extra: list[Path] | None = None,
+                 hooks_folder: Path | None = None) -> list[Leftover]:
+    folders = work_tree_folders(repo, config, extra)
+    if hooks_folder is not None and _inside(hooks_folder, repo.toplevel):
+        folders.append(hooks_folder)
+    found: dict[Path, Leftover] = {}
+    for folder in folders:
+        for path in _scan(folder):
+            if _inside(path.parent, repo.toplevel) and path not in found:
+                found[path] = _leftover(path, path.relative_to(repo.toplevel).as_posix(), True)
+    return sorted(found.values())
+
+
+def in_state_dir(repo: Repo) -> list[Leftover]:
+    """Temp files anywhere under the state dir (never following a link; nothing when the dir is unsafe)."""
+    lay = state.layout(repo)
+    if state.unsafe(lay) or not os.path.isdir(lay.root):
+        return []
+    found = []
+    for folder, dirs, files in os.walk(lay.root, followlinks=False):
+        if Path(folder) == lay.root:
+            dirs[:] = [name for name in dirs if name not in SKIP_IN_STATE]
+        for name in files:
+            if fsio.is_temp_name(name):
+                path = Path(folder) / name
+                found.append(_leftover(path, str(path), False))
+    return sorted(found)
+
+
+def staged(changed: list[tuple[str, str]]) -> list[str]:
+    """The paths among (status, path) pairs that add or change a file with a temp file's name."""
+    return sorted(path for status, path in changed if status != "D" and fsio.is_temp_name(path.rsplit("/", 1)[-1]))
+
+
+def _scan(folder: Path) -> list[Path]:
+    try:
+        with os.scandir(folder) as entries:
+            return [Path(entry.path) for entry in entries if fsio.is_temp_name(entry.name)]
+    except OSError:
+        return []
+
+
+def _inside(path: Path, top: Path) -> bool:
+    try:
+        Path(os.path.realpath(path)).relative_to(os.path.realpath(top))
+    except ValueError:
+        return False
+    return True
+
+
+def _leftover(path: Path, shown: str, in_tree: bool) -> Leftover:
+    try:
+        info = os.lstat(path)
+        age = time.time() - max(info.st_mtime, info.st_ctime)
+    except OSError:
+        age = 0.0
+    return Leftover(path, shown, in_tree, age)
+
+
+class Moved(NamedTuple):
+    said: list[str]  # one line per file: moved, or why it stayed
+    folder: Path | None  # the lost+found folder, when anything moved
+
+
+def move(repo: Repo, found: list[Leftover], now: datetime | None = None) -> Moved:
+    """Move every leftover old enough into one fresh lost+found folder, with a manifest; never delete."""
+    when = now or datetime.now(timezone.utc)
+    said: list[str] = []
+    ready = []
+    for item in found:
+        if item.age < MIN_AGE:
+            said.append(f"left {item.shown}: {int(item.age)}s old, a writer may still be using it")
+        else:
+            ready.append(item)
+    if not ready:
+        return Moved(said, None)
+    lay = state.layout(repo)
+    target = state.new_evidence_dir(lay, when)
+    entries = []
+    for number, item in enumerate(ready):
+        name = f"{number:03d}-{item.path.name}"
+        entry, why = _move_one(item, target, name)
+        if entry is None:
+            said.append(f"left {item.shown}: {why}")
+            continue
+        entries.append(entry)
+        said.append(f"moved {item.shown} to {target / name}")
+    manifest = {"version": 1, "kind": "temp-files", "moved_at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "why": "temp files of writers that never finished (killed or crashed); nothing was deleted",
+                "files": entries}
+    state.write(repo, target / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
+    if entries:
+        from gates.domain import journal
+
+        journal.append(repo, "temp-files-moved", {"to": str(target), "paths": [e["from"] for e in entries]}, when)
+    return Moved(said, target)
+
+
+def _move_one(item: Leftover, target: Path, name: str) -> tuple[dict[str, object] | None, str]:
+    """lstat, pin, rename into `target`, check the inode that arrived is the pinned one."""
+    try:
+        info = os.lstat(item.path)
+    except FileNotFoundError:
+        return None, "gone already"
+    except OSError as exc:
+        return None, f"cannot be read: {exc.strerror}"
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or info.st_uid != os.geteuid():
+        return None, "not a regular file of yours with one link: inspect it yourself"
+    try:
+        fd = os.open(item.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC)
+    except OSError as exc:
+        return None, f"cannot be opened: {exc.strerror}"
+    try:
+        pinned = os.fstat(fd)
+        if (pinned.st_dev, pinned.st_ino) != (info.st_dev, info.st_ino):
+            return None, "it changed while being looked at"
+        digest = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            digest.update(chunk)
+        destination = target / name
+        try:
+            os.rename(item.path, destination)
+        except OSError as exc:
+            if exc.errno == errno.EXDEV:
+                return None, "on another filesystem than the state dir: move it out of the work tree yourself"
+            return None, f"cannot be moved: {exc.strerror}"
+        arrived = os.lstat(destination)
+        if (arrived.st_dev, arrived.st_ino) != (pinned.st_dev, pinned.st_ino):
+            return None, f"a different file arrived in {destination}: inspect both"
+        fsio.fsync_dir(item.path.parent)
+        fsio.fsync_dir(target)
+    finally:
+        os.close(fd)
+    return {"from": str(item.path), "shown": item.shown, "name": name, "size": pinned.st_size,
+            "mtime": int(pinned.st_mtime), "sha256": digest.hexdigest()}, ""

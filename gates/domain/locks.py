@@ -1,0 +1,374 @@
+"""Git's lock files: find them, judge them, and move the stale ones aside into lost+found.
+
+A lock is `stale` only when every piece of evidence says its holder is gone: old by mtime and
+ctime against the filesystem's own clock, a plain regular file of ours with one link on a local
+filesystem, open in no process, no git process of this user acting on the repository or one of
+its worktrees (a prepared `git update-ref --stdin` transaction holds zero-byte ref locks with no
+open descriptor) by its cwd, `--git-dir`, `GIT_DIR`, `-C`, a work tree, `GIT_COMMON_DIR` or a
+gitfile, no git process of this user whose target cannot be established, and a `~pid.lock`
+companion, if any, naming a dead process. Any doubt is `live`.
+A move never deletes and never overwrites: it pins the file, renames it into a fresh folder,
+checks that the very file it judged moved, and writes a manifest.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import re
+import stat
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from gates.domain import journal
+from gates.infra import dataio, fsio, state
+from gates.infra.errors import USAGE, VIOLATION, GateError
+from gates.infra.git import Repo
+
+# Lock names git is known to leave at the top of a git dir; anything under refs/ ending in .lock.
+KNOWN_TOP = frozenset({
+    "index.lock", "HEAD.lock", "ORIG_HEAD.lock", "FETCH_HEAD.lock", "MERGE_HEAD.lock", "CHERRY_PICK_HEAD.lock",
+    "REVERT_HEAD.lock", "AUTO_MERGE.lock", "config.lock", "config.worktree.lock", "packed-refs.lock", "shallow.lock",
+})
+COMPANION = re.compile(r"^(?P<base>.+)~pid\.lock$")
+_PID_LINE = re.compile(r"^pid (\d{1,10})\s*$")
+FRESH, LIVE, STALE, INELIGIBLE = "fresh", "live", "stale", "ineligible"
+
+
+class Lock:
+    """A git lock file, and what judging it found (size, age, verdict, why, and the evidence)."""
+
+    def __init__(self, path: Path, shown: str, companion: bool = False) -> None:
+        self.path = path
+        self.shown = shown  # relative to the common dir, as the quarantine keeps it
+        self.companion = companion
+        self.size = 0
+        self.age = 0.0
+        self.verdict = LIVE
+        self.reason = ""
+        self.evidence: dict[str, Any] = {}
+        self.ident = (0, 0)
+        self.mtime = 0.0
+        self.ctime = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": str(self.path), "shown": self.shown, "size": self.size, "age_seconds": round(self.age, 1),
+                "verdict": self.verdict, "reason": self.reason, "evidence": self.evidence}
+
+
+def _admin_dirs(repo: Repo) -> list[Path]:
+    dirs = [repo.common_dir]
+    worktrees = repo.common_dir / "worktrees"
+    if worktrees.is_dir() and not worktrees.is_symlink():
+        dirs += sorted(p for p in worktrees.iterdir() if p.is_dir() and not p.is_symlink())
+    return dirs
+
+
+def find(repo: Repo, deep: bool) -> list[Lock]:
+    """Lock files at the top of the common dir and each worktree admin dir; under refs/ when `deep`."""
+    found: list[Lock] = []
+    for directory in _admin_dirs(repo):
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError as exc:  # a git dir we cannot list may hide the very lock that wedges git
+            raise GateError(f"cannot look for git lock files in {directory}: {exc.strerror}", reason="io-error") from None
+        found += [_lock(repo, directory / name) for name in names if name.endswith(".lock")]
+    refs = repo.common_dir / "refs"
+    if deep and refs.is_dir() and not refs.is_symlink():
+        for top, dirs, files in os.walk(refs, onerror=_unlistable):  # never follows a symlinked directory
+            # A folder (or a symlink to one) named like a lock wedges git as surely as a file: report it, and do
+            # not walk into it.
+            wedged = sorted(name for name in dirs if name.endswith(".lock"))
+            dirs[:] = sorted(name for name in dirs if not name.endswith(".lock"))
+            found += [_lock(repo, Path(top) / name) for name in sorted([*files, *wedged]) if name.endswith(".lock")]
+    return found
+
+
+def _unlistable(exc: OSError) -> None:
+    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+        return  # a ref folder git pruned meanwhile
+    raise GateError(f"cannot look for git lock files in {exc.filename}: {exc.strerror}", reason="io-error")
+
+
+def _lock(repo: Repo, path: Path) -> Lock:
+    shown = path.relative_to(repo.common_dir).as_posix()
+    return Lock(path, shown, companion=bool(COMPANION.match(path.name)))
+
+
+def filesystem_now(lay: state.Layout) -> float:
+    """The filesystem's own clock: the mtime a file just touched in the state dir gets."""
+    probe = state.ensure_dir(lay, lay.root) / ".clock"
+    fd = os.open(probe, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC, 0o644)
+    try:
+        os.utime(fd, None)
+        return os.fstat(fd).st_mtime
+    finally:
+        os.close(fd)
+
+
+def judge(repo: Repo, locks: list[Lock], threshold: float, fs_now: float) -> None:
+    """Give every lock its verdict; one scan of the processes serves them all."""
+    candidates = [lock for lock in locks if _eligible(lock)]
+    for lock in candidates:
+        lock.age = fs_now - max(lock.mtime, lock.ctime)
+        if lock.age < threshold:
+            lock.verdict, lock.reason = FRESH, f"younger than the threshold ({int(threshold)}s)"
+    aged = [lock for lock in candidates if lock.verdict != FRESH]
+    if not aged:
+        return
+    from gates.domain import procscan
+
+    roots, doubts = _repo_roots(repo)
+    found = procscan.scan({lock.ident: str(lock.path) for lock in aged}, roots)
+    if doubts:  # a worktree we cannot locate could have a git process working in it
+        found.complete = False
+        found.doubts += doubts
+    for lock in aged:
+        _verdict(lock, found, locks)
+
+
+def _eligible(lock: Lock) -> bool:
+    try:
+        info = os.lstat(lock.path)
+    except FileNotFoundError:
+        lock.verdict, lock.reason = INELIGIBLE, "gone meanwhile"
+        return False
+    lock.size, lock.mtime, lock.ctime = info.st_size, info.st_mtime, info.st_ctime
+    lock.ident = (info.st_dev, info.st_ino)
+    problem = None
+    if stat.S_ISLNK(info.st_mode):
+        problem = "a symlink"
+    elif not stat.S_ISREG(info.st_mode):
+        problem = f"not a regular file but {_kind(info.st_mode)}: git cannot take this lock while it is there"
+    elif info.st_nlink != 1:
+        problem = f"has {info.st_nlink} hard links"
+    elif info.st_uid != os.geteuid():
+        problem = f"owned by another user (uid {info.st_uid})"
+    elif lock.companion:
+        problem = "a ~pid.lock companion: evidence about its lock, never moved on its own"
+    elif not lock.shown.startswith("refs/") and lock.path.name not in KNOWN_TOP:
+        problem = "not a lock name git is known to leave"
+    else:
+        from gates.domain import procscan
+
+        kind = procscan.filesystem_type(str(lock.path))
+        if kind is None:
+            problem = "the type of its filesystem cannot be established: reported, never moved"
+        elif procscan.is_network_fs(kind):
+            problem = f"on a network filesystem ({kind}): reported, never moved"
+    if problem:
+        lock.verdict, lock.reason = INELIGIBLE, problem
+        return False
+    return True
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    return next((name for test, name in kinds if test(mode)), f"a file of type {stat.S_IFMT(mode):o}")
+
+
+def _repo_roots(repo: Repo) -> tuple[list[str], list[str]]:
+    """The directories a git process of this repository could work in, and why any could not be found."""
+    roots = {os.path.realpath(repo.toplevel), os.path.realpath(repo.common_dir)}
+    doubts = []
+    for admin in _admin_dirs(repo)[1:]:
+        roots.add(os.path.realpath(admin))
+        try:
+            gitfile = (admin / "gitdir").read_text(errors="replace").strip()
+        except OSError as exc:
+            doubts.append(f"the work tree of {admin} cannot be located ({exc.strerror})")
+            continue
+        if gitfile:
+            roots.add(os.path.realpath(os.path.dirname(gitfile)))
+    return sorted(roots), doubts
+
+
+def _verdict(lock: Lock, found: Any, locks: list[Lock]) -> None:
+    evidence: dict[str, Any] = {"scan_complete": found.complete}
+    lock.evidence = evidence
+    holders = found.open_by.get(lock.ident, [])
+    companion = _companion(lock, locks)
+    if companion is not None:
+        evidence["companion"] = companion
+    if not found.complete:
+        evidence["doubts"] = found.doubts
+        lock.verdict, lock.reason = LIVE, f"liveness cannot be established ({found.doubts[0]})"
+    elif holders:
+        evidence["open_by"] = holders
+        lock.verdict, lock.reason = LIVE, f"held open by process {', '.join(map(str, holders))}"
+    elif found.git_in_repo:
+        evidence["git_processes"] = [{"pid": pid, "how": how} for pid, how in found.git_in_repo]
+        pid, how = found.git_in_repo[0]
+        more = f" (and {len(found.git_in_repo) - 1} more)" if len(found.git_in_repo) > 1 else ""
+        lock.verdict, lock.reason = LIVE, f"git process {pid} may be working in this repository: {how}{more}"
+    elif companion is not None and companion["alive"] is not False:
+        lock.verdict, lock.reason = LIVE, f"its ~pid.lock companion names process {companion.get('pid')}, not known dead"
+    else:
+        lock.verdict, lock.reason = STALE, "no holder: not open anywhere, no git process acting on the repository"
+
+
+def _companion(lock: Lock, locks: list[Lock]) -> dict[str, Any] | None:
+    stem = lock.path.name.removesuffix(".lock")
+    partner = lock.path.with_name(f"{stem}~pid.lock")
+    if not any(other.path == partner for other in locks) and not partner.exists():
+        return None
+    data = fsio.read_state_file(partner, 4096) if partner.is_file() and not partner.is_symlink() else None
+    match = _PID_LINE.match(data.decode("ascii", "replace")) if data is not None else None
+    if not match:
+        return {"path": str(partner), "pid": None, "alive": None}
+    pid = int(match.group(1))
+    from gates.domain import procscan
+
+    return {"path": str(partner), "pid": pid, "alive": procscan.pid_alive(pid)}
+
+
+class Moved(NamedTuple):
+    lock: Lock
+    evidence_dir: Path | None
+    target: Path | None
+    problem: str = ""  # why it was not moved, when it was not
+
+
+def quarantine(repo: Repo, lock: Lock, threshold: float, when: datetime) -> Moved:
+    """Move one stale lock aside, judging it again while pinned. Serialised by an flock on lost+found."""
+    lay = state.layout(repo)
+    folder = state.ensure_dir(lay, lay.lost_found)
+    with fsio.locked(folder):
+        try:
+            pin = os.open(lock.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return Moved(lock, None, None, "gone: moved or released by someone else")
+        except OSError as exc:
+            return Moved(lock, None, None, f"cannot be pinned: {exc.strerror}")
+        try:
+            return _move_pinned(repo, lay, lock, pin, threshold, when)
+        finally:
+            os.close(pin)
+
+
+def _move_pinned(repo: Repo, lay: state.Layout, lock: Lock, pin: int, threshold: float, when: datetime) -> Moved:
+    pinned = os.fstat(pin)
+    again = Lock(lock.path, lock.shown, companion=lock.companion)
+    judge(repo, [again], threshold, filesystem_now(lay))
+    if again.verdict != STALE or again.ident != (pinned.st_dev, pinned.st_ino):
+        return Moved(again, None, None, f"no longer stale: {again.reason or 'it changed'}")
+    content = os.pread(pin, 1 << 20, 0)
+    evidence_dir = state.new_evidence_dir(lay, when)
+    target = evidence_dir / lock.shown
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.rename(lock.path, target)
+    except OSError as exc:
+        _remove_empty(target.parent, evidence_dir)  # only the folders made for this move
+        if exc.errno == errno.ENOENT:
+            return Moved(again, None, None, "gone: moved or released by someone else")
+        why = "on another filesystem than lost+found (EXDEV): left in place" if exc.errno == errno.EXDEV else exc.strerror
+        return Moved(again, None, None, f"cannot be moved: {why}")
+    moved = os.lstat(target)
+    if (moved.st_dev, moved.st_ino) != (pinned.st_dev, pinned.st_ino):
+        return _put_back(again, evidence_dir, target)
+    fsio.fsync_dir(lock.path.parent)
+    fsio.fsync_dir(target.parent)
+    _manifest(repo, evidence_dir, again, target, content, when)
+    journal.append(repo, "lock-quarantined", {"path": str(lock.path), "to": str(target), "reason": again.reason}, when)
+    return Moved(again, evidence_dir, target)
+
+
+def _remove_empty(folder: Path, up_to: Path) -> None:
+    while True:
+        os.rmdir(folder)
+        if folder == up_to:
+            return
+        folder = folder.parent
+
+
+def _put_back(lock: Lock, evidence_dir: Path, target: Path) -> Moved:
+    """We moved a file that is not the one we judged: restore it when its place is free."""
+    try:
+        os.link(target, lock.path)
+        os.unlink(target)  # one name again, at its own place
+        return Moved(lock, None, None, "replaced while being moved: put back")
+    except OSError:
+        return Moved(lock, evidence_dir, target, "replaced while being moved, and its place is taken: kept in lost+found")
+
+
+def _manifest(repo: Repo, evidence_dir: Path, lock: Lock, target: Path, content: bytes, when: datetime) -> None:
+    manifest = {
+        "version": 1,
+        "kind": "git-lock",
+        "action": "quarantined",
+        "when": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "items": [{
+            "original": str(lock.path),
+            "moved_to": target.relative_to(evidence_dir).as_posix(),
+            "size": lock.size,
+            "mtime": datetime.fromtimestamp(lock.mtime, timezone.utc).isoformat(),
+            "ctime": datetime.fromtimestamp(lock.ctime, timezone.utc).isoformat(),
+            "sha256": hashlib.sha256(content).hexdigest(),
+            "reason": lock.reason,
+            "evidence": lock.evidence,
+        }],
+    }
+    state.write(repo, evidence_dir / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
+
+
+_EVIDENCE_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{12}$")
+
+
+def restore(repo: Repo, evidence_id: str) -> list[str]:
+    """Put the locks of one quarantine back where they were, each only when its place is free."""
+    lay = state.layout(repo)
+    if not _EVIDENCE_ID.match(evidence_id):
+        raise GateError(f"{evidence_id[:60]!r} is not a quarantine ID (like 20260101T120000Z-0123456789ab)",
+                        code=USAGE, reason="usage")
+    folder = lay.lost_found / evidence_id
+    where = (f"IDs are the folder names in {lay.lost_found}, printed by `gate locks --quarantine` and `gate check` "
+             "when they move a lock")
+    with fsio.locked(state.ensure_dir(lay, lay.lost_found)):  # one restore at a time, and none during a move
+        if not (folder / "manifest.json").is_file():
+            raise _denied(f"no quarantine {evidence_id}: nothing restored ({where})")
+        data = fsio.read_state_file(folder / "manifest.json", 1 << 20) or b"{}"
+        try:
+            manifest = dataio.load_json(fsio.decode_text(data, str(folder / "manifest.json")))
+        except dataio.DataError as exc:
+            raise GateError(f"{folder / 'manifest.json'}: {exc.message}", reason="state-unsafe") from None
+        if not isinstance(manifest, dict) or manifest.get("kind") != "git-lock":
+            raise GateError(f"{evidence_id} is not a lock quarantine", code=USAGE, reason="usage")
+        items = manifest.get("items")
+        if not isinstance(items, list) or not all(isinstance(item, dict) and isinstance(item.get("original"), str)
+                                                  and isinstance(item.get("moved_to"), str) for item in items):
+            raise GateError(f"manifest of {evidence_id} is not one the gate wrote", reason="state-unsafe")
+        if manifest.get("action") == "restored":
+            raise _denied(f"quarantine {evidence_id} was already restored: nothing to put back ({where})")
+        restored = []
+        for item in items:
+            original = Path(item["original"])
+            source = folder / item["moved_to"]
+            if not _inside_git(repo, original) or ".." in Path(item["moved_to"]).parts:
+                raise GateError(f"manifest of {evidence_id} names a path outside the repository", reason="state-unsafe")
+            try:
+                os.link(source, original)
+            except FileExistsError:
+                raise _denied(f"{original} exists: quarantine {evidence_id} not restored (its place is taken)") from None
+            except FileNotFoundError:
+                if os.path.lexists(source):
+                    raise _denied(f"{original.parent} is gone: quarantine {evidence_id} not restored") from None
+                raise _denied(f"quarantine {evidence_id} no longer holds {item['moved_to']}: not restored") from None
+            os.unlink(source)
+            restored.append(str(original))
+        manifest["action"] = "restored"
+        state.write(repo, folder / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
+    journal.append(repo, "lock-restored", {"quarantine": evidence_id, "paths": restored})
+    return restored
+
+
+def _denied(message: str) -> GateError:
+    return GateError(message, code=VIOLATION, reason="lock-restore-denied")
+
+
+def _inside_git(repo: Repo, path: Path) -> bool:
+    return str(path).startswith(str(repo.common_dir) + "/")

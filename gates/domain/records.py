@@ -1,0 +1,151 @@
+"""Records: one Markdown file per long-lived record (a decision, a thread), with YAML front matter.
+
+The front matter (`schemas/record.schema.json`) carries id, title, status (open, closed,
+superseded), date, and `superseded_by` / `supersedes`. Ids are made of a prefix, the UTC time and
+48 random bits, and a record file is created with link(), so ids cannot collide across clones,
+branches or concurrent writers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from gates.domain import journal
+from gates.infra import dataio, fsio, paths, schemas
+from gates.infra.config import Config
+from gates.infra.errors import USAGE, GateError
+from gates.infra.git import Repo
+
+MAX_RECORD_BYTES = 1 << 20
+FINAL = ("closed", "superseded")
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+class Record:
+    def __init__(self, shown: str, meta: dict[str, Any], lines: dict[tuple[object, ...], int],
+                 checked: list[tuple[int, str]] | None = None) -> None:
+        self.shown = shown
+        self.meta = meta
+        self.lines = lines  # line of each front-matter key, in the file
+        self.checked = checked  # schema problems, once computed
+
+    @property
+    def status(self) -> str:
+        return str(self.meta.get("status", ""))
+
+
+class RecordError(Exception):
+    def __init__(self, message: str, line: int = 1) -> None:
+        super().__init__(message)
+        self.message, self.line = message, line
+
+
+def parse(data: bytes, shown: str) -> Record:
+    """A record's front matter as data, with lines; RecordError when it has none or it is not YAML data."""
+    try:
+        text = fsio.decode_text(data, shown)
+    except GateError as exc:
+        raise RecordError(exc.message, exc.line or 1) from None
+    lines = fsio.split_lines(text)
+    if not lines or lines[0].strip() != "---":
+        raise RecordError("no front matter: a record starts with a '---' line")
+    end = next((i for i, line in enumerate(lines[1:], start=1) if line.strip() in ("---", "...")), None)
+    if end is None:
+        raise RecordError("front matter is not closed by a '---' line")
+    try:
+        meta, where = dataio.load_yaml("\n".join(lines[1:end]))
+    except dataio.DataError as exc:
+        raise RecordError(exc.message, exc.line + 1 if exc.line else 1) from None
+    if not isinstance(meta, dict):
+        raise RecordError("front matter must be a mapping of keys", 2)
+    return Record(shown, meta, {path: line + 1 for path, line in where.items()})
+
+
+def problems(record: Record) -> list[tuple[int, str]]:
+    """Where the front matter breaks the record schema, as (line, message)."""
+    if record.checked is None:
+        record.checked = schemas.validate(schemas.load("record"), record.meta, record.lines)
+    return record.checked
+
+
+def folder(repo: Repo, config: Config) -> tuple[Path, str]:
+    relative = config.section("records")["path"].rstrip("/")
+    return repo.toplevel / relative, relative
+
+
+def load_all(repo: Repo, config: Config) -> tuple[list[Record], list[tuple[str, int, str]]]:
+    """Every record in the work tree, and (path, line, message) for each file that is not one.
+
+    Parsed and validated records are cached by content hash: a record read before costs a hash.
+    """
+    from gates.infra import cache
+
+    directory, _ = folder(repo, config)
+    if not directory.is_dir():
+        return [], []
+    schema_key = cache.key(schemas.schema_path("record").read_bytes())[:16]
+    old = cache.get(repo, "records") or {}
+    known = old.get("entries", {}) if old.get("schema") == schema_key else {}
+    entries: dict[str, Any] = {}
+    records, broken = [], []
+    for path in sorted(directory.glob("*.md")):
+        shown = repo.relpath(path)
+        real, why = paths.resolve(repo, path)
+        if why:  # never read, never quoted
+            broken.append((shown, 1, f"a symlink that {why}: not read"))
+            continue
+        data = fsio.read_bytes_capped(real, MAX_RECORD_BYTES, shown)
+        if isinstance(data, int):
+            broken.append((shown, 1, f"{data:,} bytes, over the {MAX_RECORD_BYTES:,}-byte cap"))
+            continue
+        digest = hashlib.sha256(data).hexdigest()
+        entry = known.get(digest) or _entry(data, shown)
+        entries[digest] = entry
+        if "broken" in entry:
+            broken.append((shown, entry["broken"][0], entry["broken"][1]))
+        else:
+            lines = {tuple(item[:-1]): item[-1] for item in entry["lines"]}
+            records.append(Record(shown, entry["meta"], lines, [tuple(p) for p in entry["problems"]]))
+    if entries.keys() != known.keys():
+        cache.put(repo, "records", {"schema": schema_key, "entries": entries})
+    return records, broken
+
+
+def _entry(data: bytes, shown: str) -> dict[str, Any]:
+    try:
+        record = parse(data, shown)
+    except RecordError as exc:
+        return {"broken": [exc.line, exc.message]}
+    return {"meta": record.meta, "lines": [[*key, line] for key, line in record.lines.items()],
+            "problems": [list(p) for p in problems(record)]}
+
+
+def slug(title: str) -> str:
+    return _SLUG.sub("-", title.lower()).strip("-")[:50] or "record"
+
+
+def new(repo: Repo, config: Config, title: str, now: datetime) -> Path:
+    title = " ".join(title.split())
+    if not title or len(title) > 200 or dataio.unsafe_text(title):
+        raise GateError("a record title is 1-200 characters of plain text (no control, NUL or bidi characters)",
+                        code=USAGE, reason="usage")
+    directory, _ = folder(repo, config)
+    prefix = config.section("records")["prefix"]
+    for _ in range(10):
+        record_id = f"{prefix}-{now:%Y%m%dT%H%M%SZ}-{os.urandom(6).hex()}"
+        path = directory / f"{record_id}-{slug(title)}.md"
+        body = (f"---\nid: {record_id}\ntitle: {_quote(title)}\nstatus: open\ndate: {now:%Y-%m-%d}\n---\n\n"
+                f"# {title}\n\n## Context\n\n## Decision\n\n## Consequences\n")
+        if fsio.write_atomic(path, body.encode("utf-8"), exclusive=True, parents=True):
+            journal.append(repo, "record-created", {"id": record_id, "path": repo.relpath(path)}, now)
+            return path
+    raise GateError(f"could not find a free record id in {directory}", reason="io-error")
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

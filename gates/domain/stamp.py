@@ -1,0 +1,90 @@
+"""`gate stamp`: the close-out step. Meta `ref` becomes HEAD and `updated` becomes now, atomically.
+
+Only the values of those two items change; every other byte (line ends, a BOM, backticks around
+a value) is kept. With an expected content hash, a writer working from a stale read is stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import datetime
+
+from gates.domain import handoff, journal
+from gates.infra import fsio
+from gates.infra.config import Config
+from gates.infra.errors import USAGE, VIOLATION, GateError
+from gates.infra.git import Repo
+
+_VALUE = re.compile(r"^(?P<lead>\s*(?:[-*+]|\d{1,9}[.)])\s+)(?P<key>[A-Za-z][A-Za-z0-9_-]*)(?P<sep>\s*:\s*)"
+                    r"(?P<quote>`?)(?P<value>.*?)(?P=quote)(?P<trail>\s*)$")
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _denied(message: str) -> GateError:
+    return GateError(message, code=VIOLATION, reason="stamp-denied")
+
+
+_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
+
+
+def check_expect(expect: str | None) -> None:
+    """A malformed `--expect` is a usage error, never reported as a concurrent change."""
+    if expect is not None and not _SHA256.fullmatch(expect):
+        shown = expect if len(expect) <= 80 else expect[:80] + "…"
+        raise GateError(f"--expect takes the 64 hex digits of a sha256 (as `gate stamp` prints it), not {shown!r}",
+                        code=USAGE, reason="usage")
+
+
+def stamp(repo: Repo, config: Config, now: datetime,
+          expect: str | None) -> tuple[str, str, journal.NotJournalled | None]:
+    """Rewrite the Meta block; returns (path shown, sha256 of the new content, the journal's failure if any).
+
+    Once the file is written the stamp is done: a journal that cannot record it is returned, not
+    raised, so that the caller can still say what is on disk."""
+    check_expect(expect)
+    cfg = config.section("handoff")
+    path, shown, data, source = handoff.read_for_rewrite(repo, config, "stamped")
+    if expect is not None and content_hash(data) != expect.lower():
+        raise _denied(f"{shown} changed since it was read (sha256 {content_hash(data)}, expected {expect}): "
+                      "read it again, fold your update in, then stamp")
+    if repo.head is None:
+        raise _denied("this branch has no commit yet: there is no HEAD to stamp")
+    values = {"ref": repo.head, "updated": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    from gates.domain import remote
+
+    held = remote.held(repo, cfg["path"])  # the fence of the remote claim this worktree holds (issue 18)
+    if held is not None and isinstance(held.get("fence"), int):
+        values["fence"] = str(held["fence"])
+    new = _rewrite(source, shown, cfg["meta_section"], values)
+    fsio.write_atomic(path, new)
+    digest = content_hash(new)
+    try:
+        journal.append(repo, "stamp", {"path": shown, "ref": repo.head, "sha256": digest}, now)
+    except journal.NotJournalled as exc:
+        return shown, digest, exc
+    return shown, digest, None
+
+
+def _rewrite(source: handoff.Source, shown: str, meta_section: str, values: dict[str, str]) -> bytes:
+    lines = list(source.lines)
+    doc = handoff.parse(lines, shown)
+    sections = doc.section(meta_section)
+    if not sections:
+        raise _denied(f"{shown} has no '## {meta_section}' section to stamp (see `gate init`)")
+    insert_at = sections[0].line  # after the heading, for a key that is missing
+    for key, value in values.items():
+        entry = doc.meta_value(meta_section, key)
+        if entry is None:
+            lines.insert(insert_at, f"- {key}: {value}")
+            doc = handoff.parse(lines, shown)
+            continue
+        match = _VALUE.match(lines[entry.line - 1])
+        if match is None:
+            raise _denied(f"{shown}:{entry.line}: Meta {key} is not a '- {key}: value' line that can be stamped")
+        lines[entry.line - 1] = (f"{match['lead']}{match['key']}{match['sep']}{match['quote']}{value}"
+                                 f"{match['quote']}{match['trail']}")
+    return source.encode(lines)

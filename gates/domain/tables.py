@@ -1,0 +1,92 @@
+"""Generated tables: regions of the hand-over file that are rendered from the records, never kept by hand.
+
+A region is `<!-- gate:table NAME -->` … `<!-- /gate:table -->`, each marker on its own line.
+NAME `decisions` lists the open records; `decisions-closed` the closed and superseded ones;
+`decisions-all` every record.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, NamedTuple
+
+from gates.domain import handoff, journal, records
+from gates.infra import fsio
+from gates.infra.config import Config
+from gates.infra.git import Repo
+
+_START = re.compile(r"^\s*<!--\s*gate:table\s+([A-Za-z0-9_-]{1,40})\s*-->\s*$")
+_END = re.compile(r"^\s*<!--\s*/gate:table\s*-->\s*$")
+SELECT: dict[str, Callable[[records.Record], bool]] = {
+    "decisions": lambda r: r.status == "open",
+    "decisions-closed": lambda r: r.status in records.FINAL,
+    "decisions-all": lambda r: True,
+}
+
+
+class Region(NamedTuple):
+    name: str
+    start: int  # 0-based index of the start marker
+    end: int | None  # 0-based index of the end marker; None when it is missing
+
+
+def regions(lines: list[str]) -> list[Region]:
+    found: list[Region] = []
+    open_at: tuple[str, int] | None = None
+    for index, line in enumerate(lines):
+        start = _START.match(line)
+        if start:
+            if open_at is not None:
+                found.append(Region(open_at[0], open_at[1], None))
+            open_at = (start.group(1), index)
+        elif _END.match(line) and open_at is not None:
+            found.append(Region(open_at[0], open_at[1], index))
+            open_at = None
+    if open_at is not None:
+        found.append(Region(open_at[0], open_at[1], None))
+    return found
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def table(name: str, found: list[records.Record]) -> list[str] | None:
+    """The rendered lines of table `name`, or None when there is no such table."""
+    if name not in SELECT:
+        return None
+    chosen = sorted((r for r in found if SELECT[name](r)), key=lambda r: (str(r.meta.get("date")), str(r.meta.get("id"))))
+    if not chosen:
+        return ["_(none)_"]
+    rows = ["| ID | Title | Status | Date |", "| --- | --- | --- | --- |"]
+    rows += [f"| {_cell(r.meta.get('id'))} | {_cell(r.meta.get('title'))} | {_cell(r.status)} | {_cell(r.meta.get('date'))} |"
+             for r in chosen]
+    return rows
+
+
+def render(lines: list[str], found: list[records.Record]) -> list[str]:
+    """`lines` with every well-formed region of a known table filled in anew."""
+    out = list(lines)
+    for region in reversed(regions(lines)):
+        body = table(region.name, found)
+        if region.end is not None and body is not None:
+            out[region.start + 1:region.end] = body
+    return out
+
+
+def render_file(repo: Repo, config: Config, write: bool) -> tuple[list[str], list[str]]:
+    """The names of the out-of-date tables of the hand-over file and a unified diff; `write` renders them."""
+    import difflib
+
+    path, shown, _, source = handoff.read_for_rewrite(repo, config, "rendered")
+    found = records.load_all(repo, config)[0]
+    stale = [r.name for r in regions(source.lines) if r.end is not None and table(r.name, found) is not None
+             and source.lines[r.start + 1:r.end] != table(r.name, found)]
+    if not stale:
+        return [], []
+    new_lines = render(source.lines, found)
+    if write:
+        fsio.write_atomic(path, source.encode(new_lines))
+        journal.append(repo, "tables-rendered", {"path": shown, "tables": stale})
+    diff = list(difflib.unified_diff(source.lines, new_lines, f"a/{shown}", f"b/{shown}", lineterm=""))
+    return stale, diff

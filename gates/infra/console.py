@@ -1,0 +1,83 @@
+"""The terminal, for the one layer that speaks: `say` on stderr that never fails, stdout silenced after a break."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from gates.infra.errors import GateError
+
+
+class StdoutError(GateError):
+    """The output could not be written: a closed pipe, a full disk, an I/O error."""
+
+    def __init__(self, exc: OSError) -> None:
+        super().__init__(f"cannot write to stdout: {exc.strerror or exc}", reason="io-error")
+
+
+class GuardedStdout:
+    """Stands in for sys.stdout during a run: a failed write or flush becomes a StdoutError (exit 3).
+
+    After the first failure, stdout is pointed at /dev/null so that nothing later (the interpreter's
+    own flush at exit included) fails again; further writes raise, a flush does nothing."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.broken: StdoutError | None = None
+
+    def write(self, text: str) -> int:
+        if self.broken is not None:
+            raise self.broken
+        try:
+            return int(self.stream.write(text))
+        except OSError as exc:
+            raise self._fail(exc) from None
+
+    def flush(self) -> None:
+        if self.broken is not None:
+            return
+        try:
+            self.stream.flush()
+        except OSError as exc:
+            raise self._fail(exc) from None
+
+    def _fail(self, exc: OSError) -> StdoutError:
+        self.broken = StdoutError(exc)
+        silence_stdout(self.stream)
+        return self.broken
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def silence_stdout(stream: Any = None) -> None:
+    """After a broken pipe or a full disk: point stdout at /dev/null so that the final flush cannot fail."""
+    _silence(sys.__stdout__ if stream is None else stream)
+
+
+def _silence(stream: Any) -> None:
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a file (a test's capture): nothing will flush it at exit
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def say(line: str) -> None:
+    """One line on stderr, when stderr works: a closed or full stderr is not a reason to fail."""
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except OSError:
+        _silence(sys.stderr)
+
+
+def emit_json(document: object) -> None:
+    import json
+
+    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")

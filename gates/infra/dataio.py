@@ -1,0 +1,170 @@
+"""YAML and JSON read as data, never as code, with the line of every value kept.
+
+YAML is read as ruamel.yaml's parser events and turned into plain data here, so no
+constructor ever runs: tags outside YAML's core schema, aliases, merge keys, duplicate keys,
+NaN and deep nesting are refused with the line where they stand.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+MAX_DEPTH = 64
+Path_ = tuple[object, ...]
+
+_CORE = "tag:yaml.org,2002:"
+_SCALAR_TAGS = {f"{_CORE}{name}" for name in ("str", "int", "float", "bool", "null", "timestamp")}
+
+
+class DataError(Exception):
+    """Unparseable or refused data; `line` is 1-based (0 when unknown)."""
+
+    def __init__(self, message: str, line: int = 0) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+def unsafe_text(text: str) -> bool:
+    """Whether `text` (a note, a title: words people read) holds control, NUL, bidi or zero-width characters."""
+    from gates.infra.text import unsafe
+
+    return unsafe(text)
+
+
+def load_yaml(text: str) -> tuple[Any, dict[Path_, int]]:
+    """Plain data (dict, list, str, int, float, bool, None) and the line of every path in it.
+
+    Built from the parser's events without recursion, so no depth of nesting can overflow.
+    """
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    yaml = YAML(typ="safe", pure=True)
+    builder = _Builder(yaml.resolver)
+    try:
+        for event in yaml.parse(text):
+            builder.feed(event)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else 0
+        raise DataError(f"invalid YAML: {exc.problem or exc.context}", line) from None
+    except YAMLError as exc:
+        raise DataError(f"invalid YAML: {exc}") from None
+    return builder.root, builder.lines
+
+
+class _Frame:
+    def __init__(self, container: dict[str, Any] | list[Any], path: Path_) -> None:
+        self.container = container
+        self.path = path
+        self.key: str | None = None
+        self.key_line = 0
+
+
+class _Builder:
+    def __init__(self, resolver: Any) -> None:
+        self.resolver = resolver
+        self.lines: dict[Path_, int] = {}
+        self.stack: list[_Frame] = []
+        self.root: Any = None
+        self.documents = 0
+
+    def feed(self, event: Any) -> None:
+        from ruamel.yaml import events
+        from ruamel.yaml.nodes import ScalarNode
+
+        line = event.start_mark.line + 1
+        if isinstance(event, events.DocumentStartEvent):
+            self.documents += 1
+            if self.documents > 1:
+                raise DataError("more than one YAML document: expected one", line)
+        elif isinstance(event, events.AliasEvent):
+            raise DataError("YAML aliases are not allowed", line)
+        elif isinstance(event, events.ScalarEvent):
+            tag = str(event.tag) if event.tag else str(self.resolver.resolve(ScalarNode, event.value, event.implicit))
+            if tag not in _SCALAR_TAGS:
+                raise DataError(_tag_message(tag), line)
+            self._add(_scalar(tag.removeprefix(_CORE), event.value, line), event.value, tag, line)
+        elif isinstance(event, (events.MappingStartEvent, events.SequenceStartEvent)):
+            mapping = isinstance(event, events.MappingStartEvent)
+            if event.tag and str(event.tag) != f"{_CORE}{'map' if mapping else 'seq'}":
+                raise DataError(_tag_message(str(event.tag)), line)
+            if len(self.stack) >= MAX_DEPTH:
+                raise DataError(f"nested deeper than {MAX_DEPTH} levels", line)
+            container: dict[str, Any] | list[Any] = {} if mapping else []
+            path = self._add(container, None, "", line)
+            self.stack.append(_Frame(container, path))
+        elif isinstance(event, events.CollectionEndEvent):
+            self.stack.pop()
+
+    def _add(self, value: Any, raw: str | None, tag: str, line: int) -> Path_:
+        if not self.stack:
+            self.root = value
+            self.lines[()] = line
+            return ()
+        frame = self.stack[-1]
+        if isinstance(frame.container, list):
+            path = (*frame.path, len(frame.container))
+            frame.container.append(value)
+            self.lines[path] = line
+            return path
+        if frame.key is None:
+            if raw is None or tag.endswith("null"):
+                raise DataError("mapping keys must be plain scalars", line)
+            if raw in frame.container:
+                raise DataError(f"duplicate key '{raw}'", line)
+            frame.key, frame.key_line = raw, line
+            return frame.path
+        path = (*frame.path, frame.key)
+        frame.container[frame.key] = value
+        self.lines[path] = frame.key_line
+        frame.key = None
+        return path
+
+
+def _tag_message(tag: str) -> str:
+    if tag == f"{_CORE}merge":
+        return "YAML merge keys (<<) are not allowed: plain data only"
+    return f"YAML tag {tag.replace(_CORE, '!!')} is not allowed: plain data only"
+
+
+def _scalar(kind: str, raw: str, line: int) -> Any:
+    if kind == "null":
+        return None
+    if kind == "bool":
+        return raw.lower() == "true"
+    try:
+        if kind == "int":
+            text = raw.replace("_", "")
+            return int(text, 0) if text.lower().lstrip("+-").startswith(("0x", "0o", "0b")) else int(text, 10)
+        if kind == "float":
+            if raw.lower().lstrip("+-") in (".nan", ".inf"):
+                raise DataError(f"'{raw}' is not allowed: numbers must be finite", line)
+            return float(raw.replace("_", ""))
+    except ValueError:
+        raise DataError(f"'{raw}' is not a valid {kind}", line) from None
+    return raw  # str, and timestamps kept as the text that was written
+
+
+def load_json(text: str) -> Any:
+    """JSON with duplicate keys, NaN and Infinity refused, and deep nesting a parse error."""
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key, value in items:
+            if key in result:
+                raise DataError(f"duplicate key '{key}'")
+            result[key] = value
+        return result
+
+    def constant(name: str) -> Any:
+        raise DataError(f"{name} is not allowed: numbers must be finite")
+
+    try:
+        return json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"invalid JSON: {exc.msg}", exc.lineno) from None
+    except RecursionError:
+        raise DataError("invalid JSON: nested too deeply") from None

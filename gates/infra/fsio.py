@@ -1,0 +1,391 @@
+"""The one door to the disk: the atomic writer and the capped reader of input files.
+
+Writes: a private temp file in the target's directory, written in full, fsynced, renamed
+over the target (or linked, when the target must not exist yet), the directory fsynced, and
+the result read back and compared. Readers skip the temp files; a crashed writer's leftovers
+are never deleted blindly (`gate doctor` reports them, `gate doctor --fix` moves them to lost+found).
+
+A temp file's name is `.tmp-<target name, first 40 characters>-<12 lowercase hex digits>`:
+`temp_name` makes it and `is_temp_name` recognises exactly that shape, nothing else.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import time
+
+from gates.infra.errors import CANNOT_RUN, GateError
+
+TYPE_CHECKING = False  # typing itself costs ~3 ms at startup; mypy reads this name as True
+if TYPE_CHECKING:
+    from pathlib import Path
+    from types import TracebackType
+
+TEMP_PREFIX = ".tmp-"
+TEMP_NAME_CHARS = 40  # how much of the target's name a temp name keeps
+TEMP_RANDOM_BYTES = 6  # written as 12 lowercase hex digits after the last '-'
+_HEX = frozenset("0123456789abcdef")
+BOM = b"\xef\xbb\xbf"
+
+
+def umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def open_dir(directory: Path | str, *, create: bool = False, mode: int = 0o777) -> int:
+    """A descriptor of the absolute, resolved `directory`, opened one component at a time following no symlink.
+
+    A symlink anywhere on the way (one planted, or swapped in after the path was resolved) is refused
+    with ELOOP/ENOTDIR instead of being followed. With `create`, missing folders are made on the way.
+    """
+    text = os.path.abspath(directory)
+    fd = os.open("/", _DIR_FLAGS)
+    try:
+        for part in text.split(os.sep):
+            if not part:
+                continue
+            try:
+                step = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                try:
+                    os.mkdir(part, mode, dir_fd=fd)
+                except FileExistsError:
+                    pass  # made meanwhile by another process: opened below without following a link
+                step = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = step
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_file(path: Path | str, flags: int, mode: int = 0o666) -> int:
+    """os.open of `path` without following a symlink in any component (see open_dir)."""
+    folder, name = os.path.split(os.path.abspath(path))
+    dir_fd = open_dir(folder)
+    try:
+        return os.open(name, flags | NOFOLLOW, mode, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def fsync_dir(directory: Path | str) -> None:
+    fd = open_dir(directory)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def write_atomic(path: Path, data: bytes, *, exclusive: bool = False, reason: str = "io-error",
+                 executable: bool = False, mode: int | None = None, parents: bool = False) -> bool:
+    """Put `data` at `path` so that readers see the old or the new content, never a mix.
+
+    `path` must be resolved (see paths.py): no component is followed if it is a symlink, and a symlink
+    or anything but a regular file at `path` itself is refused, never replaced or written through.
+    With `exclusive`, the target must not exist: returns False (and writes nothing) when it does.
+    New files get the mode the umask allows (with execute bits when `executable`); an existing file
+    keeps its read and write bits, and its execute bits only when `executable`. With `parents`,
+    missing folders are created (without following a link).
+    """
+    folder, name = os.path.split(os.path.abspath(path))
+    step = "open folder"
+    tmp: str | None = None
+    dir_fd = -1
+    try:
+        dir_fd = open_dir(folder, create=parents)
+        step = "stat"
+        mode = _target_mode(name, dir_fd, executable, mode)
+        step = "create temp file"
+        fd, tmp = _mkstemp(dir_fd, name)
+        try:
+            step = "chmod"
+            os.fchmod(fd, mode)
+            step = "write"
+            _write_all(fd, data)
+            step = "fsync"
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        step = "link" if exclusive else "rename"
+        if exclusive:
+            try:
+                os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+            except FileExistsError:
+                return False
+            finally:
+                os.unlink(tmp, dir_fd=dir_fd)
+        else:
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        tmp = None
+        step = "fsync directory"
+        os.fsync(dir_fd)
+        step = "read back"
+        _verify(dir_fd, name, data)
+    except OSError as exc:
+        raise _io_error(step, path, exc, reason) from None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp, dir_fd=dir_fd)  # our own temp file, never the target
+            except OSError:
+                pass
+        if dir_fd >= 0:
+            os.close(dir_fd)
+    return True
+
+
+def _target_mode(name: str, dir_fd: int, executable: bool, mode: int | None) -> int:
+    try:
+        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        if mode is None:
+            mode = (0o777 if executable else 0o666) & ~umask()
+        return mode
+    if stat.S_ISLNK(info.st_mode):
+        raise OSError(errno.ELOOP, "a symlink is there: refused (it is never written through or replaced)")
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError(errno.EINVAL, "not a regular file: refused")
+    kept = stat.S_IMODE(info.st_mode)
+    return kept if executable else kept & ~0o7111  # a data file never keeps (or gains) execute or set-id bits
+
+
+def temp_name(name: str) -> str:
+    """The name of a fresh temp file for a target called `name` (in the target's own directory)."""
+    return f"{TEMP_PREFIX}{name[:TEMP_NAME_CHARS]}-{os.urandom(TEMP_RANDOM_BYTES).hex()}"
+
+
+def is_temp_name(filename: str) -> bool:
+    """Whether `filename` has exactly the shape `temp_name` gives: the one test every reader and detector uses."""
+    if not filename.startswith(TEMP_PREFIX):
+        return False
+    stem, dash, tail = filename[len(TEMP_PREFIX):].rpartition("-")
+    return (bool(dash) and 0 < len(stem) <= TEMP_NAME_CHARS and "/" not in stem
+            and len(tail) == 2 * TEMP_RANDOM_BYTES and set(tail) <= _HEX)
+
+
+def _mkstemp(dir_fd: int, name: str) -> tuple[int, str]:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW
+    for _ in range(100):
+        candidate = temp_name(name)
+        try:
+            return os.open(candidate, flags, 0o600, dir_fd=dir_fd), candidate
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temp file name")
+
+
+def _verify(dir_fd: int, name: str, data: bytes) -> None:
+    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | NOFOLLOW, dir_fd=dir_fd)
+    try:
+        back = _read_up_to(fd, len(data) + 1)
+    finally:
+        os.close(fd)
+    if back != data:
+        raise OSError(errno.EIO, "the file read back differs from what was written")
+
+
+def _io_error(step: str, path: Path | str, exc: OSError, reason: str) -> GateError:
+    detail = exc.strerror or str(exc)
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR) and step in ("open folder", "open", "open for append", "open lock"):
+        detail = "a symlink (or a file) where a folder should be on its path: refused, not followed"
+    return GateError(f"cannot write {path} ({step}): {detail}", code=CANNOT_RUN, reason=reason)
+
+
+def append_line(path: Path, data: bytes, *, reason: str, mode: int | None = None) -> None:
+    """Append one record with a single O_APPEND write, then fsync: concurrent appenders never interleave."""
+    try:  # a FIFO planted here is refused, never waited on
+        fd = open_state_fd(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode if mode is not None else 0o666 & ~umask())
+    except OSError as exc:
+        raise _io_error("open for append", path, exc, reason) from None
+    try:
+        if os.write(fd, data) != len(data):
+            raise _io_error("append", path, OSError(errno.EIO, "short write: the record is torn"), reason)
+        os.fsync(fd)
+    except OSError as exc:
+        raise _io_error("append", path, exc, reason) from None
+    finally:
+        os.close(fd)
+
+
+class locked:  # noqa: N801 - used as `with fsio.locked(folder):`
+    """Serialise read-modify-write sequences of gate processes on one state folder.
+
+    flock is released by the kernel when its holder dies, so a crash never leaves it held.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / ".lock"
+        self.fd = -1
+
+    def __enter__(self) -> None:
+        import fcntl  # POSIX only: importing this module must still work where the gate refuses to run
+
+        flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK  # never waits on a FIFO, never follows a link
+        try:
+            self.fd = open_file(self.path, flags, 0o666 & ~umask())
+        except OSError as exc:
+            raise _io_error("open lock", self.path, exc, "io-error") from None
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(self.fd)
+            raise
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        os.close(self.fd)
+
+
+def read_bytes_capped(path: Path | str, cap: int, shown: str) -> bytes | int:
+    """The bytes of the regular file at `path`, or its size (an int) when it is larger than `cap`.
+
+    Never blocks on a FIFO, never reads more than `cap` + 1 bytes, and never follows a symlink: `path`
+    is resolved first (paths.confined), so a link met here was swapped in since and is refused.
+    """
+    try:
+        fd = open_file(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise GateError("file not found", reason="input-unreadable", path=shown) from None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise GateError("cannot open: a symlink on its path changed since it was resolved: refused",
+                            reason="input-unreadable", path=shown) from None
+        raise GateError(f"cannot open: {exc.strerror}", reason="input-unreadable", path=shown) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise GateError("not a regular file", reason="input-unreadable", path=shown)
+        if info.st_size > cap:
+            return info.st_size
+        data = _read_up_to(fd, cap + 1)
+    except OSError as exc:
+        raise GateError(f"cannot read: {exc.strerror}", reason="input-unreadable", path=shown) from None
+    finally:
+        os.close(fd)
+    return len(data) if len(data) > cap else data
+
+
+def _read_up_to(fd: int, limit: int) -> bytes:
+    chunks = []
+    while limit > 0:
+        chunk = os.read(fd, min(limit, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        limit -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_state_file(path: Path | str, cap: int) -> bytes | None:
+    """A file the gate itself wrote under its state dir, or None when there is none.
+
+    A symlink, a FIFO, a device, a hard-linked file or an oversized file there was planted, not
+    written by us: it is refused (`state-unsafe`), never followed, never blocked on.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+    for attempt in range(20):
+        try:
+            fd = open_file(path, flags)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise GateError(f"refusing {path}: a symlink where the gate keeps its own files", reason="state-unsafe") from None
+            raise _io_error("open", path, exc, "io-error") from None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise GateError(f"refusing {path}: not a regular file", reason="state-unsafe")
+            if info.st_size > cap:
+                raise GateError(f"refusing {path}: {info.st_size:,} bytes, over the {cap:,}-byte cap", reason="state-unsafe")
+            if info.st_nlink == 1:
+                return _read_up_to(fd, cap + 1)
+        finally:
+            os.close(fd)
+        # A writer publishing with link() has two names for a moment; a planted hard link keeps them.
+        time.sleep(0.005 * (attempt + 1))
+    raise GateError(f"refusing {path}: it has other hard links", reason="state-unsafe")
+
+
+def decode_text(data: bytes, shown: str) -> str:
+    """UTF-8 text with a leading BOM dropped; binary and undecodable input is refused with its line."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise GateError("UTF-16 text is not supported: save the file as UTF-8", reason="input-unreadable", path=shown, line=1)
+    if data.startswith(BOM):
+        data = data[len(BOM):]
+    nul = data.find(b"\0")
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        raise GateError("binary content (a NUL byte): expected UTF-8 text", reason="input-unreadable", path=shown, line=line)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        bad = data[exc.start]
+        raise GateError(
+            f"not valid UTF-8 (byte 0x{bad:02x}): save the file as UTF-8",
+            reason="input-unreadable",
+            path=shown,
+            line=line,
+        ) from None
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as an editor numbers them: LF or CRLF ends a line, nothing else does."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def open_state_fd(path: Path | str, flags: int, mode: int = 0o666) -> int:
+    """Open a file the gate keeps under its state dir, never blocking on what was planted there.
+
+    `O_NONBLOCK` makes the open of a FIFO return at once (ENXIO for a writer with no reader) instead
+    of waiting; `O_NOFOLLOW` refuses a symlink. The opened file must be a regular file with one name:
+    anything else is refused (`state-unsafe`) before a byte is read or written. FileNotFoundError and
+    other OSErrors are the caller's to name.
+    """
+    flags |= os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = open_file(path, flags, mode)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
+            what = "a FIFO or a device" if exc.errno == errno.ENXIO else "a symlink"
+            raise GateError(f"refusing {path}: {what} where the gate keeps its own files", reason="state-unsafe") from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            what = "not a regular file (a FIFO or a device?)" if not stat.S_ISREG(info.st_mode) else "it has other hard links"
+            raise GateError(f"refusing {path}: {what} where the gate keeps its own files", reason="state-unsafe")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_fd(fd: int) -> bytes:
+    """Everything from `fd` to its end."""
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)

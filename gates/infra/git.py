@@ -1,0 +1,640 @@
+"""The only door to git: every git call of the product goes through this module.
+
+Everything in the repository, `.git/config` and the files it includes among it, may be written by
+an adversary, and the gate runs with the user's rights. So no git call may run a program the
+repository names. Each call (our own and GitPython's, for `--range`) gets:
+
+- `SAFE_CONFIG` as `-c` options: command-line config beats every config file (and every
+  `include.path`, and GIT_CONFIG_PARAMETERS/GIT_CONFIG_COUNT from the environment, which git reads
+  first). `log.showSignature=false` keeps `git log` from handing a forged `gpgsig` header to
+  `gpg.program`, `gpg.ssh.program` or `gpg.x509.program`; `core.fsmonitor=false` keeps the index
+  reader from starting a hook or a daemon; an empty `credential.helper` and `core.askPass` leave
+  nothing to ask. Each is safe for every subcommand: they only switch features off.
+- An environment in which no transport is allowed (GIT_ALLOW_PROTOCOL names none and overrides
+  every `protocol.*.allow`) and lazy fetching is off (GIT_NO_LAZY_FETCH, honoured since the
+  2024 security releases, 2.39.4 among them; older gits ignore it and the refusal holds): reading an
+  object a partial clone lacks would otherwise fetch it, running `remote.*.uploadpack`, an
+  `ext::` command, `core.sshCommand`, `core.gitProxy` or a credential helper. Variables that name
+  programs (GIT_PAGER, GIT_EXTERNAL_DIFF, GIT_SSH_COMMAND, GIT_ASKPASS, ...) are dropped.
+- git itself by absolute path, found through PATH's absolute entries only (GitPython's too).
+- Per call: `--no-pager` (and output is never a terminal); diffs are `--name-status` only, with
+  `--no-ext-diff --no-textconv`, so no `diff.external`, `diff.<driver>.command` or textconv runs;
+  logs `--no-show-signature`.
+
+Name-keyed drivers (`diff.<x>.*`, `filter.<x>.*`, `merge.<x>.driver`) cannot be switched off by
+name; none of the subcommands used here runs them (no patch output, no work-tree content is
+hashed or checked out, nothing is merged), and editors, pagers and hooks have no subcommand here
+that starts them. tests/test_no_programs.py holds all of this against a hostile repository.
+GIT_OPTIONAL_LOCKS=0 keeps a read from taking git's locks.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Mapping, NamedTuple
+
+from gates.infra.errors import GateError
+from gates.infra.text import excerpt
+
+# Variables through which an outer git (a hook's parent, another repository) points a
+# subprocess at a repository. Kept inside a hook, dropped when GATE_ROOT pins the repository.
+REPO_ENV_VARS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_QUARANTINE_PATH",
+)
+
+RECENT = 16  # first-parent commits fetched at once for Meta-ref questions
+
+# Config given on git's command line: it wins over every config file and include. Only switches off.
+SAFE_CONFIG = (
+    "core.fsmonitor=false",
+    "core.untrackedCache=false",
+    "color.ui=false",
+    "log.showSignature=false",
+    "credential.helper=",
+    "core.askPass=",
+)
+
+_SAFE_ARGS = ("--no-pager", *(arg for item in SAFE_CONFIG for arg in ("-c", item)))
+
+_GIT: list[str] = []  # git's absolute path, found once per process
+
+
+def git_program() -> str:
+    """git by absolute path, found through PATH's absolute entries only: a relative entry (`.`, or an
+    empty one) is searched from the call's cwd, the work tree, where a committed `git` would answer."""
+    if not _GIT:
+        for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+            candidate = os.path.join(folder, "git")
+            if os.path.isabs(folder) and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                _GIT.append(candidate)
+                break
+        else:
+            raise GateError("cannot run git: git is not on PATH", reason="io-error")
+    return _GIT[0]
+
+# Environment variables through which a caller names a program for git to run.
+PROGRAM_ENV_VARS = (
+    "GIT_PAGER",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "GIT_PROXY_COMMAND",
+)
+
+
+def _env(base: Mapping[str, str], pinned: bool) -> dict[str, str]:
+    env = {k: v for k, v in base.items()
+           if not (pinned and k in REPO_ENV_VARS) and k not in PROGRAM_ENV_VARS}
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["GIT_ALLOW_PROTOCOL"] = "none"  # a list naming no transport: every one refused, config overridden
+    env["GIT_NO_LAZY_FETCH"] = "1"
+    env["LC_ALL"] = "C"
+    return env
+
+
+def _run(args: list[str], cwd: Path, env: Mapping[str, str]) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(
+            [git_program(), *_SAFE_ARGS, *args],
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+        )
+    except FileNotFoundError:
+        what = f"no such directory: {cwd}" if not cwd.is_dir() else "git is not on PATH"
+        raise GateError(f"cannot run git: {what}", reason="io-error") from None
+    except OSError as exc:
+        raise GateError(f"cannot run git in {cwd}: {exc.strerror}", reason="io-error") from None
+
+
+def _text(proc: subprocess.CompletedProcess[bytes]) -> subprocess.CompletedProcess[str]:
+    def decode(data: bytes) -> str:
+        return data.decode("utf-8", "surrogateescape")
+
+    return subprocess.CompletedProcess(proc.args, proc.returncode, decode(proc.stdout), decode(proc.stderr))
+
+
+class Repo:
+    """A discovered work tree: where its files and its git dirs are, and its HEAD."""
+
+    def __init__(self, toplevel: Path, git_dir: Path, common_dir: Path, head: str | None,
+                 env: Mapping[str, str]) -> None:
+        self.toplevel = toplevel
+        self.git_dir = git_dir
+        self.common_dir = common_dir
+        self.head = head  # None while the branch has no commit yet
+        self.env = env
+        self.memo: dict[str, Any] = {}  # answers git gave this run
+
+    def git(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return _text(_run(list(args), self.toplevel, self.env))
+
+    def status(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """`git status` that runs no program the repository names.
+
+        Status re-reads a file whose stat changed and passes it through its clean filter, so every
+        filter the repository's own config defines is switched off for this call (`-c
+        filter.<x>.clean=` and its kin: an empty command is no filter); the user's global filters
+        (git-lfs, say) are theirs and stay. Submodules are not entered: their config is not ours.
+        """
+        if "filters" not in self.memo:
+            listed = self.git("config", "--show-scope", "--get-regexp", r"^filter\..*\.(clean|smudge|process)$")
+            keys = []
+            for line in listed.stdout.splitlines():
+                scope, _, rest = line.partition("\t")
+                if scope not in ("global", "system"):
+                    keys.append(rest.split(" ", 1)[0])
+            self.memo["filters"] = [arg for key in keys for arg in ("-c", f"{key}=")]
+        return self.git(*self.memo["filters"], "status", "--ignore-submodules=all", *args)
+
+    def recent(self) -> list[str]:
+        """HEAD's last first-parent commits (newest first): one git call answers most questions about a Meta ref."""
+        if "recent" not in self.memo:
+            proc = self.git("rev-list", "--first-parent", f"--max-count={RECENT}", "HEAD", "--")
+            self.memo["recent"] = proc.stdout.split() if self.head and proc.returncode == 0 else []
+        return list(self.memo["recent"])
+
+    def resolve_commit(self, rev: str) -> str | None:
+        """The full id of the commit `rev` names, or None when it names none."""
+        if not rev or rev.startswith("-"):
+            return None
+        if len(rev) >= 7 and all(c in "0123456789abcdefABCDEF" for c in rev):
+            near = [sha for sha in self.recent() if sha.startswith(rev.lower())]
+            if len(near) == 1:
+                return near[0]
+        key = f"resolve:{rev}"
+        if key not in self.memo:
+            proc = self.git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
+            out = proc.stdout.strip()
+            self.memo[key] = out if proc.returncode == 0 and out else None
+        result = self.memo[key]
+        return str(result) if result else None
+
+    def branch(self) -> str | None:
+        """The checked-out branch's short name, or None on a detached HEAD."""
+        proc = self.git("symbolic-ref", "--short", "--quiet", "HEAD")
+        return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+    def first_parent_distance(self, commit: str, limit: int) -> int | None:
+        """How many first-parent steps HEAD is past `commit`, if `commit` is among HEAD's first `limit` + 1."""
+        if limit + 1 <= RECENT:
+            chain = self.recent()[: limit + 1]
+        else:
+            chain = self.git("rev-list", "--first-parent", f"--max-count={limit + 1}", "HEAD", "--").stdout.split()
+        return chain.index(commit) if commit in chain else None
+
+    def commits_between(self, ancestor: str) -> int | None:
+        """First-parent commits from `ancestor` to HEAD, or None when `ancestor` is not in HEAD's history."""
+        if self.git("merge-base", "--is-ancestor", ancestor, "HEAD").returncode != 0:
+            return None
+        proc = self.git("rev-list", "--first-parent", "--count", f"{ancestor}..HEAD", "--")
+        return int(proc.stdout.strip() or 0)
+
+    def is_shallow(self) -> bool:
+        return self.git("rev-parse", "--is-shallow-repository").stdout.strip() == "true"
+
+    def log_oneline(self, count: int) -> list[str]:
+        proc = self.git("log", "--no-decorate", "--no-show-signature", f"--max-count={count}", "--format=%h %s",
+                        "HEAD", "--")
+        return proc.stdout.splitlines() if proc.returncode == 0 else []
+
+    def index_blob(self, path: str) -> bytes | None:
+        """The staged content of `path` (the index, or GIT_INDEX_FILE in a hook), or None when it is not staged."""
+        proc = _run(["cat-file", "blob", f":{path}"], self.toplevel, self.env)
+        return proc.stdout if proc.returncode == 0 else None
+
+    def changed(self, old: str | None, new: str | None, pathspecs: list[str]) -> list[tuple[str, str]]:
+        """(status letter, path) of what differs from commit `old` to `new`; `new` None is the index."""
+        base = ["--literal-pathspecs"]
+        if new is None:
+            args = [*base, "diff", "--cached", "--name-status", "-z", "--no-renames", "--no-ext-diff", "--no-textconv"]
+            args += [old] if old else []
+        else:
+            args = [*base, "diff-tree", "-r", "-z", "--name-status", "--no-renames", "--no-commit-id", "--no-ext-diff",
+                    "--no-textconv"]
+            args += [old, new] if old else ["--root", new]
+        proc = self.git(*args, "--", *pathspecs)
+        if proc.returncode != 0:
+            raise GateError(f"git {args[1]} failed: {proc.stderr.strip()[:200]}", reason="io-error")
+        fields = proc.stdout.split("\0")
+        return [(fields[i][:1], fields[i + 1]) for i in range(0, len(fields) - 1, 2) if fields[i]]
+
+    def commits(self, spec: str) -> list[tuple[str, str | None, str]]:
+        """(commit, first parent or None, subject) for every commit of `BASE..HEAD`, oldest first."""
+        if spec.startswith("-") or ".." not in spec or any(c.isspace() for c in spec):
+            raise GateError(f"--range {spec[:60]!r}: expected BASE..HEAD", code=2, reason="usage")
+        proc = self.git("log", "--reverse", "--topo-order", "--no-decorate", "--no-show-signature",
+                        "--format=%H %P%x1f%s", spec, "--")
+        if proc.returncode != 0:
+            base, _, tip = spec.partition("...") if "..." in spec else spec.partition("..")
+            unknown = [side for side in (base, tip) if side and self.resolve_commit(side) is None]
+            if unknown:
+                raise GateError(f"--range {excerpt(spec)}: '{excerpt(unknown[0])}' names no commit of this repository "
+                                "(BASE..HEAD takes two commits, e.g. origin/main..HEAD)", code=2, reason="usage")
+            raise GateError(f"--range {spec}: {proc.stderr.strip()[:200] or 'git log failed'}", reason="io-error")
+        out: list[tuple[str, str | None, str]] = []
+        for line in proc.stdout.splitlines():
+            ids, _, subject = line.partition("\x1f")
+            parts = ids.split()
+            out.append((parts[0], parts[1] if len(parts) > 1 else None, subject))
+        return out
+
+    def history(self) -> History:
+        return History(self)
+
+    def relpath(self, path: Path) -> str:
+        """`path` as shown to a user: relative to the top of the work tree when inside it."""
+        # The folder is resolved, the name is not: a symlink is shown where it is, not where it points.
+        where = Path(os.path.realpath(path.parent)) / path.name
+        try:
+            return where.relative_to(self.toplevel).as_posix()
+        except ValueError:
+            return str(where)
+
+
+def discover(cwd: Path | None = None, environ: Mapping[str, str] | None = None) -> Repo:
+    """Find the repository the way git does; GATE_ROOT pins it and drops inherited GIT_* pointers."""
+    environ = os.environ if environ is None else environ
+    pinned_root = environ.get("GATE_ROOT")
+    if pinned_root:
+        where = Path(pinned_root)
+        if not where.is_dir():
+            raise GateError(f"GATE_ROOT={pinned_root}: not a directory", reason="not-a-repository")
+    else:
+        where = Path.cwd() if cwd is None else cwd
+    env = _env(environ, pinned=bool(pinned_root))
+    proc = _text(_run(
+        ["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--verify", "--quiet", "HEAD"],
+        where,
+        env,
+    ))
+    lines = proc.stdout.splitlines()
+    if proc.returncode not in (0, 1) or len(lines) < 3:
+        detail = (proc.stderr.strip().splitlines() or ["git rev-parse failed"])[-1]
+        label = f"GATE_ROOT={pinned_root}" if pinned_root else str(where)
+        raise GateError(
+            f"not inside a git work tree ({label}): {detail.removeprefix('fatal: ')}",
+            reason="not-a-repository",
+        )
+    common = Path(lines[2])
+    if not common.is_absolute():
+        common = where / common
+    head = lines[3].strip() if proc.returncode == 0 and len(lines) > 3 else None
+    return Repo(
+        toplevel=Path(os.path.realpath(lines[0])),
+        git_dir=Path(os.path.realpath(lines[1])),
+        common_dir=Path(os.path.realpath(common)),
+        head=head,
+        env=env,
+    )
+
+
+class History:
+    """Blobs of past commits for `--range`, read through GitPython's one persistent `git cat-file`.
+
+    GitPython starts git with the process environment, so that environment is swapped for this
+    repository's cleaned one while it works: inherited GIT_* pointers and program variables never
+    reach it, and transports and lazy fetches stay off. Its git gets SAFE_CONFIG as persistent `-c`
+    options, set before it starts its first `cat-file`.
+    """
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self._gitpython: Any = None
+
+    @contextmanager
+    def _environment(self) -> Iterator[None]:
+        saved = dict(os.environ)
+        os.environ.clear()
+        os.environ.update({**self.repo.env, "GIT_DIR": str(self.repo.git_dir), "GIT_WORK_TREE": str(self.repo.toplevel),
+                           "GIT_PYTHON_GIT_EXECUTABLE": git_program()})
+        try:
+            yield
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+    def blob(self, commit: str | None, path: str) -> bytes | None:
+        if commit is None:
+            return None
+        with self._environment():
+            if self._gitpython is None:
+                import git as gitpython
+
+                self._gitpython = gitpython.Repo(str(self.repo.toplevel))
+                self._gitpython.git.set_persistent_git_options(c=list(SAFE_CONFIG))  # before its first git
+            try:
+                data: bytes = (self._gitpython.commit(commit).tree / path).data_stream.read()
+            except KeyError:
+                return None
+            except ValueError as exc:  # an object the repository lacks (a partial or damaged clone)
+                raise GateError(f"cannot read {path} at {commit[:12]}: {str(exc)[:200]}", reason="io-error") from None
+            return data
+
+    def close(self) -> None:
+        if self._gitpython is not None:
+            with self._environment():
+                self._gitpython.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# The remote (issue 18): every network git call of the product, and the objects it pushes.
+#
+# Network calls never run inside the user's repository: they run in a private bare repository
+# under the state dir (`<git-common-dir>/gate/remote.git`, made by the gate with an empty
+# template), so the repository's `.git/config` is never read by them at all: no
+# `remote.<name>.receivepack`/`uploadpack`, `core.sshCommand`, `core.gitProxy`,
+# `credential.helper`, `core.askPass`, `url.<x>.insteadOf` or hook of the repository can take
+# effect. Only the URL is taken from the repository (`remote_url`) and it is judged first. The
+# user's own global and system config (credential helpers, ssh settings) still apply. On top:
+# hooks off, no protocol but file, git, http(s) and ssh, explicit receive-pack/upload-pack
+# programs, a time bound that kills the whole process group, and no prompt.
+
+NETWORK_PROTOCOLS = ("file", "git", "http", "https", "ssh")
+NETWORK_TIMEOUT = 20.0
+ZERO_OID = "0" * 40
+GATE_IDENTITY = {"GIT_AUTHOR_NAME": "handoff-gate", "GIT_AUTHOR_EMAIL": "gate@handoff-gate.invalid",
+                 "GIT_COMMITTER_NAME": "handoff-gate", "GIT_COMMITTER_EMAIL": "gate@handoff-gate.invalid"}
+
+_NETWORK_ARGS = (
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "protocol.allow=never",
+    *(arg for proto in NETWORK_PROTOCOLS for arg in ("-c", f"protocol.{proto}.allow=always")),
+    "-c", "gc.auto=0",
+    "-c", "maintenance.auto=false",
+    "-c", "fetch.writeCommitGraph=false",
+    "-c", "fetch.recurseSubmodules=false",
+    "-c", "fetch.prune=false",
+    "-c", "submodule.recurse=false",
+    "-c", "push.recurseSubmodules=no",
+    "-c", "push.followTags=false",
+    "-c", "push.gpgSign=false",
+    "-c", "commit.gpgSign=false",
+    "-c", "transfer.fsckObjects=true",
+)
+
+
+class Unreachable(GateError):
+    """The remote did not answer (in time, or at all): never to be read as "no claim"."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, reason="remote-unreachable")
+
+
+class Scratch:
+    """The private bare repository where every network call runs and every pushed object is made."""
+
+    def __init__(self, git_dir: Path, base_env: Mapping[str, str], timeout: float) -> None:
+        self.git_dir = git_dir
+        self.timeout = timeout
+        env = {k: v for k, v in _env(base_env, pinned=True).items() if not k.startswith("GIT_CONFIG_PARAMETERS")}
+        env.update({"GIT_DIR": str(git_dir), "GIT_ALLOW_PROTOCOL": ":".join(NETWORK_PROTOCOLS),
+                    "GIT_ASKPASS": "", "SSH_ASKPASS": "", "SSH_ASKPASS_REQUIRE": "never",
+                    "GIT_TERMINAL_PROMPT": "0", "GIT_PROTOCOL_FROM_USER": "0", **GATE_IDENTITY})
+        for name in ("GIT_EXEC_PATH_OVERRIDE", "GIT_TRACE", "GIT_TRACE_PACKET"):
+            env.pop(name, None)
+        self.env = env
+
+    def local(self, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+        """A local call in the scratch repository (objects, private refs)."""
+        return self._call([*_NETWORK_ARGS, *args], stdin, timeout=max(self.timeout, 10.0), network=False)
+
+    def network(self, *args: str) -> subprocess.CompletedProcess[bytes]:
+        """A call that talks to a remote, bounded in time; a timeout raises Unreachable."""
+        return self._call([*_NETWORK_ARGS, *args], None, timeout=self.timeout, network=True)
+
+    def _call(self, args: list[str], stdin: bytes | None, timeout: float,
+              network: bool) -> subprocess.CompletedProcess[bytes]:
+        # The scratch repository has no config of the repository's: the user's own credential helper (for a
+        # host that needs one) may answer here, unlike in every other call.
+        safe = [arg for item in SAFE_CONFIG if item != "credential.helper=" for arg in ("-c", item)]
+        argv = [git_program(), "--no-pager", *safe, *args]
+        try:
+            proc = subprocess.Popen(argv, cwd=self.git_dir, env=self.env, start_new_session=True,
+                                    stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except OSError as exc:
+            raise GateError(f"cannot run git: {exc.strerror}", reason="io-error") from None
+        try:
+            out, err = proc.communicate(stdin, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            what = f"git {args[len(_NETWORK_ARGS)]}"
+            if network:
+                raise Unreachable(f"{what} got no answer within {timeout:g}s") from None
+            raise GateError(f"{what} did not finish within {timeout:g}s", reason="io-error") from None
+        return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # git and every helper it started (ssh, git-remote-http)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.communicate()
+
+
+def scratch(repo: Repo, timeout: float = NETWORK_TIMEOUT) -> Scratch:
+    """The scratch repository of this clone, made on first use (in a temp folder, then renamed into place)."""
+    folder = repo.common_dir / "gate"
+    target = folder / "remote.git"
+    if not (target / "HEAD").is_file() or os.path.islink(target):
+        if os.path.islink(target):
+            raise GateError(f"refusing {target}: a symlink", reason="state-unsafe")
+        folder.mkdir(exist_ok=True)
+        temp = folder / f".remote-{os.getpid()}-{os.urandom(4).hex()}.git"
+        proc = _run(["init", "--quiet", "--bare", "--template=", str(temp)], folder,
+                    {k: v for k, v in repo.env.items() if k not in REPO_ENV_VARS})
+        if proc.returncode != 0:
+            raise GateError(f"cannot make {target}: {proc.stderr.decode(errors='replace').strip()[:200]}",
+                            reason="io-error")
+        try:
+            os.rename(temp, target)
+        except OSError:  # made by another process meanwhile: use that one
+            import shutil
+
+            shutil.rmtree(temp, ignore_errors=True)
+    return Scratch(target, repo.env, timeout)
+
+
+def remote_url(repo: Repo, name: str) -> str:
+    """`remote.<name>.url` exactly as configured (no rewriting), judged: only plain URLs of the allowed protocols."""
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", name) or ".." in name:
+        raise GateError(f"remote name {name[:40]!r} refused: use 1-64 of A-Z a-z 0-9 . _ -", code=2, reason="usage")
+    proc = repo.git("config", "--get", f"remote.{name}.url")
+    url = proc.stdout.strip()
+    if proc.returncode != 0 or not url:
+        raise GateError(f"no remote named {name!r} (git remote add {name} URL)", reason="remote-unreachable")
+    return judge_url(repo, url)
+
+
+def judge_url(repo: Repo, url: str) -> str:
+    """The URL to use for `url`, or refuse it: no transport helper (`ext::`), no option, no control character."""
+    import re
+
+    shown = url[:80]
+    if url.startswith("-") or any(ord(c) < 0x20 or ord(c) == 0x7F for c in url) or len(url) > 2048:
+        raise GateError(f"remote URL {shown!r} refused: it starts with '-' or holds control characters",
+                        reason="remote-unreachable")
+    scheme = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", url)
+    if scheme:
+        if scheme.group(1).lower() not in NETWORK_PROTOCOLS:
+            raise GateError(f"remote URL {shown!r} refused: protocol {scheme.group(1)!r} is not one of "
+                            f"{', '.join(NETWORK_PROTOCOLS)}", reason="remote-unreachable")
+        return url
+    if "::" in url:
+        raise GateError(f"remote URL {shown!r} refused: a transport helper (`<helper>::`) runs a program",
+                        reason="remote-unreachable")
+    colon, slash = url.find(":"), url.find("/")
+    if colon > 0 and (slash < 0 or colon < slash):
+        return url  # scp-like ssh: host:path
+    path = url if os.path.isabs(url) else os.path.join(repo.toplevel, url)
+    return "file://" + os.path.realpath(path)
+
+
+def _programs(url: str) -> list[str]:
+    """The programs the far side runs, named explicitly (never the repository's receivepack/uploadpack)."""
+    if url.startswith("file://"):
+        # A local push runs receive-pack here: with the far repository's hooks off as well.
+        return ["--receive-pack=git -c core.hooksPath=/dev/null -c receive.autogc=false receive-pack",
+                "--upload-pack=git -c core.hooksPath=/dev/null upload-pack"]
+    return ["--receive-pack=git-receive-pack", "--upload-pack=git-upload-pack"]
+
+
+def ls_remote(work: Scratch, url: str, patterns: list[str]) -> dict[str, str]:
+    """{ref: oid} of the remote's refs matching `patterns`; Unreachable when it does not answer."""
+    upload = [p for p in _programs(url) if p.startswith("--upload-pack")]
+    proc = work.network("ls-remote", *upload, "--refs", "--end-of-options", url, *patterns)
+    if proc.returncode != 0:
+        raise Unreachable(f"git ls-remote {url}: {_last_line(proc.stderr)}")
+    found = {}
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        oid, _, ref = line.partition("\t")
+        if len(oid) == 40 and ref.startswith("refs/"):
+            found[ref] = oid
+    return found
+
+
+def fetch_objects(work: Scratch, url: str, oids: list[str]) -> None:
+    """Fetch these objects by id into the scratch repository (no ref of it, no FETCH_HEAD, is written)."""
+    missing = [oid for oid in oids if work.local("cat-file", "-e", f"{oid}^{{commit}}").returncode != 0]
+    if not missing:
+        return
+    upload = [p for p in _programs(url) if p.startswith("--upload-pack")]
+    proc = work.network("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc", *upload,
+                        "--end-of-options", url, *missing)
+    if proc.returncode != 0:
+        raise Unreachable(f"git fetch {url}: {_last_line(proc.stderr)}")
+
+
+def fetch_namespace(work: Scratch, url: str, source: str, private: str) -> None:
+    """Fetch `source/*` into `private/*` of the scratch repository (one narrow refspec, pruned to what is there)."""
+    upload = [p for p in _programs(url) if p.startswith("--upload-pack")]
+    proc = work.network("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc", "--prune",
+                        *upload, "--end-of-options", url, f"+{source}/*:{private}/*")
+    if proc.returncode != 0:
+        raise Unreachable(f"git fetch {url}: {_last_line(proc.stderr)}")
+
+
+class PushResult(NamedTuple):
+    ok: bool  # every ref updated
+    reached: bool  # the remote answered (a refusal is an answer)
+    status: dict[str, str]  # ref -> porcelain summary
+    message: str
+
+
+def push_refs(work: Scratch, url: str, updates: list[tuple[str, str | None, str | None]]) -> PushResult:
+    """Compare-and-swap the named refs, all or nothing: each (ref, new oid or None to delete, expected oid or None
+    for "must not exist"). Never a glob, never a ref not named; the lease is always pinned."""
+    specs, leases = [], []
+    for ref, new, expected in updates:
+        if not ref.startswith("refs/gate/") or "*" in ref:
+            raise ValueError(f"refusing to push {ref!r}")
+        specs.append(f"{new or ''}:{ref}")
+        leases.append(f"--force-with-lease={ref}:{expected or ''}")
+    atomic = ["--atomic"] if len(updates) > 1 else []
+    receive = [p for p in _programs(url) if p.startswith("--receive-pack")]
+    proc = work.network("push", "--porcelain", "--no-verify", "--no-signed", "--no-follow-tags",
+                        "--no-recurse-submodules", *atomic, *receive, *leases, "--end-of-options", url, *specs)
+    status: dict[str, str] = {}
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        flag, _, rest = line.partition("\t")
+        spec, _, summary = rest.partition("\t")
+        ref = spec.rpartition(":")[2]
+        if ref in {u[0] for u in updates}:
+            status[ref] = f"{flag} {summary}".strip()
+    ok = proc.returncode == 0 and len(status) == len(updates) and all(not s.startswith("!") for s in status.values())
+    return PushResult(ok, bool(status), status, _last_line(proc.stderr) if not ok else "")
+
+
+def make_commit(work: Scratch, files: dict[str, bytes], message: str, parent: str | None = None,
+                when: int | None = None) -> str:
+    """A commit (no parent unless given) whose tree holds `files`, made in the scratch repository."""
+    entries = []
+    for name, data in sorted(files.items()):
+        proc = work.local("hash-object", "-w", "--stdin", stdin=data)
+        if proc.returncode != 0:
+            raise GateError(f"git hash-object failed: {_last_line(proc.stderr)}", reason="io-error")
+        entries.append(f"100644 blob {proc.stdout.decode().strip()}\t{name}\n")
+    tree = work.local("mktree", stdin="".join(entries).encode())
+    if tree.returncode != 0:
+        raise GateError(f"git mktree failed: {_last_line(tree.stderr)}", reason="io-error")
+    args = ["commit-tree", tree.stdout.decode().strip(), *(["-p", parent] if parent else []), "-F", "-"]
+    saved = dict(work.env)
+    if when is not None:
+        work.env.update({"GIT_AUTHOR_DATE": f"{when} +0000", "GIT_COMMITTER_DATE": f"{when} +0000"})
+    try:
+        proc = work.local(*args, stdin=message.encode())
+    finally:
+        work.env.clear()
+        work.env.update(saved)
+    if proc.returncode != 0:
+        raise GateError(f"git commit-tree failed: {_last_line(proc.stderr)}", reason="io-error")
+    return proc.stdout.decode().strip()
+
+
+def read_blob(work: Scratch, commit: str, name: str, limit: int) -> bytes | None:
+    """The file `name` of `commit`'s tree in the scratch repository, or None when missing or over `limit` bytes."""
+    spec = f"{commit}:{name}"
+    size = work.local("cat-file", "-s", spec)
+    if size.returncode != 0 or int(size.stdout.strip() or 0) > limit:
+        return None
+    proc = work.local("cat-file", "blob", spec)
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def private_refs(work: Scratch, prefix: str) -> dict[str, str]:
+    proc = work.local("for-each-ref", "--format=%(objectname) %(refname)", prefix)
+    out = {}
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        oid, _, ref = line.partition(" ")
+        out[ref] = oid
+    return out
+
+
+def _last_line(data: bytes) -> str:
+    lines = [line for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
+    from gates.infra.text import excerpt
+
+    return excerpt(lines[-1].removeprefix("fatal: ").removeprefix("error: "), 200) if lines else "no answer"

@@ -1,0 +1,75 @@
+"""Where a path named by the repository really leads.
+
+The config, the CLI and the work tree name files the gate reads and writes; any of them may be
+hostile (a committed `.gate.yaml`, a committed directory symlink). Every such path is resolved
+through every symlink and must land inside the work tree and outside every git directory (the
+git dir, the common dir with its `worktrees/<id>` admin dirs, `GIT_DIR`, and any `.git` below
+the top). Only then is it read or written, and the writers open the resolved path without
+following a link in any component (fsio), so a link swapped in afterwards is not followed either.
+"""
+
+from __future__ import annotations
+
+import os
+
+from gates.infra.errors import CANNOT_RUN, GateError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from gates.infra.git import Repo
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def git_dirs(repo: Repo) -> list[str]:
+    """Every git directory this run knows of: the git dir, the common dir, and where GIT_DIR leads."""
+    found = [str(repo.git_dir), str(repo.common_dir)]
+    pointed = repo.env.get("GIT_DIR")
+    if pointed:
+        found.append(os.path.realpath(pointed))
+    return found
+
+
+def why_refused(repo: Repo, real: str) -> str | None:
+    """Why the resolved path `real` is no place for the gate's files, or None when it is fine."""
+    top = str(repo.toplevel)
+    if any(_within(real, folder) for folder in git_dirs(repo)):
+        return "resolves inside the git directory"
+    if not _within(real, top):
+        return "resolves outside the repository"
+    if real == top:
+        return "names the top of the work tree, not a file in it"
+    if any(part.casefold() == ".git" for part in os.path.relpath(real, top).split(os.sep)):
+        return "resolves inside a .git folder"
+    return None
+
+
+def resolve(repo: Repo, path: Path | str) -> tuple[str, str | None]:
+    """(the real path, why it is refused or None) for `path`, through every symlink it crosses."""
+    real = os.path.realpath(path)
+    return real, why_refused(repo, real)
+
+
+def canonical(repo: Repo, relative: str) -> tuple[str, str | None]:
+    """A configured path as the repository-relative POSIX path it really names, or why it names none."""
+    if not relative or relative.startswith("/"):
+        return relative, "must be a path relative to the top of the work tree"
+    real, why = resolve(repo, os.path.join(repo.toplevel, relative))
+    if why:
+        return relative, why
+    return os.path.relpath(real, repo.toplevel).replace(os.sep, "/"), None
+
+
+def confined(repo: Repo, path: Path | str, shown: str, *, reason: str = "input-unreadable") -> str:
+    """The real path of a file the gate is about to read or write, refused when it leads out of bounds.
+
+    Nothing of a refused file is read: the message names the path as given and why, never content.
+    """
+    real, why = resolve(repo, path)
+    if why:
+        raise GateError(f"refusing it: it {why}", code=CANNOT_RUN, reason=reason, path=shown)
+    return real

@@ -1,0 +1,177 @@
+"""Renderers: the same check result as text or as JSON (schemas/check-result.schema.json)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Callable
+
+from gates import __version__
+from gates.infra.errors import GateError
+from gates.infra.findings import ENVIRONMENT, ERROR, WARNING, CheckResult
+
+
+def summary(result: CheckResult) -> str:
+    where = ", ".join(result.files)
+    if result.range is not None:
+        spec, count = result.range
+        where += f" and {count} commit{'s' if count != 1 else ''} of {spec}"
+    gates = f"{len(result.gates)} gate{'s' if len(result.gates) != 1 else ''}"
+    if result.fixed and not any(f.severity == ERROR for f in result.findings):
+        count = len(result.fixed)
+        return (f"gate check: fixed {count} problem{'s' if count != 1 else ''} and exits 1 so that the changed files "
+                f"are staged again; nothing else to fix ({gates} on {where})")
+    if not result.findings:
+        return f"gate check: passed ({gates} on {where})"
+    counts = Counter(f.severity for f in result.findings)
+    per_gate = Counter(f.gate for f in result.findings)
+    verdict = "failed" if counts[ERROR] else "passed with warnings"
+    parts = [f"{counts[ERROR]} error{'s' if counts[ERROR] != 1 else ''}"]
+    if counts[WARNING]:
+        parts.append(f"{counts[WARNING]} warning{'s' if counts[WARNING] != 1 else ''}")
+    detail = ", ".join(f"{gate_id}: {n}" for gate_id, n in sorted(per_gate.items()))
+    return f"gate check: {verdict}: {', '.join(parts)} ({detail}; {gates} on {where})"
+
+
+def text(result: CheckResult) -> str:
+    lines = [finding.render() for finding in result.findings]
+    lines.append(summary(result))
+    return "\n".join(lines) + "\n"
+
+
+def as_json(result: CheckResult | None, exit_code: int, error: GateError | None = None) -> str:
+    findings = result.findings if result else []
+    counts = Counter(f.severity for f in findings)
+    document = {
+        "version": 1,
+        "tool": "handoff-gate",
+        "tool_version": __version__,
+        "command": "check",
+        "exit_code": exit_code,
+        "ok": exit_code == 0,
+        "gates": result.gates if result else [],
+        "files": result.files if result else [],
+        "counts": {"error": counts[ERROR], "warning": counts[WARNING]},
+        "findings": [f.to_json() for f in findings],
+        "error": None if error is None else {"reason": error.reason, "message": error.render()},
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github(result: CheckResult | None, error: GateError | None = None) -> str:
+    """GitHub Actions workflow commands: an annotation on the offending line of each finding."""
+    lines = []
+    for f in result.findings if result else []:
+        kind = "error" if f.severity == ERROR else "warning"
+        lines.append(f"::{kind} file={_escape_property(f.path)},line={f.line},title={_escape_property(f.gate)}::"
+                     f"{_escape_data(f.message)}")
+    if error is not None:
+        lines.append(f"::error title=handoff-gate::{_escape_data(error.render())}")
+    if result is not None:
+        lines.append(summary(result))
+    return "\n".join(lines) + "\n"
+
+
+ENVIRONMENT_SUMMARY = "The gate's own environment: its state dir, and temp files a killed writer left"
+ENVIRONMENT_HELP = ("A state dir that commands which write would refuse (a symlink, not a directory, writable by "
+                    "every user) is a warning; a temp file of a killed writer (.tmp-<name>-<12 hex digits>) is a "
+                    "warning where it lies and an error when a commit adds it. `gate doctor` says what to fix; "
+                    "`gate doctor --fix` moves temp files to lost+found.")
+
+
+def _rule(gate_id: str, describe: Callable[[str], str]) -> dict[str, object]:
+    from gates.infra.catalog import CATALOG
+
+    if gate_id == ENVIRONMENT:
+        return {"id": gate_id, "name": "GateEnvironment", "shortDescription": {"text": ENVIRONMENT_SUMMARY},
+                "fullDescription": {"text": ENVIRONMENT_HELP}, "help": {"text": ENVIRONMENT_HELP},
+                "defaultConfiguration": {"level": "warning"}}
+    doc = describe(gate_id).strip()
+    return {
+        "id": gate_id,
+        "name": "".join(part.capitalize() for part in gate_id.split("-")),
+        "shortDescription": {"text": CATALOG[gate_id].summary},
+        "fullDescription": {"text": doc},
+        "help": {"text": f"{doc}\n\nRun `gate check --only {gate_id}` to see it locally."},
+        "defaultConfiguration": {"level": "error"},
+    }
+
+
+def _gate_ids(result: CheckResult | None) -> list[str]:
+    """The gates run, then the environment's id when it has findings (it is no gate, so never in `gates`)."""
+
+    gates = list(result.gates) if result else []
+    if result and any(f.gate == ENVIRONMENT for f in result.findings) and ENVIRONMENT not in gates:
+        gates.append(ENVIRONMENT)
+    return gates
+
+
+def _uri(path: str) -> dict[str, str]:
+    from urllib.parse import quote
+
+    if path.startswith("/"):
+        return {"uri": "file://" + quote(path)}
+    return {"uri": quote(path), "uriBaseId": "%SRCROOT%"}
+
+
+def sarif(result: CheckResult | None, exit_code: int, error: GateError | None = None,
+          describe: Callable[[str], str] = lambda gate_id: "") -> str:
+    """SARIF 2.1.0: one rule per gate, one result per finding; `describe` gives a gate's full description."""
+    gates = _gate_ids(result)
+    index = {gate_id: i for i, gate_id in enumerate(gates)}
+    results = [{
+        "ruleId": f.gate,
+        "ruleIndex": index[f.gate],
+        "level": "error" if f.severity == ERROR else "warning",
+        "message": {"text": f.message},
+        "locations": [{"physicalLocation": {"artifactLocation": _uri(f.path), "region": {"startLine": f.line}}}],
+    } for f in (result.findings if result else []) if f.gate in index]
+    invocation: dict[str, object] = {"executionSuccessful": error is None, "exitCode": exit_code}
+    if error is not None:
+        invocation["toolExecutionNotifications"] = [{"level": "error", "message": {"text": error.render()}}]
+    document = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "handoff-gate", "version": __version__,
+                                "informationUri": "https://pypi.org/project/handoff-gate/",
+                                "rules": [_rule(gate_id, describe) for gate_id in gates]}},
+            "invocations": [invocation],
+            "results": results,
+        }],
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def junit(result: CheckResult | None, error: GateError | None = None) -> str:
+    """JUnit XML: one test case per gate; a gate with errors fails, with its findings as the text."""
+    from xml.etree import ElementTree
+
+    gates = _gate_ids(result)
+    suite = ElementTree.Element("testsuite", name="handoff-gate", tests=str(len(gates) or 1))
+    failures = 0
+    for gate_id in gates:
+        case = ElementTree.SubElement(suite, "testcase", classname="handoff-gate", name=gate_id)
+        found = [f for f in (result.findings if result else []) if f.gate == gate_id]
+        errors = [f for f in found if f.severity == ERROR]
+        if errors:
+            failures += 1
+            failure = ElementTree.SubElement(case, "failure", message=f"{len(errors)} violation(s)", type=gate_id)
+            failure.text = "\n".join(f.render() for f in errors)
+        warnings = [f for f in found if f.severity != ERROR]
+        if warnings:
+            ElementTree.SubElement(case, "system-out").text = "\n".join(f.render() for f in warnings)
+    if error is not None:
+        case = ElementTree.SubElement(suite, "testcase", classname="handoff-gate", name="gate")
+        ElementTree.SubElement(case, "error", message=error.render(), type=error.reason).text = error.render()
+    suite.set("failures", str(failures))
+    suite.set("errors", "1" if error is not None else "0")
+    return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"

@@ -1,0 +1,100 @@
+"""The JSON Schemas shipped inside the package, and validation that reports the nearest line.
+
+jsonschema is imported only when something is validated: it is the slowest import we have.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+from gates.infra.text import excerpt
+
+NAMES = ("config", "handoff", "flag", "check-result", "record")
+
+
+def _schema_dir() -> Path:
+    shipped = Path(__file__).resolve().parent.parent / "schemas"  # gates/schemas/ in an installed package
+    if shipped.is_dir():
+        return shipped
+    # A source checkout (editable install or tests run in place): the top-level folder.
+    return Path(__file__).resolve().parent.parent.parent / "schemas"
+
+
+def schema_path(name: str) -> Path:
+    if name not in NAMES:
+        raise KeyError(name)
+    return _schema_dir() / f"{name}.schema.json"
+
+
+@lru_cache(maxsize=None)
+def load(name: str) -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(schema_path(name).read_text(encoding="utf-8"))
+    return schema
+
+
+def check_schema(schema: dict[str, Any]) -> str | None:
+    """None when `schema` is a valid JSON Schema, else why not."""
+    from jsonschema import exceptions, validators
+
+    try:
+        validators.validator_for(schema).check_schema(schema)
+    except exceptions.SchemaError as exc:
+        return str(exc.message)
+    return None
+
+
+def validate(schema: dict[str, Any], instance: Any, lines: dict[tuple[object, ...], int]) -> list[tuple[int, str]]:
+    """Every way `instance` breaks `schema`, as (line, message), in line order."""
+    from jsonschema import validators
+
+    cls = validators.validator_for(schema)
+    validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+    problems: list[tuple[int, str]] = []
+    for error in validator.iter_errors(instance):
+        problems.extend(_describe(error, lines))
+    return sorted(set(problems))
+
+
+def _describe(error: Any, lines: dict[tuple[object, ...], int]) -> Iterable[tuple[int, str]]:
+    if error.validator in ("oneOf", "anyOf") and error.context:
+        # "not valid under any of the given schemas" helps nobody: say what the closest branch wanted.
+        specific = [e for e in error.context if e.validator != "type"] or list(error.context)
+        yield from _describe(specific[0], lines)
+        return
+    path = tuple(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = set(error.schema.get("properties", {}))
+        for key in error.instance:
+            if key not in allowed:
+                where = excerpt(_dotted((*path, key)), 120)
+                yield _nearest((*path, key), lines), f"unknown key '{where}'{_suggest(key, allowed)}"
+        return
+    where = excerpt(_dotted(path) or "(top level)", 120)
+    message = excerpt(error.message, 160)  # jsonschema quotes the value: a short, sanitised excerpt only
+    if error.validator == "pattern" and "description" in error.schema:
+        message = f"'{excerpt(str(error.instance))}' is not {error.schema['description']}"
+    yield _nearest(path, lines), f"{where}: {message}"
+
+
+def _dotted(path: tuple[object, ...]) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _nearest(path: tuple[object, ...], lines: dict[tuple[object, ...], int]) -> int:
+    for end in range(len(path), -1, -1):
+        if path[:end] in lines:
+            return lines[path[:end]]
+    return 1
+
+
+def _suggest(key: str, allowed: set[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(key, sorted(allowed), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else f" (allowed: {', '.join(sorted(allowed))})"

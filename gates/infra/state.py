@@ -1,0 +1,150 @@
+"""The one place that knows the layout under `<git-common-dir>/gate/`.
+
+Every worktree of a clone shares this directory; it lives inside git's own directory, so it
+is never committed.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from datetime import datetime
+from pathlib import Path
+
+from gates.infra.errors import GateError
+from gates.infra.git import Repo
+
+
+class Layout:
+    def __init__(self, root: Path, repo: Repo | None = None) -> None:
+        self.root = root
+        self.repo = repo
+
+    @property
+    def flags(self) -> Path:
+        return self.root / "flags"
+
+    @property
+    def flags_acked(self) -> Path:
+        return self.root / "flags" / "acked"
+
+    @property
+    def claims(self) -> Path:
+        return self.root / "claims"
+
+    @property
+    def claims_released(self) -> Path:
+        return self.root / "claims" / "released"
+
+    @property
+    def cache(self) -> Path:
+        return self.root / "cache"
+
+    @property
+    def lost_found(self) -> Path:
+        return self.root / "lost+found"
+
+
+def new_evidence_dir(lay: Layout, when: datetime) -> Path:
+    """A fresh, unguessable folder in lost+found: a move into it can never overwrite anything."""
+    parent = ensure_dir(lay, lay.lost_found)
+    for _ in range(100):
+        candidate = parent / f"{when:%Y%m%dT%H%M%SZ}-{os.urandom(6).hex()}"
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        return candidate
+    raise GateError(f"cannot create a folder in {parent}", reason="io-error")
+
+
+def layout(repo: Repo) -> Layout:
+    return Layout(repo.common_dir / "gate", repo)
+
+
+def shared_modes(repo: Repo) -> tuple[int, int] | None:
+    """(file mode, directory mode) for new state files when core.sharedRepository asks for it, else None (umask)."""
+    if "shared" not in repo.memo:
+        proc = repo.git("config", "--get", "core.sharedRepository")
+        repo.memo["shared"] = _shared(proc.stdout.strip().lower()) if proc.returncode == 0 else None
+    value = repo.memo["shared"]
+    return value if value is None else (int(value[0]), int(value[1]))
+
+
+def _shared(value: str) -> tuple[int, int] | None:
+    from gates.infra.fsio import umask
+
+    base = 0o666 & ~umask()
+    if value in ("true", "group", "1"):
+        return base | 0o060, 0o2770 | ((base & 0o004) and 0o005)
+    if value in ("all", "world", "everybody", "2"):
+        return base | 0o064, 0o2775
+    if value.startswith("0") and len(value) > 1 and all(c in "01234567" for c in value):
+        perms = int(value, 8) & 0o666
+        return perms, perms | ((perms & 0o444) >> 2) | 0o2000
+    return None
+
+
+def write(repo: Repo, path: Path, data: bytes, *, exclusive: bool = False, reason: str = "io-error") -> bool:
+    """The atomic writer, for files under the state dir: new ones follow core.sharedRepository."""
+    from gates.infra import fsio
+
+    modes = shared_modes(repo) if not os.path.lexists(path) else None
+    return fsio.write_atomic(path, data, exclusive=exclusive, reason=reason, mode=modes[0] if modes else None)
+
+
+def ensure_dir(lay: Layout, path: Path) -> Path:
+    """Create `path` under the state dir, refusing any step that could be turned against us."""
+    rel = path.relative_to(lay.root)
+    current = lay.root
+    for part in ("", *rel.parts):
+        current = current / part if part else current
+        _ensure_one(current, lay.repo)
+    return path
+
+
+def _ensure_one(path: Path, repo: Repo | None = None) -> None:
+    try:
+        created = not os.path.lexists(path)
+        path.mkdir(exist_ok=True)
+        if created and repo is not None and (modes := shared_modes(repo)):
+            os.chmod(path, modes[1])
+        info = os.lstat(path)
+    except OSError as exc:
+        raise GateError(f"cannot create state directory {path}: {exc.strerror}", reason="io-error") from None
+    problem = refusal(info, repo)
+    if problem:
+        raise GateError(f"refusing state directory {path}: {problem}", reason="state-unsafe")
+
+
+def refusal(info: os.stat_result, repo: Repo | None) -> str | None:
+    """Why a writing command refuses a state directory with this `lstat`, or None: the one rule, for writers
+    (`ensure_dir`) and for readers that only report it (`unsafe`)."""
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        return "not a plain directory (a symlink?)"
+    if info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX and not (repo and shared_modes(repo)):
+        return "writable by every user"
+    return None
+
+
+def unsafe(lay: Layout) -> list[tuple[Path, str]]:
+    """(folder, why) for each existing folder of the state dir a writing command would refuse.
+
+    Only looks (`lstat`): nothing is created, and a missing folder is fine (it is made on first use)."""
+    found = []
+    for path in (lay.root, lay.flags, lay.flags_acked, lay.claims, lay.claims_released, lay.cache, lay.lost_found):
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            if path == lay.root:
+                break
+            continue
+        except OSError as exc:
+            found.append((path, f"cannot be read: {exc.strerror}"))
+            continue
+        problem = refusal(info, lay.repo)
+        if problem:
+            found.append((path, problem))
+            if path == lay.root:
+                break  # nothing under it is ours to look at
+    return found

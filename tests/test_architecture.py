@@ -1,0 +1,167 @@
+"""The rules of the house (docs/architecture.md): what may import what, read from every module's imports.
+
+Data flows one way: entry (gates/main.py) → gates/cli.py → gates/commands/ → gates/checks/ → gates/domain/ →
+gates/infra/. Every import counts, those inside functions and under TYPE_CHECKING too; the cycle rule looks at
+what runs when a module is imported (module level, not under TYPE_CHECKING).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from gates.checks import CATALOG
+from gates.commands import COMMANDS
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "gates"
+
+GATE_MODULES = {f"gates.checks.{gate_id.replace('-', '_')}" for gate_id in CATALOG}
+COMMAND_MODULES = {f"gates.commands.{module}" for module, _ in COMMANDS.values()}
+
+
+def room(module: str) -> str:
+    """main, cli, commands, checks, domain, infra; or entry for the package root and `python -m gates`."""
+    parts = module.split(".")
+    if module in ("gates", "gates.__main__"):
+        return "entry"
+    return parts[1] if parts[1] in ("main", "cli", "commands", "checks", "domain", "infra") else "entry"
+
+
+FORBIDDEN = {  # room -> the rooms it must not import from
+    "commands": {"cli", "main"},
+    "checks": {"commands", "cli", "main"},
+    "domain": {"commands", "checks", "cli", "main"},
+    "infra": {"domain", "commands", "checks", "cli", "main"},
+}
+
+
+def sources() -> dict[str, str]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path.read_text(encoding="utf-8")
+    return found
+
+
+def imports(module: str, source: str, known: set[str]) -> list[tuple[str, bool]]:
+    """(module imported, at module level) for every import of a gates module in `source`."""
+    package = module if source_is_package(module, known) else module.rpartition(".")[0]
+    out: list[tuple[str, bool]] = []
+
+    def resolve(name: str) -> str:
+        while name not in known and "." in name:
+            name = name.rpartition(".")[0]
+        return name
+
+    def visit(node: ast.AST, top: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = top and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                inner = False
+            if isinstance(child, ast.Import):
+                out.extend((resolve(a.name), top) for a in child.names if a.name.split(".")[0] == "gates")
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    base = ".".join(package.split(".")[: len(package.split(".")) - child.level + 1] + ([base] if base else []))
+                if base.split(".")[0] == "gates":
+                    out.extend((resolve(f"{base}.{a.name}"), top) for a in child.names)
+            visit(child, inner)
+
+    visit(ast.parse(source), True)
+    return [(name, top) for name, top in out if name != module]
+
+
+def source_is_package(module: str, known: set[str]) -> bool:
+    return any(other.startswith(module + ".") for other in known)
+
+
+def violations(modules: dict[str, str], gates: set[str], commands: set[str]) -> list[str]:
+    """Every broken rule, one line each."""
+    known = set(modules)
+    found = []
+    edges: dict[str, set[str]] = {name: set() for name in modules}
+    for module, source in modules.items():
+        for target, top in imports(module, source, known):
+            if top:
+                edges[module].add(target)
+            here, there = room(module), room(target)
+            if there in FORBIDDEN.get(here, set()):
+                found.append(f"{module} ({here}) imports {target} ({there})")
+            if module in gates and target in gates:
+                found.append(f"gate {module} imports another gate, {target}")
+            if module in commands and target in commands:
+                found.append(f"command {module} imports another command, {target}")
+    found.extend(f"import cycle: {' -> '.join(cycle)}" for cycle in cycles(edges))
+    return found
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle per strongly connected knot, found by depth-first search over module-level imports."""
+    found: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    path: list[str] = []
+
+    def walk(node: str) -> None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                found.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in state:
+                walk(nxt)
+        path.pop()
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            walk(node)
+    return found
+
+
+def test_every_module_is_in_a_room() -> None:
+    rooms = {module: room(module) for module in sources()}
+    assert {m for m, r in rooms.items() if r == "entry"} == {"gates", "gates.__main__"}, rooms
+    assert GATE_MODULES <= set(rooms), GATE_MODULES - set(rooms)
+    assert COMMAND_MODULES <= set(rooms), COMMAND_MODULES - set(rooms)
+
+
+def test_the_house_keeps_its_rules() -> None:
+    assert violations(sources(), GATE_MODULES, COMMAND_MODULES) == []
+
+
+def test_the_rules_can_fail() -> None:
+    """A planted bad import of each kind is caught (in a copy of the sources; nothing is written)."""
+    planted = {
+        "gates.checks.heartbeat": "from gates.checks import handoff_fresh\n",
+        "gates.commands.stamp": "def f():\n    from gates.commands import journal\n",
+        "gates.domain.flags": "from gates.cli import COMMANDS\n",
+        "gates.infra.text": "if True:\n    from gates.domain import handoff\n",
+        "gates.infra.errors": "from gates.infra import git\n",  # git imports errors: a cycle
+    }
+    modules = sources()
+    for module, line in planted.items():
+        modules[module] = modules[module] + "\n" + line
+    found = "\n".join(violations(modules, GATE_MODULES, COMMAND_MODULES))
+    assert "gate gates.checks.heartbeat imports another gate, gates.checks.handoff_fresh" in found
+    assert "command gates.commands.stamp imports another command, gates.commands.journal" in found
+    assert "gates.domain.flags (domain) imports gates.cli (cli)" in found
+    assert "gates.infra.text (infra) imports gates.domain.handoff (domain)" in found
+    assert "import cycle:" in found and "gates.infra.errors" in found, found
+
+
+SUBPROCESS_DOORS = {"gates.infra.git", "gates.domain.procscan"}  # git; and `ps`, where /proc is not there
+
+
+def test_one_door_to_git() -> None:
+    """Only infra/git.py runs git (subprocess and GitPython); procscan alone runs another program (`ps`)."""
+    for module, source in sources().items():
+        for node in ast.walk(ast.parse(source)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            roots = {name.split(".")[0] for name in names}
+            assert "git" not in roots or module == "gates.infra.git", module
+            assert "subprocess" not in roots or module in SUBPROCESS_DOORS, module
