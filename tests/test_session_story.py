@@ -42,7 +42,8 @@ def _close_out(repo: Path) -> int:
     return _commit(repo, "close-out")
 
 
-def test_a_week_of_sessions_reads_true_at_every_step(tmp_path: Path) -> None:
+def _adopted(tmp_path: Path) -> Path:
+    """A project that followed the README: init, the target written, stamped, committed, native hooks installed."""
     repo = init_repo(tmp_path / "project")
     (repo / "code.py").write_text("print(0)\n")
     git(repo, "add", "-A")
@@ -53,6 +54,11 @@ def test_a_week_of_sessions_reads_true_at_every_step(tmp_path: Path) -> None:
     git(repo, "add", "-A")
     assert _commit(repo, "adopt handoff-gate") == 0  # no hook yet
     assert run_gate(repo, "install-hooks").returncode == 0
+    return repo
+
+
+def test_a_week_of_sessions_reads_true_at_every_step(tmp_path: Path) -> None:
+    repo = _adopted(tmp_path)
 
     # Session 1 closes out as the README says: the brief then says current, and nothing is flagged.
     assert _close_out(repo) == 0 and _ci(repo) == 0
@@ -98,16 +104,7 @@ def test_a_week_of_sessions_reads_true_at_every_step(tmp_path: Path) -> None:
 
 def test_the_hook_judges_the_staged_hand_over_not_the_work_tree(tmp_path: Path) -> None:
     """Stage a checked item, put the work-tree copy back: the commit would record the item, so it is refused."""
-    repo = init_repo(tmp_path / "project")
-    (repo / "code.py").write_text("print(0)\n")
-    git(repo, "add", "-A")
-    _commit(repo, "first", verify=False)
-    assert run_gate(repo, "init").returncode == 0
-    write_target(repo, "Ship the parser.")
-    assert run_gate(repo, "stamp").returncode == 0
-    git(repo, "add", "-A")
-    _commit(repo, "adopt", verify=False)
-    assert run_gate(repo, "install-hooks").returncode == 0
+    repo = _adopted(tmp_path)
     assert run_gate(repo, "stamp").returncode == 0
     clean = (repo / "HANDOFF.md").read_text()
     (repo / "HANDOFF.md").write_text(clean.replace("## Open Threads\n", "## Open Threads\n- [x] parser done\n"))

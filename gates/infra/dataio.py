@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gates.text import excerpt
+
 MAX_DEPTH = 64
 Path_ = tuple[object, ...]
 
@@ -138,14 +140,24 @@ def _scalar(kind: str, raw: str, line: int) -> Any:
     try:
         if kind == "int":
             text = raw.replace("_", "")
-            return int(text, 0) if text.lower().lstrip("+-").startswith(("0x", "0o", "0b")) else int(text, 10)
+            value = int(text, 0) if text.lower().lstrip("+-").startswith(("0x", "0o", "0b")) else int(text, 10)
+            return _bounded(value, line)
         if kind == "float":
             if raw.lower().lstrip("+-") in (".nan", ".inf"):
                 raise DataError(f"'{raw}' is not allowed: numbers must be finite", line)
             return float(raw.replace("_", ""))
     except ValueError:
-        raise DataError(f"'{raw}' is not a valid {kind}", line) from None
+        raise DataError(f"'{excerpt(raw)}' is not a valid {kind}", line) from None
     return raw  # str, and timestamps kept as the text that was written
+
+
+MAX_INT = 1 << 63  # beyond any count, size or time the gate reads; Python cannot even print an int of 4,300 digits
+
+
+def _bounded(value: int, line: int = 0) -> int:
+    if abs(value) >= MAX_INT:
+        raise DataError("a number beyond 2**63 is not allowed", line)
+    return value
 
 
 def load_json(text: str) -> Any:
@@ -155,16 +167,33 @@ def load_json(text: str) -> Any:
         result: dict[str, Any] = {}
         for key, value in items:
             if key in result:
-                raise DataError(f"duplicate key '{key}'")
+                raise DataError(f"duplicate key '{excerpt(key)}'")
             result[key] = value
         return result
 
     def constant(name: str) -> Any:
         raise DataError(f"{name} is not allowed: numbers must be finite")
 
+    def number(raw: str) -> float:
+        value = float(raw)
+        if value in (float("inf"), float("-inf")):
+            raise DataError(f"'{excerpt(raw)}' is not allowed: numbers must be finite")
+        return value
+
+    def integer(raw: str) -> int:
+        if len(raw.lstrip("-")) > 19:
+            raise DataError("a number beyond 2**63 is not allowed")
+        return _bounded(int(raw))
+
     try:
-        return json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
+        data = json.loads(text, object_pairs_hook=pairs, parse_constant=constant, parse_float=number,
+                          parse_int=integer)
+        if "\\ud" in text or "\\uD" in text:  # a lone surrogate escape (`"\ud800"`) decodes to no character
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
     except json.JSONDecodeError as exc:
         raise DataError(f"invalid JSON: {exc.msg}", exc.lineno) from None
     except RecursionError:
         raise DataError("invalid JSON: nested too deeply") from None
+    except UnicodeEncodeError:
+        raise DataError("invalid JSON: a string holds a lone surrogate (an escape like \\ud800 that is no character)") from None
+    return data

@@ -213,7 +213,8 @@ class Repo:
     def log_oneline(self, count: int) -> list[str]:
         proc = self.git("log", "--no-decorate", "--no-show-signature", f"--max-count={count}", "--format=%h %s",
                         "HEAD", "--")
-        return proc.stdout.splitlines() if proc.returncode == 0 else []
+        # "\n" only: a subject may hold "\r", "\v" or U+2028, which splitlines() would turn into forged lines
+        return [line for line in proc.stdout.split("\n") if line] if proc.returncode == 0 else []
 
     def index_blob(self, path: str) -> bytes | None:
         """The staged content of `path` (the index, or GIT_INDEX_FILE in a hook), or None when it is not staged."""
@@ -250,7 +251,7 @@ class Repo:
                                 "(BASE..HEAD takes two commits, e.g. origin/main..HEAD)", code=2, reason="usage")
             raise GateError(f"--range {spec}: {proc.stderr.strip()[:200] or 'git log failed'}", reason="io-error")
         out: list[tuple[str, str | None, str]] = []
-        for line in proc.stdout.splitlines():
+        for line in filter(None, proc.stdout.split("\n")):  # "\n" only: subjects may hold other line breaks
             ids, _, subject = line.partition("\x1f")
             parts = ids.split()
             out.append((parts[0], parts[1] if len(parts) > 1 else None, subject))
@@ -297,8 +298,18 @@ def discover(cwd: Path | None = None, environ: Mapping[str, str] | None = None) 
     if not common.is_absolute():
         common = where / common
     head = lines[3].strip() if proc.returncode == 0 and len(lines) > 3 else None
+    toplevel = os.path.realpath(lines[0])
+    start = os.path.realpath(where)
+    if "GIT_WORK_TREE" not in env and not (start == toplevel or start.startswith(toplevel.rstrip(os.sep) + os.sep)):
+        # `core.worktree` in a repository's own config can name any folder (the user's home): the gate would read
+        # and write there. A work tree that does not contain the folder git was asked from is refused.
+        from gates.text import excerpt
+
+        raise GateError(f"git says the work tree is {excerpt(toplevel, 200)}, which does not contain "
+                        f"{excerpt(start, 200)} (core.worktree in the repository's config?): refused",
+                        reason="not-a-repository")
     return Repo(
-        toplevel=Path(os.path.realpath(lines[0])),
+        toplevel=Path(toplevel),
         git_dir=Path(os.path.realpath(lines[1])),
         common_dir=Path(os.path.realpath(common)),
         head=head,
@@ -358,8 +369,8 @@ class History:
 # The remote (issue 18): every network git call of the product, and the objects it pushes.
 #
 # Network calls never run inside the user's repository: they run in a private bare repository
-# under the state dir (`<git-common-dir>/gate/remote.git`, made by the gate with an empty
-# template), so the repository's `.git/config` is never read by them at all: no
+# made by this process in a private temp folder (removed at exit), with an empty
+# template, so the repository's `.git/config` is never read by them at all: no
 # `remote.<name>.receivepack`/`uploadpack`, `core.sshCommand`, `core.gitProxy`,
 # `credential.helper`, `core.askPass`, `url.<x>.insteadOf` or hook of the repository can take
 # effect. Only the URL is taken from the repository (`remote_url`) and it is judged first. The
@@ -453,27 +464,31 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.communicate()
 
 
+_SCRATCH: dict[str, Path] = {}  # this process's scratch repository per clone
+
+
 def scratch(repo: Repo, timeout: float = NETWORK_TIMEOUT) -> Scratch:
-    """The scratch repository of this clone, made on first use (in a temp folder, then renamed into place)."""
-    folder = repo.common_dir / "gate"
-    target = folder / "remote.git"
-    if not (target / "HEAD").is_file() or os.path.islink(target):
-        if os.path.islink(target):
-            raise GateError(f"refusing {target}: a symlink", reason="state-unsafe")
-        folder.mkdir(exist_ok=True)
-        temp = folder / f".remote-{os.getpid()}-{os.urandom(4).hex()}.git"
-        proc = _run(["init", "--quiet", "--bare", "--template=", str(temp)], folder,
+    """A scratch repository of this process, made anew in a private temp folder and removed at exit.
+
+    Never one kept under the git dir: anything there may have been written by whoever shaped the
+    repository (a config with `core.sshCommand`, say), so nothing of it is trusted or reused.
+    """
+    key = str(repo.common_dir)
+    if key not in _SCRATCH:
+        import atexit
+        import shutil
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="gate-remote-"))  # 0700, a name nobody can guess or plant
+        atexit.register(shutil.rmtree, folder, True)
+        target = folder / "scratch.git"
+        proc = _run(["init", "--quiet", "--bare", "--template=", str(target)], folder,
                     {k: v for k, v in repo.env.items() if k not in REPO_ENV_VARS})
         if proc.returncode != 0:
-            raise GateError(f"cannot make {target}: {proc.stderr.decode(errors='replace').strip()[:200]}",
-                            reason="io-error")
-        try:
-            os.rename(temp, target)
-        except OSError:  # made by another process meanwhile: use that one
-            import shutil
-
-            shutil.rmtree(temp, ignore_errors=True)
-    return Scratch(target, repo.env, timeout)
+            raise GateError(f"cannot make a scratch repository in {folder}: "
+                            f"{proc.stderr.decode(errors='replace').strip()[:200]}", reason="io-error")
+        _SCRATCH[key] = target
+    return Scratch(_SCRATCH[key], repo.env, timeout)
 
 
 def remote_url(repo: Repo, name: str) -> str:
@@ -502,6 +517,8 @@ def judge_url(repo: Repo, url: str) -> str:
         if scheme.group(1).lower() not in NETWORK_PROTOCOLS:
             raise GateError(f"remote URL {shown!r} refused: protocol {scheme.group(1)!r} is not one of "
                             f"{', '.join(NETWORK_PROTOCOLS)}", reason="remote-unreachable")
+        if scheme.group(1).lower() == "file":
+            return _local_remote(repo, url[len("file://"):], shown)
         return url
     if "::" in url:
         raise GateError(f"remote URL {shown!r} refused: a transport helper (`<helper>::`) runs a program",
@@ -509,16 +526,32 @@ def judge_url(repo: Repo, url: str) -> str:
     colon, slash = url.find(":"), url.find("/")
     if colon > 0 and (slash < 0 or colon < slash):
         return url  # scp-like ssh: host:path
-    path = url if os.path.isabs(url) else os.path.join(repo.toplevel, url)
-    return "file://" + os.path.realpath(path)
+    return _local_remote(repo, url if os.path.isabs(url) else os.path.join(repo.toplevel, url), shown)
+
+
+def _local_remote(repo: Repo, path: str, shown: str) -> str:
+    """A remote on this machine: its receive-pack runs here, with its own config, so one inside this repository
+    (a bare repository committed to the work tree, or this very git dir) is refused: whoever shaped the
+    repository shaped it too."""
+    real = os.path.realpath(path)
+    inside = [str(repo.toplevel), str(repo.git_dir), str(repo.common_dir)]
+    if any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in inside):
+        raise GateError(f"remote URL {shown!r} refused: it leads into this repository (its work tree or git dir), "
+                        "which cannot coordinate with itself and may be shaped by anyone who shaped the repository",
+                        reason="remote-unreachable")
+    return "file://" + real
 
 
 def _programs(url: str) -> list[str]:
     """The programs the far side runs, named explicitly (never the repository's receivepack/uploadpack)."""
     if url.startswith("file://"):
         # A local push runs receive-pack here: with the far repository's hooks off as well.
-        return ["--receive-pack=git -c core.hooksPath=/dev/null -c receive.autogc=false receive-pack",
-                "--upload-pack=git -c core.hooksPath=/dev/null upload-pack"]
+        # core.alternateRefsCommand (the far repository's config) would run a program of its choosing: `true` instead.
+        import shlex
+
+        far = (f"{shlex.quote(git_program())} -c core.hooksPath=/dev/null -c core.alternateRefsCommand=true "
+               "-c core.fsmonitor=false")
+        return [f"--receive-pack={far} -c receive.autogc=false receive-pack", f"--upload-pack={far} upload-pack"]
     return ["--receive-pack=git-receive-pack", "--upload-pack=git-upload-pack"]
 
 

@@ -6,8 +6,8 @@ it is (the "Trojan Source" characters), are never printed raw: a message shows t
 
 from __future__ import annotations
 
-_UNSAFE = [*range(0x00, 0x20), *range(0x7F, 0xA0), *range(0x200B, 0x2010), *range(0x202A, 0x202F),
-           *range(0x2066, 0x206A), 0xFEFF]
+_UNSAFE = [*range(0x00, 0x20), *range(0x7F, 0xA0), *range(0x200B, 0x2010), 0x2028, 0x2029, *range(0x202A, 0x202F),
+           *range(0x2066, 0x206A), 0xFEFF]  # U+2028/2029: line and paragraph separators (a forged line break)
 _SHOWN = {code: f"\\u{code:04x}" for code in _UNSAFE}
 _SHOWN_KEEPING_LINES = {**_SHOWN, ord("\t"): "\t", ord("\n"): "\n"}
 
