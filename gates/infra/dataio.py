@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gates.text import excerpt
+from gates.infra.text import excerpt
 
 MAX_DEPTH = 64
 Path_ = tuple[object, ...]

@@ -303,7 +303,7 @@ def discover(cwd: Path | None = None, environ: Mapping[str, str] | None = None) 
     if "GIT_WORK_TREE" not in env and not (start == toplevel or start.startswith(toplevel.rstrip(os.sep) + os.sep)):
         # `core.worktree` in a repository's own config can name any folder (the user's home): the gate would read
         # and write there. A work tree that does not contain the folder git was asked from is refused.
-        from gates.text import excerpt
+        from gates.infra.text import excerpt
 
         raise GateError(f"git says the work tree is {excerpt(toplevel, 200)}, which does not contain "
                         f"{excerpt(start, 200)} (core.worktree in the repository's config?): refused",
