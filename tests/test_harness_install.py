@@ -139,3 +139,32 @@ def test_doctor_finds_a_hook_whose_interpreter_is_gone(repo: Path) -> None:
     out = run_gate(repo, "doctor").stdout
     assert "FIX   .gemini/settings.json: the hooks run /nonexistent/python3, which is gone" in out
     assert os.path.exists(path)
+
+
+def test_uninstall_through_an_in_tree_link_deletes_no_file(tmp_path: Path) -> None:
+    """A settings file that is a link to another file of the tree: uninstall takes our hooks out of that file
+    and never deletes it (nor the link), even when nothing but our hooks was in it."""
+    from conftest import commit_all, init_repo
+
+    repo = init_repo(tmp_path / "repo")
+    (repo / "README").write_text("x\n")
+    commit_all(repo, "first")
+    (repo / "config").mkdir()
+    (repo / "config" / "claude.json").write_text("{}\n")
+    (repo / ".claude").mkdir()
+    os.symlink("../config/claude.json", repo / ".claude" / "settings.json")
+    assert run_gate(repo, "install-hooks", "--agent", "claude").returncode == 0
+    assert "hooks" in json.loads((repo / "config" / "claude.json").read_text())
+    proc = run_gate(repo, "install-hooks", "--agent", "claude", "--uninstall")
+    assert proc.returncode == 0, proc.stderr
+    assert os.path.islink(repo / ".claude" / "settings.json")
+    assert json.loads((repo / "config" / "claude.json").read_text()) == {}
+    os.unlink(repo / ".claude" / "settings.json")  # the gate created the file, then a link took its place
+    assert run_gate(repo, "install-hooks", "--agent", "claude").returncode == 0
+    created = (repo / ".claude" / "settings.json").read_text()
+    os.unlink(repo / ".claude" / "settings.json")
+    (repo / "config" / "other.json").write_text(created)
+    os.symlink("../config/other.json", repo / ".claude" / "settings.json")
+    assert run_gate(repo, "install-hooks", "--agent", "claude", "--uninstall").returncode == 0
+    assert (repo / "config" / "other.json").is_file() and os.path.islink(repo / ".claude" / "settings.json")
+    assert "hooks" not in json.loads((repo / "config" / "other.json").read_text())

@@ -297,7 +297,11 @@ def uninstall(repo: Repo, agent: str) -> list[str]:
     current = target.read()
     record = _read_record(repo, agent)
     record_path = _record_path(repo, agent)
-    if record is not None and current is not None and record.get("written") == _digest(current):
+    # A link here (planted, or the user's own) leads to a file the gate did not create: it is never deleted,
+    # only our hooks are taken out of it.
+    linked = os.path.islink(target.repo.toplevel / target.shown)
+    ours = record is not None and current is not None and record.get("written") == _digest(current)
+    if ours and record is not None and not (record.get("original") is None and linked):
         original = record.get("original")
         if original is None:
             os.unlink(target.path)
@@ -323,7 +327,7 @@ def uninstall(repo: Repo, agent: str) -> list[str]:
         empty = not result
     if after == current:
         return [f"{target.shown}: no handoff-gate hook in it, unchanged"]
-    if empty:
+    if empty and not linked:
         os.unlink(target.path)
         said = f"removed {target.shown}: nothing but the gate's hooks was in it"
     else:
