@@ -6,15 +6,17 @@ selected command's parser and runs it. Nothing below here prints a traceback or 
 
 from __future__ import annotations
 
-import argparse
-from typing import TYPE_CHECKING, Any
-
 from gates import __version__
 from gates.commands import COMMANDS as _TABLE
 from gates.infra.console import StdoutError, say, silence_stdout
 from gates.infra.errors import INTERNAL, INTERRUPTED, USAGE, GateError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+    from types import ModuleType
+    from typing import Any
+
     from gates.commands.invocation import Run
 
 COMMANDS = frozenset(_TABLE)
@@ -23,6 +25,8 @@ COMMANDS = frozenset(_TABLE)
 
 def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     """The parser; with `selected`, only that command's own parser is built (the others are never needed)."""
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="gate",
         description="Keep a project's hand-over file trustworthy.",
@@ -40,6 +44,9 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
         command = sub.add_parser(name, help=help_text, description=help_text)
         command.set_defaults(func=module.run)
         module.add_arguments(command, name)
+        for action in command._actions:  # argparse tells a hidden option by identity with its own SUPPRESS
+            if action.help == commands.HIDDEN:
+                action.help = argparse.SUPPRESS
     return parser
 
 
@@ -47,7 +54,7 @@ def run(argv: list[str], run: Run) -> int:
     """Parse `argv` and run its command: every exception becomes an exit code and, but for usage, a flag."""
     first = next((a for a in argv if not a.startswith("-")), None)
     try:
-        args = build_parser(first if first in COMMANDS else None).parse_args(argv)
+        args = _plain(argv) or build_parser(first if first in COMMANDS else None).parse_args(argv)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else USAGE
     except StdoutError as exc:  # --help or --version to a closed or full stdout
@@ -65,6 +72,96 @@ def run(argv: list[str], run: Run) -> int:
     except Exception as exc:  # the boundary: a bug, reported short and flagged
         code = _internal_error(exc, run)
     return code
+
+
+class _Spec:
+    """A command's arguments as its `add_arguments` declares them, collected without argparse.
+
+    It parses only the plain invocation (`gate check --only ID FILE...`): exact option names,
+    a value that is allowed and converts, positionals in one run. Whatever else (help, an
+    abbreviation, a bad value, an option group, a second run of positionals) is left to argparse,
+    so every message and every refusal is argparse's own. A hook's `gate check` skips building a
+    parser, and importing argparse, on every commit.
+    """
+
+    def __init__(self) -> None:
+        self.options: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.defaults: dict[str, Any] = {}
+        self.positional: str | None = None
+        self.plain = True  # every call was one this class understands
+        self.epilog: str | None = None
+
+    def add_argument(self, *names: str, **kwargs: Any) -> None:
+        action = kwargs.get("action", "store")
+        if action not in ("store", "store_true") or "nargs" in kwargs and kwargs["nargs"] != "*" or "const" in kwargs:
+            self.plain = False
+            return
+        if not names[0].startswith("-"):
+            if kwargs.get("nargs") != "*" or self.positional is not None:
+                self.plain = False
+            self.positional = names[0]
+            self.defaults[names[0]] = []
+            return
+        dest = kwargs.get("dest") or names[-1].lstrip("-").replace("-", "_")
+        self.defaults[dest] = kwargs.get("default", False if action == "store_true" else None)
+        for name in names:
+            self.options[name] = (dest, kwargs)
+
+    def add_mutually_exclusive_group(self, **_: Any) -> _Spec:
+        self.plain = False
+        return self
+
+    def parse(self, argv: list[str]) -> dict[str, Any] | None:
+        values = dict(self.defaults)
+        rest: list[str] = []
+        state = "before"  # positionals: before their run, in it, after it (argparse takes one run)
+        words = iter(argv)
+        for word in words:
+            if word == "--" or word.startswith("-") and word != "-":
+                name, eq, value = word.partition("=")
+                if name not in self.options:
+                    return None
+                dest, kwargs = self.options[name]
+                if kwargs.get("action") == "store_true":
+                    if eq:
+                        return None
+                    values[dest] = True
+                else:
+                    value = value if eq else next(words, "-")
+                    if not eq and value.startswith("-"):
+                        return None
+                    try:
+                        values[dest] = kwargs["type"](value) if "type" in kwargs else value
+                    except Exception:
+                        return None
+                    if "choices" in kwargs and values[dest] not in kwargs["choices"]:
+                        return None
+                state = "after" if state == "in" else state
+            elif self.positional is None or state == "after":
+                return None
+            else:
+                state = "in"
+                rest.append(word)
+        if self.positional is not None:
+            values[self.positional] = rest
+        return values
+
+
+def _plain(argv: list[str]) -> Any:
+    """The parsed arguments of a plain invocation `gate COMMAND ...`, or None for argparse to parse."""
+    if not argv or argv[0] not in COMMANDS:
+        return None
+    from gates import commands
+
+    module: ModuleType = commands.module(argv[0])
+    spec = _Spec()
+    module.add_arguments(spec, argv[0])
+    values = spec.parse(argv[1:]) if spec.plain else None
+    if values is None:
+        return None
+    from types import SimpleNamespace
+
+    return SimpleNamespace(command=argv[0], func=module.run, **values)
 
 
 def failed(exc: GateError, run: Run) -> int:

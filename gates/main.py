@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TextIO, cast
 
 from gates import cli
 from gates.commands.invocation import Run
@@ -23,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
         return CANNOT_RUN
     real_stdout = sys.stdout
     guard = GuardedStdout(real_stdout)
-    sys.stdout = cast("TextIO", guard)  # every write to stdout below fails as a StdoutError, never a traceback
+    sys.stdout = guard  # every write to stdout below fails as a StdoutError, never a traceback
     run = Run(argv)
     try:
         code = cli.run(argv, run)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from gates.domain.changes import Change
 from gates.domain.handoff import Loaded
 from gates.infra.config import Config
 from gates.infra.git import Repo
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Context:

@@ -12,12 +12,16 @@ with a `remote-unreachable` flag).
 from __future__ import annotations
 
 import os
-from typing import Mapping, NamedTuple, TextIO
 
 from gates.checks.context import Context
 from gates.infra.errors import GateError
 from gates.infra.findings import WARNING, Finding
 from gates.infra.git import ZERO_OID, Repo
+from gates.infra.plain import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Mapping, TextIO
 
 ID = "handoff-claim-remote"
 MAX_UPDATES = 1000

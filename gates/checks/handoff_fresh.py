@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 from datetime import datetime
-from typing import Any, Iterator
 
 from gates.checks.context import Context
 from gates.domain import handoff
@@ -21,6 +20,10 @@ from gates.domain.ancestry import SHALLOW_ADVICE, meta_ref, relation
 from gates.domain.handoff import Loaded
 from gates.infra.errors import GateError
 from gates.infra.findings import WARNING, Finding
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterator
 
 ID = "handoff-fresh"
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Any, Callable, Iterator
 
 from gates.checks.context import Context
 from gates.domain import handoff
@@ -19,11 +18,16 @@ from gates.domain.handoff import Document, Loaded
 from gates.infra.findings import WARNING, Finding
 from gates.infra.text import excerpt
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator
+
+    At = Callable[..., Finding]  # (line, message[, severity]) -> a finding of this gate in this file
+
 ID = "handoff-structure"
 
 _HEX = re.compile(r"^[0-9a-fA-F]{7,40}$")
 CLOCK_SKEW = timedelta(minutes=5)
-At = Callable[..., Finding]  # (line, message[, severity]) -> a finding of this gate in this file
 
 
 def check(ctx: Context) -> list[Finding]:

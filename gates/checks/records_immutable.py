@@ -8,12 +8,14 @@ other way round).
 
 from __future__ import annotations
 
-from typing import Iterator
-
 from gates.checks.context import Context
 from gates.domain import records
 from gates.domain.changes import Change
 from gates.infra.findings import Finding
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterator
 
 ID = "records-immutable"
 

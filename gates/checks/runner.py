@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from gates.checks import GATES
 from gates.checks.context import Context
@@ -14,6 +13,10 @@ from gates.infra.config import Config
 from gates.infra.errors import USAGE, GateError
 from gates.infra.findings import ENVIRONMENT, ERROR, WARNING, CheckResult, Finding
 from gates.infra.git import Repo
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # The gate id of findings about the gate's own environment rather than a gate's rule: a state dir writing
 # commands would refuse, and temp files of a killed writer (staged: an error; lying about: a warning).

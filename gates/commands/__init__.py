@@ -7,7 +7,11 @@ Helpers shared by several commands (the invocation, the remote half of claims) a
 
 from __future__ import annotations
 
-from types import ModuleType
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType
+
+HIDDEN = "==SUPPRESS=="  # argparse.SUPPRESS, without importing argparse: an option left out of --help
 
 COMMANDS: dict[str, tuple[str, str]] = {
     'check': ('check', "run the enabled gates on the hand-over file"),

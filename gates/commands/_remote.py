@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import argparse
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
 
 from gates.domain import claims, journal, remote
 from gates.infra import git
 from gates.infra.errors import OK, VIOLATION, GateError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from gates.commands.invocation import Run
 
 

@@ -14,11 +14,11 @@ import json
 import os
 import sys
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
 
 from gates.domain import brief, harness, journal, sessions
 from gates.infra.errors import OK, GateError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gates.commands.invocation import Run
     from gates.infra.git import Repo

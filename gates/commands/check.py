@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from gates.commands import invocation
+from gates.commands import HIDDEN, invocation
 from gates.commands.invocation import Run, ids
 from gates.infra.errors import OK, USAGE, VIOLATION, GateError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+    from typing import Any
 
     from gates.infra.config import Config
     from gates.infra.findings import CheckResult
@@ -32,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--range", metavar="BASE..HEAD", help="judge every commit of this range (for CI on a pull request)")
     parser.add_argument("--remote", action="store_true", help="push time: also judge the push against the remote "
                        "claim (handoff-claim-remote; needs claims.remote)")
-    parser.add_argument("--pre-push", action="store_true", help=argparse.SUPPRESS)  # git's pre-push lines on stdin
+    parser.add_argument("--pre-push", action="store_true", help=HIDDEN)  # git's pre-push lines on stdin
     parser.add_argument("files", nargs="*", metavar="FILE", help="hand-over files to check instead of the configured one")
 
 

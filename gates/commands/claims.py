@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import TYPE_CHECKING
 
 from gates.commands import invocation
 from gates.commands.invocation import Run
@@ -12,6 +11,7 @@ from gates.infra.console import emit_json
 from gates.infra.errors import OK, USAGE, GateError
 from gates.infra.git import Repo
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
 
 from gates.commands.invocation import Run
 from gates.infra.console import emit_json
 from gates.infra.errors import OK
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
 
     pass

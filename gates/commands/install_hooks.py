@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
 from gates.commands.invocation import Run, ids
 from gates.infra.errors import OK
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
 
     pass

@@ -5,17 +5,17 @@ Every command's `run(args, run)` is given one; `gates.cli.main` makes it and wri
 
 from __future__ import annotations
 
-import shlex
 import sys
 import time
-from typing import TYPE_CHECKING, Any
 
 from gates.infra.console import say
 from gates.infra.errors import CANNOT_RUN, INTERNAL, VIOLATION, GateError
 from gates.infra.git import Repo
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
+    from typing import Any
 
     from gates.infra.config import Config
 
@@ -25,7 +25,6 @@ class Run:
 
     def __init__(self, argv: list[str]) -> None:
         self.argv = argv
-        self.command = shlex.join(["gate", *argv])
         self._repo: Repo | None = None
         self._config: Config | None = None
         self.reasons: list[tuple[str, str]] = []
@@ -35,6 +34,13 @@ class Run:
         self.scope: dict[str, Any] | None = None  # what this check judged (flags.scope_of)
         self.passed: list[str] = []  # gates that ran in this check and found no error
         self.done: list[str] = []  # what this run changed, said again if its output is lost
+
+    @property
+    def command(self) -> str:
+        """The command line as a shell would take it back, for flags and the journal."""
+        import shlex
+
+        return shlex.join(["gate", *self.argv])
 
     def repo(self) -> Repo:
         if self._repo is None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
 from gates.commands import invocation
 from gates.commands.invocation import Run
 from gates.infra.errors import OK
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
 
     pass

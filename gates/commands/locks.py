@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
 from gates.commands import invocation
 from gates.commands.invocation import Run
 from gates.infra.console import emit_json
 from gates.infra.errors import OK, VIOLATION
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
 
     from gates.domain.locks import Moved

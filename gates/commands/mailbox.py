@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
 
 from gates.commands import invocation
 from gates.commands.invocation import Run
 from gates.infra.console import say
 from gates.infra.errors import OK
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
 
     pass

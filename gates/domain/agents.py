@@ -15,19 +15,22 @@ puts them back exactly when nothing else changed since; otherwise it removes onl
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import os
 import re
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, Callable
 
 from gates.domain import hooks
 from gates.infra import dataio, fsio, paths, state
+from gates.infra.digest import sha256
 from gates.infra.errors import CANNOT_RUN, GateError
 from gates.infra.git import Repo
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 AGENTS = ("claude", "codex", "gemini", "copilot", "cursor", "agents-md")
 FILES = {
@@ -251,7 +254,7 @@ class _File:
 def _record_path(repo: Repo, agent: str) -> Path:
     lay = state.layout(repo)
     folder = state.ensure_dir(lay, lay.root / "agents")
-    key = hashlib.sha256(f"{repo.toplevel}\0{FILES[agent]}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    key = sha256(f"{repo.toplevel}\0{FILES[agent]}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
     return folder / f"{key}.json"
 
 
@@ -267,7 +270,7 @@ def _read_record(repo: Repo, agent: str) -> dict[str, Any] | None:
 
 
 def _digest(data: bytes | None) -> str | None:
-    return hashlib.sha256(data).hexdigest() if data is not None else None
+    return sha256(data).hexdigest() if data is not None else None
 
 
 def install(repo: Repo, agent: str) -> list[str]:

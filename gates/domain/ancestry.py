@@ -13,12 +13,15 @@ answer can change a verdict (or always, with `exact`), by one path-limited rev-l
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
-
 from gates.domain import handoff
 from gates.infra.config import Config
 from gates.infra.errors import GateError
 from gates.infra.git import RECENT, Repo
+from gates.infra.plain import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 PENDING = ""  # the commit being made, where it stands in a chain
 

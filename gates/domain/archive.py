@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import NamedTuple
 
 from gates.domain import handoff, journal
 from gates.infra import fsio
 from gates.infra.config import Config
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
+from gates.infra.plain import NamedTuple
 
 MAX_ARCHIVE_BYTES = 64 << 20
 

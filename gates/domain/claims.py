@@ -22,7 +22,6 @@ The gate writes nothing outside its state dir to know this.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import posixpath
@@ -30,12 +29,17 @@ import re
 import stat
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from gates.domain import journal
 from gates.infra import dataio, fsio, state
+from gates.infra.digest import sha256
 from gates.infra.errors import USAGE, GateError
 from gates.infra.git import Repo
+from gates.infra.plain import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_RECORD_BYTES = 64 * 1024
 MAX_NOTE_CHARS = 500
@@ -166,7 +170,7 @@ def _parse_stamp(text: Any) -> datetime | None:
 
 def claim_path(lay: state.Layout, claim_key: str) -> Path:
     """Where the claim on `claim_key` (a `key()`) is published: the same name as before keys were canonical."""
-    digest = hashlib.sha256(claim_key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    digest = sha256(claim_key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
     return lay.claims / f"{digest}.json"
 
 

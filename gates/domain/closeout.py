@@ -17,21 +17,24 @@ same session by another format a moment earlier (a block, at the same HEAD) is n
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gates.domain import claims, handoff, harness, journal
 from gates.domain.ancestry import relation
 from gates.infra import dataio, fsio, state
 from gates.infra.console import say
+from gates.infra.digest import sha256
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
+from gates.infra.plain import NamedTuple
 from gates.infra.text import excerpt
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from gates.infra.config import Config
 
 TIMEOUT = 20.0  # seconds; the installed hooks give the harness's own timeout as 60
@@ -125,7 +128,7 @@ def reason_text(steps: list[str]) -> str:
 def _counter_path(repo: Repo, session: str | None) -> Any:
     lay = state.layout(repo)
     folder = state.ensure_dir(lay, lay.root / "closeout")
-    key = hashlib.sha256(f"{repo.toplevel}\0{session or ''}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    key = sha256(f"{repo.toplevel}\0{session or ''}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
     return folder, folder / f"{key}.json"
 
 

@@ -6,7 +6,6 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Callable, NamedTuple
 
 from gates.domain import flags, hooks, journal, leftovers, locks
 from gates.infra import config as config_module
@@ -14,6 +13,11 @@ from gates.infra import state
 from gates.infra.catalog import CATALOG
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
+from gates.infra.plain import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 OK, WARN, FIX = "ok", "warn", "FIX"
 MIN_GIT = (2, 24)

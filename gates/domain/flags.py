@@ -24,7 +24,6 @@ planted there is refused (`state-unsafe`), never followed, never blocked on.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -32,13 +31,17 @@ import stat
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from gates.domain import journal
 from gates.infra import dataio, fsio, state
 from gates.infra.catalog import CATALOG, flag_reason
+from gates.infra.digest import sha256
 from gates.infra.errors import USAGE, GateError
 from gates.infra.git import Repo
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Reasons that are not gate ids. A gate's violations are flagged under its catalog flag_reason, or its id.
 EVENT_REASONS = frozenset({
@@ -80,7 +83,7 @@ def stamp(when: datetime) -> str:
 
 
 def _key(reason: str, message: str, worktree: str) -> str:
-    return hashlib.sha256("\0".join((reason, message, worktree)).encode("utf-8", "surrogatepass")).hexdigest()
+    return sha256("\0".join((reason, message, worktree)).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def scope_of(repo: Repo, files: list[Path], range_spec: str | None, default_file: Path) -> dict[str, Any]:
@@ -94,7 +97,7 @@ def scope_of(repo: Repo, files: list[Path], range_spec: str | None, default_file
 
 
 def _marker(gate: str, worktree: str, scope: dict[str, Any] | None) -> str:
-    digest = hashlib.sha256(json.dumps([worktree, scope], sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
+    digest = sha256(json.dumps([worktree, scope], sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
     return f"{gate}.{digest[:24]}"
 
 

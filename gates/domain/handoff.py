@@ -9,9 +9,13 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
 
+from gates.infra.plain import NamedTuple
+
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from gates.domain.changes import Change
     from gates.infra.config import Config
     from gates.infra.git import Repo

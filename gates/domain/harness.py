@@ -30,10 +30,14 @@ import os
 import select
 import sys
 import time
-from typing import Any, NamedTuple
 
 from gates.infra import dataio
+from gates.infra.plain import NamedTuple
 from gates.infra.text import excerpt
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_INPUT = 1 << 20
 INPUT_SECONDS = 2.0

@@ -7,16 +7,20 @@ that entries cut from the end are detected as well as edited, removed or reorder
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from gates.infra import dataio, fsio, state
+from gates.infra.digest import sha256
 from gates.infra.errors import CANNOT_RUN, GateError
 from gates.infra.git import Repo
+from gates.infra.plain import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 GENESIS = "0" * 64
 TAIL_BYTES = 1 << 16
@@ -44,7 +48,7 @@ def _paths(repo: Repo) -> tuple[state.Layout, Path, Path]:
 def entry_hash(entry: dict[str, Any]) -> str:
     body = {key: value for key, value in entry.items() if key != "hash"}
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+    return sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def append(repo: Repo, action: str, details: dict[str, Any], now: datetime | None = None) -> dict[str, Any]:

@@ -14,18 +14,18 @@ milliseconds of a write and an fsync).
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import stat
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import NamedTuple
 
 from gates.infra import fsio, state
 from gates.infra.config import Config
+from gates.infra.digest import sha256
 from gates.infra.git import Repo
+from gates.infra.plain import NamedTuple
 
 MIN_AGE = 600.0  # seconds: younger temp files may belong to a writer running now; they are reported, never moved
 SKIP_IN_STATE = frozenset({"lost+found"})  # what was moved aside already
@@ -163,7 +163,7 @@ def _move_one(item: Leftover, target: Path, name: str) -> tuple[dict[str, object
         pinned = os.fstat(fd)
         if (pinned.st_dev, pinned.st_ino) != (info.st_dev, info.st_ino):
             return None, "it changed while being looked at"
-        digest = hashlib.sha256()
+        digest = sha256()
         while chunk := os.read(fd, 1 << 20):
             digest.update(chunk)
         destination = target / name

@@ -14,19 +14,23 @@ checks that the very file it judged moved, and writes a manifest.
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import re
 import stat
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from gates.domain import journal
 from gates.infra import dataio, fsio, state
+from gates.infra.digest import sha256
 from gates.infra.errors import USAGE, VIOLATION, GateError
 from gates.infra.git import Repo
+from gates.infra.plain import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Lock names git is known to leave at the top of a git dir; anything under refs/ ending in .lock.
 KNOWN_TOP = frozenset({
@@ -308,7 +312,7 @@ def _manifest(repo: Repo, evidence_dir: Path, lock: Lock, target: Path, content:
             "size": lock.size,
             "mtime": datetime.fromtimestamp(lock.mtime, timezone.utc).isoformat(),
             "ctime": datetime.fromtimestamp(lock.ctime, timezone.utc).isoformat(),
-            "sha256": hashlib.sha256(content).hexdigest(),
+            "sha256": sha256(content).hexdigest(),
             "reason": lock.reason,
             "evidence": lock.evidence,
         }],

@@ -11,17 +11,21 @@ output, or in the kept copy. A missing file is an empty mailbox.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, NamedTuple
 
 from gates.domain import handoff, journal
 from gates.infra import fsio, state
 from gates.infra.config import Config
+from gates.infra.digest import sha256
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
+from gates.infra.plain import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 ID = "mailbox"
 MAX_BYTES = 1 << 20
@@ -82,7 +86,7 @@ def take(repo: Repo, config: Config, now: datetime, deliver: Callable[[str], Non
             except GateError as exc:
                 raise GateError(f"the work package was delivered (a copy is kept in {copy}), but {shown} could not "
                                 f"be cleared: {exc.message}", reason=exc.reason) from None
-    details = {"path": shown, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "copy": str(copy),
+    details = {"path": shown, "bytes": len(data), "sha256": sha256(data).hexdigest(), "copy": str(copy),
                "cleared": cleared}
     try:
         journal.append(repo, "mailbox-taken", details, now)

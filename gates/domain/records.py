@@ -8,18 +8,23 @@ branches or concurrent writers.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
+import stat
+import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from gates.domain import journal
 from gates.infra import dataio, fsio, paths, schemas
 from gates.infra.config import Config
+from gates.infra.digest import sha256
 from gates.infra.errors import USAGE, GateError
 from gates.infra.git import Repo
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_RECORD_BYTES = 1 << 20
 FINAL = ("closed", "superseded")
@@ -81,39 +86,93 @@ def folder(repo: Repo, config: Config) -> tuple[Path, str]:
 def load_all(repo: Repo, config: Config) -> tuple[list[Record], list[tuple[str, int, str]]]:
     """Every record in the work tree, and (path, line, message) for each file that is not one.
 
-    Parsed and validated records are cached by content hash: a record read before costs a hash.
+    Parsed and validated records are cached by content hash. A file whose inode, size, mtime and
+    ctime are those it had when the cache last read it is taken to hold the content it had then,
+    unless it changed within RACY_NS of that read (git trusts its index's stat data the same way):
+    an unchanged folder of records costs a listing, not a read and a hash of each. Deleting the
+    cache changes no answer.
     """
     from gates.infra import cache
 
-    directory, _ = folder(repo, config)
-    if not directory.is_dir():
+    directory, relative = folder(repo, config)
+    try:
+        dir_fd = fsio.open_dir(directory)
+    except (FileNotFoundError, NotADirectoryError):
         return [], []
+    except OSError as exc:
+        raise GateError(f"cannot open the records folder: {exc.strerror}", reason="input-unreadable",
+                        path=relative) from None
+    try:
+        return _load_folder(repo, directory, relative, dir_fd, cache)
+    finally:
+        os.close(dir_fd)
+
+
+RACY_NS = 2_000_000_000  # a file changed this close to the cache's read may have changed again unseen
+
+
+def _load_folder(repo: Repo, directory: Path, relative: str, dir_fd: int,
+                 cache: Any) -> tuple[list[Record], list[tuple[str, int, str]]]:
     schema_key = cache.key(schemas.schema_path("record").read_bytes())[:16]
     old = cache.get(repo, "records") or {}
-    known = old.get("entries", {}) if old.get("schema") == schema_key else {}
+    same_schema = old.get("schema") == schema_key
+    known: dict[str, Any] = old.get("entries", {}) if same_schema else {}
+    seen: dict[str, Any] = old.get("files", {}) if same_schema else {}
+    trusted_before = int(old.get("read_ns") or 0) - RACY_NS
+    read_ns = time.time_ns()
     entries: dict[str, Any] = {}
+    files: dict[str, list[int | str]] = {}
     records, broken = [], []
-    for path in sorted(directory.glob("*.md")):
-        shown = repo.relpath(path)
-        real, why = paths.resolve(repo, path)
-        if why:  # never read, never quoted
-            broken.append((shown, 1, f"a symlink that {why}: not read"))
+    fresh = False  # a file was read: the next check may trust it, once it is older than RACY_NS
+    with os.scandir(dir_fd) as listing:
+        names = sorted(entry.name for entry in listing if entry.name.endswith(".md"))
+    for name in names:
+        shown = f"{relative}/{name}"
+        try:
+            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            continue  # removed since the listing
+        if stat.S_ISLNK(info.st_mode):
+            real, why = paths.resolve(repo, directory / name)
+            if why:  # never read, never quoted
+                broken.append((shown, 1, f"a symlink that {why}: not read"))
+                continue
+            digest = _digest_of(fsio.read_bytes_capped(real, MAX_RECORD_BYTES, shown), shown, broken, known, entries)
+        else:
+            mark = [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+            before = seen.get(name)
+            if stat.S_ISREG(info.st_mode) and before and before[:4] == mark and before[4] in known \
+                    and max(info.st_mtime_ns, info.st_ctime_ns) < trusted_before:
+                digest = str(before[4])
+                entries[digest] = known[digest]
+            else:
+                data = fsio.read_bytes_capped(name, MAX_RECORD_BYTES, shown, dir_fd=dir_fd)
+                digest = _digest_of(data, shown, broken, known, entries)
+                fresh = True
+            if digest is not None:
+                files[name] = [*mark, digest]
+        if digest is None:
             continue
-        data = fsio.read_bytes_capped(real, MAX_RECORD_BYTES, shown)
-        if isinstance(data, int):
-            broken.append((shown, 1, f"{data:,} bytes, over the {MAX_RECORD_BYTES:,}-byte cap"))
-            continue
-        digest = hashlib.sha256(data).hexdigest()
-        entry = known.get(digest) or _entry(data, shown)
-        entries[digest] = entry
+        entry = entries[digest]
         if "broken" in entry:
             broken.append((shown, entry["broken"][0], entry["broken"][1]))
         else:
             lines = {tuple(item[:-1]): item[-1] for item in entry["lines"]}
             records.append(Record(shown, entry["meta"], lines, [tuple(p) for p in entry["problems"]]))
-    if entries.keys() != known.keys():
-        cache.put(repo, "records", {"schema": schema_key, "entries": entries})
+    if fresh or entries.keys() != known.keys() or files != seen:
+        cache.put(repo, "records", {"schema": schema_key, "read_ns": read_ns, "files": files, "entries": entries})
     return records, broken
+
+
+def _digest_of(data: bytes | int, shown: str, broken: list[tuple[str, int, str]], known: dict[str, Any],
+               entries: dict[str, Any]) -> str | None:
+    """The content hash of a record file read now (its entry parsed unless known), or None when it is too big."""
+    if isinstance(data, int):
+        broken.append((shown, 1, f"{data:,} bytes, over the {MAX_RECORD_BYTES:,}-byte cap"))
+        return None
+    digest = sha256(data).hexdigest()
+    entries[digest] = known.get(digest) or _entry(data, shown)
+    return digest
 
 
 def _entry(data: bytes, shown: str) -> dict[str, Any]:

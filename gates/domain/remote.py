@@ -16,16 +16,20 @@ any ref but the ones named, and nothing writes a ref of the user's repository.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from gates.infra import dataio, fsio, git, paths, state
+from gates.infra.digest import sha256
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
+from gates.infra.plain import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 CLAIMS = "refs/gate/claims"
 FENCES = "refs/gate/fences"
@@ -54,7 +58,7 @@ def key_for(repo: Repo, state_rel: str) -> str:
     canon, why = paths.canonical(repo, state_rel)
     if why:
         raise GateError(f"{state_rel}: {why}", reason="config-invalid")
-    return hashlib.sha256(canon.encode("utf-8", "surrogateescape")).hexdigest()[:40]
+    return sha256(canon.encode("utf-8", "surrogateescape")).hexdigest()[:40]
 
 
 def clone_id(repo: Repo) -> str:

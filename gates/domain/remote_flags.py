@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 from datetime import datetime
-from typing import Any
 
 from gates.domain import flags, remote
 from gates.infra import dataio, git
@@ -21,6 +20,10 @@ from gates.infra.config import Config
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
 from gates.infra.text import clean, excerpt
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 FILE = "flags.json"
 MAX_FLAGS = 200

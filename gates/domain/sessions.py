@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, NamedTuple
 
 from gates.domain import flags, journal
 from gates.domain.ancestry import Relation
 from gates.infra import dataio, fsio
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
+from gates.infra.plain import NamedTuple
 from gates.infra.text import excerpt
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 TAIL_BYTES = 256 * 1024  # how much of the journal's end is read for the last session
 MAX_COMMITS = 15

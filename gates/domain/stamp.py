@@ -6,13 +6,13 @@ a value) is kept. With an expected content hash, a writer working from a stale r
 
 from __future__ import annotations
 
-import hashlib
 import re
 from datetime import datetime
 
 from gates.domain import handoff, journal
 from gates.infra import fsio
 from gates.infra.config import Config
+from gates.infra.digest import sha256
 from gates.infra.errors import USAGE, VIOLATION, GateError
 from gates.infra.git import Repo
 
@@ -21,7 +21,7 @@ _VALUE = re.compile(r"^(?P<lead>\s*(?:[-*+]|\d{1,9}[.)])\s+)(?P<key>[A-Za-z][A-Z
 
 
 def content_hash(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return sha256(data).hexdigest()
 
 
 def _denied(message: str) -> GateError:

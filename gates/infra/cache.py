@@ -11,17 +11,20 @@ a cache entry is not evidence, and a removed one is rebuilt the next time it is 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 from gates import __version__
 from gates.infra import fsio, state
+from gates.infra.digest import sha256
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_ENTRY_BYTES = 64 << 20
 PRUNE_AFTER = 30 * 86400.0
@@ -29,7 +32,7 @@ PRUNED = ("config-", "quick-")  # quick-: verdict records of older versions, no 
 
 
 def key(*parts: bytes) -> str:
-    digest = hashlib.sha256(__version__.encode())
+    digest = sha256(__version__.encode())
     for part in parts:
         digest.update(len(part).to_bytes(8, "big"))
         digest.update(part)

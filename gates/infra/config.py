@@ -11,12 +11,15 @@ import os
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 from gates.infra import dataio, fsio, paths, schemas
 from gates.infra.errors import CANNOT_RUN, USAGE, GateError
 from gates.infra.git import Repo
 from gates.infra.text import excerpt
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 CONFIG_NAME = ".gate.yaml"
 MAX_CONFIG_BYTES = 1 << 20

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 from gates.infra.errors import GateError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class StdoutError(GateError):

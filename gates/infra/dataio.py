@@ -8,9 +8,12 @@ NaN and deep nesting are refused with the line where they stand.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from gates.infra.text import excerpt
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_DEPTH = 64
 Path_ = tuple[object, ...]

@@ -254,14 +254,16 @@ class locked:  # noqa: N801 - used as `with fsio.locked(folder):`
         os.close(self.fd)
 
 
-def read_bytes_capped(path: Path | str, cap: int, shown: str) -> bytes | int:
+def read_bytes_capped(path: Path | str, cap: int, shown: str, *, dir_fd: int | None = None) -> bytes | int:
     """The bytes of the regular file at `path`, or its size (an int) when it is larger than `cap`.
 
     Never blocks on a FIFO, never reads more than `cap` + 1 bytes, and never follows a symlink: `path`
-    is resolved first (paths.confined), so a link met here was swapped in since and is refused.
+    is resolved first (paths.confined), so a link met here was swapped in since and is refused. With
+    `dir_fd` (a folder opened by open_dir), `path` is a name in that folder.
     """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
     try:
-        fd = open_file(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+        fd = open_file(path, flags) if dir_fd is None else os.open(path, flags | NOFOLLOW, dir_fd=dir_fd)
     except FileNotFoundError:
         raise GateError("file not found", reason="input-unreadable", path=shown) from None
     except OSError as exc:

@@ -31,13 +31,15 @@ GIT_OPTIONAL_LOCKS=0 keeps a read from taking git's locks.
 from __future__ import annotations
 
 import os
-import subprocess
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Mapping, NamedTuple
 
 from gates.infra.errors import GateError
 from gates.infra.text import excerpt
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing and subprocess stay off the check path: the names are for the type checker only
+    import subprocess
+    from typing import Any, Mapping
 
 # Variables through which an outer git (a hook's parent, another repository) points a
 # subprocess at a repository. Kept inside a hook, dropped when GATE_ROOT pins the repository.
@@ -108,27 +110,84 @@ def _env(base: Mapping[str, str], pinned: bool) -> dict[str, str]:
     return env
 
 
-def _run(args: list[str], cwd: Path, env: Mapping[str, str]) -> subprocess.CompletedProcess[bytes]:
+class Raw:
+    """A finished git call: its exit code and the bytes it wrote."""
+
+    __slots__ = ("args", "returncode", "stdout", "stderr")
+
+    def __init__(self, args: list[str], returncode: int, stdout: bytes, stderr: bytes) -> None:
+        self.args = args
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+class Output:
+    """A finished git call, its output decoded (undecodable bytes kept as surrogates)."""
+
+    __slots__ = ("args", "returncode", "stdout", "stderr")
+
+    def __init__(self, raw: Raw) -> None:
+        self.args = raw.args
+        self.returncode = raw.returncode
+        self.stdout = raw.stdout.decode("utf-8", "surrogateescape")
+        self.stderr = raw.stderr.decode("utf-8", "surrogateescape")
+
+
+# Python ignores these two at start-up and a spawned child would inherit that; git gets the defaults.
+_DEFAULT_SIGNALS = (13, 25) if os.uname().sysname == "Linux" else (13, 31)  # SIGPIPE; SIGXFSZ (Linux, BSD/macOS)
+
+
+def _run(args: list[str], cwd: Path, env: Mapping[str, str]) -> Raw:
+    """git with `args` in `cwd`, stdin empty, both outputs captured: os.posix_spawn, not subprocess.
+
+    A call on every commit: subprocess with its threading, signal and selectors imports costs more
+    than the call. The folder is given as git's own `-C` (posix_spawn has no cwd), which git
+    applies before it reads any GIT_* path of the environment, as a start in that folder would.
+    """
+    argv = [git_program(), "-C", str(cwd), *_SAFE_ARGS, *args]
+    out_r, out_w = os.pipe()  # both ends are close-on-exec: the child gets only what dup2 gives it
+    err_r, err_w = os.pipe()
     try:
-        return subprocess.run(
-            [git_program(), *_SAFE_ARGS, *args],
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-        )
-    except FileNotFoundError:
-        what = f"no such directory: {cwd}" if not cwd.is_dir() else "git is not on PATH"
-        raise GateError(f"cannot run git: {what}", reason="io-error") from None
-    except OSError as exc:
-        raise GateError(f"cannot run git in {cwd}: {exc.strerror}", reason="io-error") from None
+        try:
+            pid = os.posix_spawn(argv[0], argv, dict(env), setsigdef=_DEFAULT_SIGNALS, file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_DUP2, out_w, 1),
+                (os.POSIX_SPAWN_DUP2, err_w, 2),
+            ])
+        except OSError as exc:
+            raise GateError(f"cannot run git in {cwd}: {exc.strerror}", reason="io-error") from None
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        out, err = _drain(out_r, err_r)
+    finally:
+        os.close(out_r)
+        os.close(err_r)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    if code == 128 and not os.path.isdir(cwd):
+        raise GateError(f"cannot run git: no such directory: {cwd}", reason="io-error")
+    return Raw(argv, code, out, err)
 
 
-def _text(proc: subprocess.CompletedProcess[bytes]) -> subprocess.CompletedProcess[str]:
-    def decode(data: bytes) -> str:
-        return data.decode("utf-8", "surrogateescape")
+def _drain(out_fd: int, err_fd: int) -> tuple[bytes, bytes]:
+    """Read both pipes to their end, whichever has data first (one alone could fill and stall git)."""
+    import select
 
-    return subprocess.CompletedProcess(proc.args, proc.returncode, decode(proc.stdout), decode(proc.stderr))
+    chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
+    poller = select.poll()
+    for fd in chunks:
+        poller.register(fd, select.POLLIN)
+    live = len(chunks)
+    while live:
+        for fd, _ in poller.poll():
+            data = os.read(fd, 1 << 16)
+            if data:
+                chunks[fd].append(data)
+            else:
+                poller.unregister(fd)
+                live -= 1
+    return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
 
 
 class Repo:
@@ -143,10 +202,10 @@ class Repo:
         self.env = env
         self.memo: dict[str, Any] = {}  # answers git gave this run
 
-    def git(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return _text(_run(list(args), self.toplevel, self.env))
+    def git(self, *args: str) -> Output:
+        return Output(_run(list(args), self.toplevel, self.env))
 
-    def status(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def status(self, *args: str) -> Output:
         """`git status` that runs no program the repository names.
 
         Status re-reads a file whose stat changed and passes it through its clean filter, so every
@@ -281,7 +340,7 @@ def discover(cwd: Path | None = None, environ: Mapping[str, str] | None = None) 
     else:
         where = Path.cwd() if cwd is None else cwd
     env = _env(environ, pinned=bool(pinned_root))
-    proc = _text(_run(
+    proc = Output(_run(
         ["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--verify", "--quiet", "HEAD"],
         where,
         env,
@@ -330,22 +389,24 @@ class History:
         self.repo = repo
         self._gitpython: Any = None
 
-    @contextmanager
-    def _environment(self) -> Iterator[None]:
+    def _swap(self) -> dict[str, str]:
+        """Give the process this repository's cleaned environment; returns the one to put back."""
         saved = dict(os.environ)
         os.environ.clear()
         os.environ.update({**self.repo.env, "GIT_DIR": str(self.repo.git_dir), "GIT_WORK_TREE": str(self.repo.toplevel),
                            "GIT_PYTHON_GIT_EXECUTABLE": git_program()})
-        try:
-            yield
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
+        return saved
+
+    @staticmethod
+    def _restore(saved: dict[str, str]) -> None:
+        os.environ.clear()
+        os.environ.update(saved)
 
     def blob(self, commit: str | None, path: str) -> bytes | None:
         if commit is None:
             return None
-        with self._environment():
+        saved = self._swap()
+        try:
             if self._gitpython is None:
                 import git as gitpython
 
@@ -358,11 +419,16 @@ class History:
             except ValueError as exc:  # an object the repository lacks (a partial or damaged clone)
                 raise GateError(f"cannot read {path} at {commit[:12]}: {str(exc)[:200]}", reason="io-error") from None
             return data
+        finally:
+            self._restore(saved)
 
     def close(self) -> None:
         if self._gitpython is not None:
-            with self._environment():
+            saved = self._swap()
+            try:
                 self._gitpython.close()
+            finally:
+                self._restore(saved)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -437,6 +503,8 @@ class Scratch:
         # host that needs one) may answer here, unlike in every other call.
         safe = [arg for item in SAFE_CONFIG if item != "credential.helper=" for arg in ("-c", item)]
         argv = [git_program(), "--no-pager", *safe, *args]
+        import subprocess
+
         try:
             proc = subprocess.Popen(argv, cwd=self.git_dir, env=self.env, start_new_session=True,
                                     stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -590,11 +658,14 @@ def fetch_namespace(work: Scratch, url: str, source: str, private: str) -> None:
         raise Unreachable(f"git fetch {url}: {_last_line(proc.stderr)}")
 
 
-class PushResult(NamedTuple):
-    ok: bool  # every ref updated
-    reached: bool  # the remote answered (a refusal is an answer)
-    status: dict[str, str]  # ref -> porcelain summary
-    message: str
+class PushResult:
+    __slots__ = ("ok", "reached", "status", "message")
+
+    def __init__(self, ok: bool, reached: bool, status: dict[str, str], message: str) -> None:
+        self.ok = ok  # every ref updated
+        self.reached = reached  # the remote answered (a refusal is an answer)
+        self.status = status  # ref -> porcelain summary
+        self.message = message
 
 
 def push_refs(work: Scratch, url: str, updates: list[tuple[str, str | None, str | None]]) -> PushResult:

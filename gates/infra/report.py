@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Callable
 
 from gates import __version__
 from gates.infra.errors import GateError
 from gates.infra.findings import ENVIRONMENT, ERROR, WARNING, CheckResult
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 
 def summary(result: CheckResult) -> str:

@@ -8,9 +8,12 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
 
 from gates.infra.text import excerpt
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterable
 
 NAMES = ("config", "handoff", "flag", "check-result", "record")
 
