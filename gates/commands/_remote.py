@@ -8,7 +8,6 @@ the local claim only, marked unverified (`claim-unverified`).
 
 from __future__ import annotations
 
-import argparse
 from datetime import datetime, timedelta
 
 from gates.domain import claims, journal, remote
@@ -17,17 +16,10 @@ from gates.infra.errors import OK, VIOLATION, GateError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from typing import Any
 
     from gates.commands.invocation import Run
-
-
-def remote_name(args: argparse.Namespace, run: Run) -> str | None:
-    named = getattr(args, "remote", None)
-    if isinstance(named, str):
-        return named
-    configured = run.config().section("claims").get("remote")
-    return str(configured) if configured else None
 
 
 def _connect(run: Run, name: str) -> remote.Remote:

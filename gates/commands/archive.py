@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from gates.commands import invocation
@@ -11,6 +10,7 @@ from gates.infra.errors import OK
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
 
     pass
 

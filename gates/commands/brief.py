@@ -9,7 +9,6 @@ an `input-unreadable` flag says why.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -20,6 +19,8 @@ from gates.infra.errors import OK, GateError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+
     from gates.commands.invocation import Run
     from gates.infra.git import Repo
 

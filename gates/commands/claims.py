@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 
 from gates.commands import invocation
@@ -13,6 +12,7 @@ from gates.infra.git import Repo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from datetime import datetime
 
     from gates.domain.claims import Holder
@@ -50,10 +50,10 @@ def _claim(args: argparse.Namespace, run: Run) -> int:
 
     ttl = parse_duration(ttl_text, "--ttl" if args.ttl is not None else "claims.ttl") if ttl_text else None
     repo, state_rel, holder, now = _claim_setup(args, run)
-    from gates.commands import _remote
-
-    remote_name = _remote.remote_name(args, run)
+    remote_name = run.remote_name(getattr(args, "remote", None))
     if remote_name is not None or args.offline:  # the local claim and the remote one (issue 18)
+        from gates.commands import _remote
+
         return _remote.claim(args, run, remote_name, state_rel, holder, ttl, note, now)
     outcome = claims.claim(repo, state_rel, holder, ttl, note, now)
     assert outcome.record is not None
@@ -78,10 +78,10 @@ def _release(args: argparse.Namespace, run: Run) -> int:
         raise GateError("--force needs --reason TEXT: say why the claim is broken", code=USAGE, reason="usage")
     reason = claims.check_note(args.reason) if args.force else None
     repo, state_rel, holder, now = _claim_setup(args, run)
-    from gates.commands import _remote
-
-    remote_name = _remote.remote_name(args, run)
+    remote_name = run.remote_name(getattr(args, "remote", None))
     if remote_name is not None:  # this clone's claim and the remote one (issue 18)
+        from gates.commands import _remote
+
         return _remote.release(args, run, remote_name, state_rel, holder, reason, now)
     outcome = claims.release(repo, state_rel, holder, now, force_reason=reason)
     if outcome.kind == "none":
@@ -120,7 +120,7 @@ def _claims(args: argparse.Namespace, run: Run) -> int:
     if args.remote is not None:
         from gates.commands import _remote
 
-        name = args.remote or _remote.remote_name(argparse.Namespace(), run)
+        name = args.remote or run.remote_name(None)
         if not name:
             raise GateError("--remote: name a remote (`--remote origin`) or set claims.remote", code=USAGE,
                             reason="usage")

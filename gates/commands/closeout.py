@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
@@ -13,6 +12,10 @@ from gates.domain import closeout, harness
 from gates.infra.console import say
 from gates.infra.errors import OK, VIOLATION, GateError
 from gates.infra.text import excerpt
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
 
 
 def _errors(run: Run) -> list[str]:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
-
 from gates.commands.invocation import Run
 from gates.infra.errors import OK, USAGE, VIOLATION, GateError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
 
     pass
 
@@ -32,10 +31,9 @@ def _doctor(args: argparse.Namespace, run: Run) -> int:
             print(line)
     checks = doctor.run(run.repo())
     if args.remote is not None:  # issue 18: probe the claims remote
-        from gates.commands import _remote
         from gates.domain import remote_doctor
 
-        name = args.remote or _remote.remote_name(argparse.Namespace(), run)
+        name = args.remote or run.remote_name(None)
         if not name:
             raise GateError("--remote: name a remote (`--remote origin`) or set claims.remote", code=USAGE,
                             reason="usage")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 from gates.commands import invocation
 from gates.commands.invocation import Run
 from gates.infra.console import emit_json
@@ -11,6 +9,7 @@ from gates.infra.errors import OK, USAGE, GateError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
 
     pass
 
@@ -62,10 +61,9 @@ def _push_flags(args: argparse.Namespace, run: Run) -> int:
     """`gate flags --push`: publish this clone's open flags to refs/gate/flags/<clone id> (issue 18)."""
     if not args.push:
         return OK
-    from gates.commands import _remote
     from gates.domain import remote_flags
 
-    name = _remote.remote_name(args, run)
+    name = run.remote_name(getattr(args, "remote", None))
     if name is None:
         raise GateError("--push: name a remote (`--remote origin`) or set claims.remote", code=USAGE, reason="usage")
     count, ref = remote_flags.push(run.repo(), run.config(), name, invocation.now())

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
-
 from gates.commands.invocation import Run, ids
 from gates.infra.errors import OK
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
 
     pass
 
@@ -49,5 +48,7 @@ def _agent_names(text: str) -> str:
 
     unknown = [name for name in ids(text) if name not in AGENTS]
     if unknown or not ids(text):
+        import argparse
+
         raise argparse.ArgumentTypeError(f"unknown agent {(unknown or [text])[0]!r} (known: {', '.join(AGENTS)})")
     return text

@@ -56,6 +56,14 @@ class Run:
             self._config = config.load(self.repo())
         return self._config
 
+    def remote_name(self, named: object) -> str | None:
+        """The git remote of remote claims: the one named on the command line (`named`, when a string), else
+        claims.remote, else None (then claims are local only)."""
+        if isinstance(named, str):
+            return named
+        configured = self.config().section("claims").get("remote")
+        return str(configured) if configured else None
+
     def fail(self, reason: str, message: str, *, gate: str | None = None) -> None:
         """A reason this run failed: flagged when it ends with exit 1, 3 or 4; with `gate`, resolved by its next pass."""
         self.reasons.append((reason, message))

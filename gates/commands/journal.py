@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
-
 from gates.commands import invocation
 from gates.commands.invocation import Run
 from gates.infra.errors import OK
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
 
     pass
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 from gates.commands import invocation
 from gates.commands.invocation import Run
 from gates.infra.console import emit_json
@@ -11,6 +9,7 @@ from gates.infra.errors import OK, VIOLATION
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
 
     from gates.domain.locks import Moved
 

@@ -100,6 +100,11 @@ def _position(repo: Repo, tip: str, commit: str) -> tuple[int, str | None] | Non
     """(first-parent commits from `commit` to `tip`, the first of them), or None when `commit` is not in tip's history."""
     if tip == repo.head:
         chain = repo.recent()
+    elif tip in (line := repo.first_parent_line())[1] and commit in line[1]:  # --range on HEAD's line: no git call
+        at = line[1][commit] - line[1][tip]
+        if at < 0:
+            return None  # after tip on the line: not in its history
+        return at, (line[0][line[1][commit] - 1] if at else None)
     else:
         chain = repo.git("rev-list", "--first-parent", f"--max-count={RECENT}", tip, "--").stdout.split()
     if commit in chain:
@@ -121,8 +126,11 @@ def _closes_out(repo: Repo, config: Config, commit: str, child: str | None, tip:
     if child is None:
         return False
     path = config.section("handoff")["path"]
-    changed = repo.git("--literal-pathspecs", "rev-list", "--first-parent", f"{commit}..{tip}", "--", path)
-    touched = changed.stdout.split()
+    key = f"touched:{commit}..{tip}:{path}"
+    if key not in repo.memo:  # the brief asks it twice (the tripwire, the salvage): git once
+        repo.memo[key] = repo.git("--literal-pathspecs", "rev-list", "--first-parent", f"{commit}..{tip}", "--",
+                                  path).stdout.split()
+    touched: list[str] = repo.memo[key]
     if child not in touched:
         return False  # it does not change the hand-over file
     if touched == [child]:

@@ -43,4 +43,8 @@ def staged(repo: Repo, history: History) -> list[Change]:
 
 
 def in_range(repo: Repo, history: History, spec: str) -> list[Change]:
-    return [Change(repo, history, parent, commit, subject) for commit, parent, subject in repo.commits(spec)]
+    found = [Change(repo, history, parent, commit, subject) for commit, parent, subject in repo.commits(spec)]
+    listed = repo.changed_in([(change.old, change.new) for change in found if change.new is not None])
+    for change in found:
+        change._all = listed.get(str(change.new), [])  # one git call for the whole range, not one per commit
+    return found

@@ -32,12 +32,19 @@ _SLUG = re.compile(r"[^a-z0-9]+")
 
 
 class Record:
-    def __init__(self, shown: str, meta: dict[str, Any], lines: dict[tuple[object, ...], int],
+    def __init__(self, shown: str, meta: dict[str, Any], lines: dict[tuple[object, ...], int] | list[list[Any]],
                  checked: list[tuple[int, str]] | None = None) -> None:
         self.shown = shown
         self.meta = meta
-        self.lines = lines  # line of each front-matter key, in the file
+        self._lines = lines  # as parsed, or as cached: [*key path, line] lists, made a dict when first asked
         self.checked = checked  # schema problems, once computed
+
+    @property
+    def lines(self) -> dict[tuple[object, ...], int]:
+        """The line of each front-matter key path, in the file."""
+        if isinstance(self._lines, list):
+            self._lines = {tuple(item[:-1]): item[-1] for item in self._lines}
+        return self._lines
 
     @property
     def status(self) -> str:
@@ -157,8 +164,7 @@ def _load_folder(repo: Repo, directory: Path, relative: str, dir_fd: int,
         if "broken" in entry:
             broken.append((shown, entry["broken"][0], entry["broken"][1]))
         else:
-            lines = {tuple(item[:-1]): item[-1] for item in entry["lines"]}
-            records.append(Record(shown, entry["meta"], lines, [tuple(p) for p in entry["problems"]]))
+            records.append(Record(shown, entry["meta"], entry["lines"], [tuple(p) for p in entry["problems"]]))
     if fresh or entries.keys() != known.keys() or files != seen:
         cache.put(repo, "records", {"schema": schema_key, "read_ns": read_ns, "files": files, "entries": entries})
     return records, broken

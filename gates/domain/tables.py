@@ -38,6 +38,8 @@ def regions(lines: list[str]) -> list[Region]:
     found: list[Region] = []
     open_at: tuple[str, int] | None = None
     for index, line in enumerate(lines):
+        if "<!--" not in line:  # both markers are comments: most lines need no pattern at all
+            continue
         start = _START.match(line)
         if start:
             if open_at is not None:

@@ -6,7 +6,7 @@ imported only when the file exists.
 
 from __future__ import annotations
 
-import copy
+import json
 import os
 import re
 from datetime import timedelta
@@ -87,13 +87,15 @@ def _bad(message: str, shown: str, line: int | None) -> GateError:
     return GateError(message, code=CANNOT_RUN, reason="config-invalid", path=shown, line=line)
 
 
+_DEFAULTS_JSON = json.dumps(DEFAULTS)
+
 # Every key that names a file or folder: resolved and confined at load, then kept in canonical form.
 PATH_KEYS = (("handoff", "path"), ("handoff", "schema"), ("archive", "path"), ("records", "path"),
              ("mailbox", "path"), ("heartbeat", "journal"), ("append_only", "files"))
 
 
 def load(repo: Repo) -> Config:
-    config = Config(copy.deepcopy(DEFAULTS))
+    config = Config(json.loads(_DEFAULTS_JSON))  # a fresh copy (copy.deepcopy costs an import on every commit)
     path = repo.toplevel / CONFIG_NAME
     if os.path.lexists(path):
         _read(repo, config, path)

@@ -138,29 +138,34 @@ class Output:
 _DEFAULT_SIGNALS = (13, 25) if os.uname().sysname == "Linux" else (13, 31)  # SIGPIPE; SIGXFSZ (Linux, BSD/macOS)
 
 
-def _run(args: list[str], cwd: Path, env: Mapping[str, str]) -> Raw:
-    """git with `args` in `cwd`, stdin empty, both outputs captured: os.posix_spawn, not subprocess.
+def _run(args: list[str], cwd: Path, env: Mapping[str, str], stdin: bytes | None = None) -> Raw:
+    """git with `args` in `cwd`, given `stdin` (else nothing), both outputs captured: os.posix_spawn, not subprocess.
 
     A call on every commit: subprocess with its threading, signal and selectors imports costs more
     than the call. The folder is given as git's own `-C` (posix_spawn has no cwd), which git
     applies before it reads any GIT_* path of the environment, as a start in that folder would.
     """
     argv = [git_program(), "-C", str(cwd), *_SAFE_ARGS, *args]
-    out_r, out_w = os.pipe()  # both ends are close-on-exec: the child gets only what dup2 gives it
+    out_r, out_w = os.pipe()  # every end is close-on-exec: dup2 gives the child its own
     err_r, err_w = os.pipe()
+    given = os.pipe() if stdin is not None else None
+    actions: list[tuple[int, ...] | tuple[int, int, str, int, int]] = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0) if given is None else (os.POSIX_SPAWN_DUP2, given[0], 0),
+        (os.POSIX_SPAWN_DUP2, out_w, 1),
+        (os.POSIX_SPAWN_DUP2, err_w, 2),
+    ]
+    feed = given[1] if given else None  # ours to close: at once when spawning fails, else when all is written
     try:
         try:
-            pid = os.posix_spawn(argv[0], argv, dict(env), setsigdef=_DEFAULT_SIGNALS, file_actions=[
-                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                (os.POSIX_SPAWN_DUP2, out_w, 1),
-                (os.POSIX_SPAWN_DUP2, err_w, 2),
-            ])
+            pid = os.posix_spawn(argv[0], argv, dict(env), setsigdef=_DEFAULT_SIGNALS, file_actions=actions)
         except OSError as exc:
+            if feed is not None:
+                os.close(feed)
             raise GateError(f"cannot run git in {cwd}: {exc.strerror}", reason="io-error") from None
         finally:
-            os.close(out_w)
-            os.close(err_w)
-        out, err = _drain(out_r, err_r)
+            for fd in (out_w, err_w, *(given[:1] if given else ())):
+                os.close(fd)
+        out, err = _drain(out_r, err_r, feed, stdin or b"")
     finally:
         os.close(out_r)
         os.close(err_r)
@@ -170,23 +175,44 @@ def _run(args: list[str], cwd: Path, env: Mapping[str, str]) -> Raw:
     return Raw(argv, code, out, err)
 
 
-def _drain(out_fd: int, err_fd: int) -> tuple[bytes, bytes]:
-    """Read both pipes to their end, whichever has data first (one alone could fill and stall git)."""
+def _drain(out_fd: int, err_fd: int, in_fd: int | None, data: bytes) -> tuple[bytes, bytes]:
+    """Feed `data` to `in_fd` (then close it) and read both outputs to their end, as each is ready: one pipe
+    left alone could fill and stall git."""
     import select
 
     chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
     poller = select.poll()
     for fd in chunks:
         poller.register(fd, select.POLLIN)
-    live = len(chunks)
-    while live:
-        for fd, _ in poller.poll():
-            data = os.read(fd, 1 << 16)
-            if data:
-                chunks[fd].append(data)
-            else:
+    view = memoryview(data)
+    try:
+        if in_fd is not None:
+            os.set_blocking(in_fd, False)
+            poller.register(in_fd, select.POLLOUT)
+        live = len(chunks) + (in_fd is not None)
+        while live:
+            for fd, _ in poller.poll():
+                if fd != in_fd:
+                    read = os.read(fd, 1 << 16)
+                    if read:
+                        chunks[fd].append(read)
+                        continue
+                else:
+                    try:
+                        view = view[os.write(fd, view[: 1 << 16]):]
+                    except BlockingIOError:
+                        continue
+                    except BrokenPipeError:
+                        view = view[:0]  # git stopped reading: what it said is in its output
+                    if view:
+                        continue
+                    os.close(fd)  # all written: git reads its end of input
+                    in_fd = None
                 poller.unregister(fd)
                 live -= 1
+    finally:
+        if in_fd is not None:
+            os.close(in_fd)
     return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
 
 
@@ -295,6 +321,38 @@ class Repo:
             raise GateError(f"git {args[1]} failed: {proc.stderr.strip()[:200]}", reason="io-error")
         fields = proc.stdout.split("\0")
         return [(fields[i][:1], fields[i + 1]) for i in range(0, len(fields) - 1, 2) if fields[i]]
+
+    def changed_in(self, commits: list[tuple[str | None, str]]) -> dict[str, list[tuple[str, str]]]:
+        """Repo.changed(parent, commit) for every (parent, commit) pair at once: one `git diff-tree --stdin`."""
+        if not commits:
+            return {}
+        lines = "".join(f"{new} {old}\n" if old else f"{new}\n" for old, new in commits)
+        proc = _run(["--literal-pathspecs", "diff-tree", "--stdin", "--always", "-r", "-z", "--name-status",
+                     "--no-renames", "--root", "--no-ext-diff", "--no-textconv", "--"], self.toplevel, self.env,
+                    stdin=lines.encode())
+        if proc.returncode != 0:
+            raise GateError(f"git diff-tree failed: {Output(proc).stderr.strip()[:200]}", reason="io-error")
+        out: dict[str, list[tuple[str, str]]] = {}
+        fields = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+        current: list[tuple[str, str]] = []
+        at = 0
+        while at < len(fields) - 1:  # "<commit>", then ("<status letter>", "<path>") pairs, per commit
+            if len(fields[at]) == 1:
+                current.append((fields[at], fields[at + 1]))
+                at += 2
+            else:
+                current = out.setdefault(fields[at], [])
+                at += 1
+        return out
+
+    def first_parent_line(self) -> tuple[list[str], dict[str, int]]:
+        """HEAD's whole first-parent line, newest first, and each commit's distance from HEAD (for --range: read once)."""
+        if "line" not in self.memo:
+            proc = self.git("rev-list", "--first-parent", "HEAD", "--") if self.head else None
+            chain = proc.stdout.split() if proc is not None and proc.returncode == 0 else []
+            self.memo["line"] = (chain, {sha: at for at, sha in enumerate(chain)})
+        found: tuple[list[str], dict[str, int]] = self.memo["line"]
+        return found
 
     def commits(self, spec: str) -> list[tuple[str, str | None, str]]:
         """(commit, first parent or None, subject) for every commit of `BASE..HEAD`, oldest first."""
