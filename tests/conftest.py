@@ -16,6 +16,10 @@ from hypothesis import settings
 from gates.cli import main  # the command's entry point
 from gates.infra.git import REPO_ENV_VARS
 
+# The fixtures of the topic helper modules (worktrees for claims, liveness sources for locks, real remotes)
+# serve tests in more than one folder (a gate's, a command's, the domain's), so they are plugins of the suite.
+pytest_plugins = ["claims_helpers", "locks_helpers", "remote_helpers"]
+
 # CI runs the same examples every time (a red run must be reproducible); local runs explore anew.
 settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI"):

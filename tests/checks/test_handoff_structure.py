@@ -1,5 +1,6 @@
 """Messages a person can act on: each compared as a whole line (issue: true signals)."""
 
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -67,45 +68,3 @@ def test_the_init_template_is_a_warning_until_replaced_and_a_violation_when_comm
     git(repo, "add", "-A")
     assert _structure_lines(run_gate(repo, "check").stdout) == []
     assert "Not written yet" not in run_gate(repo, "brief").stdout
-
-
-def test_fix_says_what_it_changed_and_why_it_exits_1(repo: Path) -> None:
-    head = git(repo, "rev-parse", "HEAD~1")
-    from conftest import handoff_text
-
-    (repo / "HANDOFF.md").write_text(handoff_text(head, threads="- [x] finished thing\n- [ ] next"))
-    proc = run_gate(repo, "check", "--only", "handoff-no-checked-items", "--fix")
-    assert proc.returncode == 1
-    assert proc.stdout.splitlines() == [
-        "fixed: moved 1 checked item(s) to ARCHIVE.md: finished thing — stage both files again",
-        "gate check: fixed 1 problem and exits 1 so that the changed files are staged again; nothing else to fix "
-        "(1 gate on HANDOFF.md)",
-    ]
-
-
-def test_outside_a_repository_one_stderr_line(tmp_path: Path) -> None:
-    for argv in (["check"], ["brief"], ["claim"], ["stamp"], ["flags"]):
-        proc = run_gate(tmp_path, *argv)
-        assert proc.returncode == 3, argv
-        assert len(proc.stderr.splitlines()) == 1, (argv, proc.stderr)
-        assert proc.stderr.startswith(f"gate: not inside a git work tree ({tmp_path}): "), proc.stderr
-
-
-def test_check_help_lists_the_gate_ids(tmp_path: Path) -> None:
-    from gates.checks import GATES
-
-    out = "".join(run_gate(tmp_path, "check", "--help").stdout.split())  # argparse wraps lines, even at a hyphen
-    assert "".join(("gate ids (for --only and --skip): " + ", ".join(GATES)).split()) in out
-
-
-def test_an_unknown_revision_in_range_is_a_usage_error(repo: Path) -> None:
-    proc = run_gate(repo, "check", "--range", "nosuch..HEAD")
-    assert (proc.returncode, proc.stdout) == (2, "")
-    assert proc.stderr == ("gate: --range nosuch..HEAD: 'nosuch' names no commit of this repository "
-                           "(BASE..HEAD takes two commits, e.g. origin/main..HEAD)\n")
-
-
-def test_a_range_check_says_how_many_commits_it_judged(repo: Path) -> None:
-    proc = run_gate(repo, "check", "--range", "HEAD~1..HEAD")
-    assert proc.returncode == 0
-    assert proc.stdout.splitlines()[-1] == "gate check: passed (9 gates on HANDOFF.md and 1 commit of HEAD~1..HEAD)"

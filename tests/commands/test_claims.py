@@ -1,5 +1,6 @@
 """Exclusive claims on the state file across worktrees: first mover wins, the second is denied."""
 
+
 from __future__ import annotations
 
 import json
@@ -11,21 +12,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from conftest import GATE_BIN, call_gate, flag_records, git, handoff_text, run_gate
+from claims_helpers import SPELLINGS, check_claim_gate, spell, stage_handoff
+from conftest import call_gate, flag_records, git, run_gate
 
 from gates.domain import claims
 from gates.infra import state
 from gates.infra.git import discover
-
-
-@pytest.fixture
-def trees(repo: Path, tmp_path: Path) -> list[Path]:
-    """The main worktree and two linked ones of one clone."""
-    out = [repo]
-    for name in ("wt-a", "wt-b"):
-        git(repo, "worktree", "add", "-q", "-b", name, str(tmp_path / name))
-        out.append(tmp_path / name)
-    return out
 
 
 def _record(repo: Path) -> dict[str, object] | None:
@@ -151,71 +143,6 @@ def test_ttl_expiry_with_an_injected_clock(trees: list[Path], capsys: pytest.Cap
     monkeypatch.setattr(invocation, "now", lambda: start + timedelta(minutes=15))
     code, out, _ = call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 0 and "its TTL expired at 2026-11-30T08:15:00Z" in out
-
-
-def test_without_a_ttl_a_live_claim_is_never_broken_by_age(trees: list[Path]) -> None:
-    main, a, _ = trees
-    found = discover(a, {})
-    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    holder = claims.holder_of(found, None)
-    assert claims.claim(found, "HANDOFF.md", holder, None, None, start).kind == "granted"
-    later = start + timedelta(days=3650)
-    other = claims.holder_of(discover(main, {}), None)
-    assert claims.claim(discover(main, {}), "HANDOFF.md", other, None, None, later).kind == "denied"
-
-
-def _stage_handoff(tree: Path, line: str = "- [ ] more — next: x") -> None:
-    text = handoff_text(git(tree, "rev-parse", "HEAD"), threads=line)
-    (tree / "HANDOFF.md").write_text(text)
-    git(tree, "add", "HANDOFF.md")
-
-
-def _hook(tree: Path) -> None:
-    common = Path(git(tree, "rev-parse", "--path-format=absolute", "--git-common-dir"))
-    (common / "hooks").mkdir(exist_ok=True)
-    hook = common / "hooks" / "pre-commit"
-    hook.write_text(f'#!/bin/sh\nexec "{GATE_BIN}" check\n')
-    hook.chmod(0o755)
-
-
-def test_the_hook_denies_a_real_commit_from_a_second_worktree(trees: list[Path]) -> None:
-    main, a, _ = trees
-    _hook(main)
-    assert run_gate(main, "claim", "--note", "closing out").returncode == 0
-    _stage_handoff(a)
-    denied = subprocess.run(["git", "commit", "-q", "-m", "mine"], cwd=a, capture_output=True, text=True)
-    assert denied.returncode == 1
-    assert "[handoff-claim] HANDOFF.md is claimed by worktree " + str(main.resolve()) in denied.stdout + denied.stderr
-    assert "claim-denied" in [r["reason"] for r in flag_records(main / ".git")]
-    # A commit from the second worktree that leaves the state file alone is fine.
-    git(a, "restore", "--staged", "HANDOFF.md")
-    (a / "other.txt").write_text("x")
-    git(a, "add", "other.txt")
-    git(a, "commit", "-q", "-m", "other work")
-    # The holder commits its close-out.
-    _stage_handoff(main)
-    git(main, "commit", "-q", "-m", "close-out")
-
-
-def test_claims_require_denies_a_commit_without_a_claim(trees: list[Path]) -> None:
-    main = trees[0]
-    _hook(main)
-    (main / ".gate.yaml").write_text("claims:\n  require: true\n")
-    _stage_handoff(main)
-    denied = subprocess.run(["git", "commit", "-q", "-m", "x"], cwd=main, capture_output=True, text=True)
-    assert denied.returncode == 1 and "holds no claim (claims.require)" in denied.stderr + denied.stderr
-    assert run_gate(main, "claim").returncode == 0
-    git(main, "commit", "-q", "-m", "x")
-
-
-def test_an_abandoned_claim_only_warns(trees: list[Path]) -> None:
-    main, a, _ = trees
-    assert run_gate(a, "claim").returncode == 0
-    git(main, "worktree", "remove", "--force", str(a))
-    _stage_handoff(main)
-    proc = run_gate(main, "check", "--only", "handoff-claim")
-    assert proc.returncode == 0
-    assert "[handoff-claim warning] the claim on HANDOFF.md by worktree" in proc.stdout
 
 
 @pytest.mark.parametrize("session", ["../x", "a/b", "a..b", "-rf", "x\x1b[31m", "x\u202eevil", "", "x" * 129])
@@ -351,67 +278,13 @@ def test_race_32_processes_from_3_worktrees_exactly_one_winner_per_round(trees: 
     assert seen["reads"] > 0
 
 
-# --- Issue 13 item 5: one claim per file, whatever the spelling; a moved worktree keeps its claim. ---
-
-SPELLINGS = ["./HANDOFF.md", "HANDOFF.md/", ".//HANDOFF.md", "link.md", "sub/link.md"]
-
-
-def _spell(tree: Path, spelling: str) -> None:
-    """The branch checked out in `tree` commits a `.gate.yaml` that names HANDOFF.md its own way."""
-    if spelling == "link.md":
-        os.symlink("HANDOFF.md", tree / "link.md")
-    elif spelling == "sub/link.md":
-        (tree / "sub").mkdir()
-        os.symlink("../HANDOFF.md", tree / "sub" / "link.md")
-    (tree / ".gate.yaml").write_text(f"handoff:\n  path: {spelling!r}\n")
-    git(tree, "add", "-A")
-    git(tree, "commit", "-q", "--no-verify", "-m", f"spell the hand-over {spelling}")
-
-
-def _check_claim_gate(tree: Path, now: datetime | None = None) -> list[tuple[str, str]]:
-    """The handoff-claim gate as the pre-commit hook runs it, for what is staged in `tree`."""
-    from gates.checks import runner as check
-    from gates.infra import config
-
-    found = discover(tree, {})
-    result = check.run(found, config.load(found), ["handoff-claim"], [], now=now)
-    return [(f.severity, f.message) for f in result.findings]
-
-
-@pytest.mark.parametrize("spelling", SPELLINGS)
-def test_the_key_is_the_canonical_path_whatever_the_spelling(trees: list[Path], spelling: str) -> None:
-    a = trees[1]
-    _spell(a, spelling)
-    assert claims.key(discover(a, {}), spelling) == "HANDOFF.md"
-    assert claims.key(discover(a, {}), "sub/../HANDOFF.md") == "HANDOFF.md"  # the schema refuses it; the key does not need it to
-
-
-@pytest.mark.parametrize("spelling", ["../HANDOFF.md", "/etc/passwd", ".", "sub/..", "out.md", "out/HANDOFF.md",
-                                      ".git/HEAD", ".git/hooks/../HEAD", "gitlink/HANDOFF.md", "a\x00b"])
-def test_a_key_that_leaves_the_tree_or_enters_a_git_dir_is_refused(trees: list[Path], tmp_path: Path,
-                                                                    spelling: str) -> None:
-    from gates.infra.errors import GateError
-
-    main = trees[0]
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "HANDOFF.md").write_text("x")
-    (main / "sub").mkdir()
-    os.symlink(outside / "HANDOFF.md", main / "out.md")
-    os.symlink(outside, main / "out")
-    os.symlink(main / ".git", main / "gitlink")
-    with pytest.raises(GateError) as caught:
-        claims.key(discover(main, {}), spelling)
-    assert caught.value.reason == "state-unsafe" and "handoff.path" in caught.value.message
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("spelling", SPELLINGS)
 def test_two_worktrees_spelling_the_path_differently_race_one_winner(trees: list[Path], tmp_path: Path,
                                                                        spelling: str) -> None:
     """The attack: wt-a's branch spells handoff.path its own way and wins a second live claim on the same file."""
     main, a, _ = trees
-    _spell(a, spelling)
+    spell(a, spelling)
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)
     for round_no in range(2):
@@ -434,31 +307,12 @@ def test_two_worktrees_spelling_the_path_differently_race_one_winner(trees: list
         winner, holder_tree = winners[0]
         loser_tree = a if holder_tree == main else main
         # The other worktree's gate finds the claim, whichever spelling it reads the config with.
-        _stage_handoff(loser_tree)
-        [(severity, message)] = _check_claim_gate(loser_tree)
+        stage_handoff(loser_tree)
+        [(severity, message)] = check_claim_gate(loser_tree)
         assert severity == "error" and message.startswith(f"HANDOFF.md is claimed by worktree {holder_tree.resolve()}")
         assert f"session {winner}" in message
         git(loser_tree, "restore", "--staged", "HANDOFF.md")
         assert run_gate(holder_tree, "release", "--session", winner).returncode == 0
-
-
-@pytest.mark.parametrize("spelling", SPELLINGS)
-def test_the_gate_of_a_worktree_with_another_spelling_finds_the_claim(trees: list[Path], spelling: str) -> None:
-    main, a, _ = trees
-    _spell(a, spelling)
-    assert run_gate(main, "claim", "--note", "closing out").returncode == 0
-    second = run_gate(a, "claim")
-    assert second.returncode == 1 and second.stdout.startswith("denied: HANDOFF.md is claimed by worktree "), second.stdout
-    _stage_handoff(a)
-    [(severity, message)] = _check_claim_gate(a)
-    assert severity == "error" and message.startswith(f"HANDOFF.md is claimed by worktree {main.resolve()}")
-    # ...and the holder's own gate, reading the default spelling, sees its own claim.
-    _stage_handoff(main)
-    assert _check_claim_gate(main) == []
-    listed = json.loads(run_gate(a, "claims", "--format", "json").stdout)["claims"]
-    assert [(c["path"], c["worktree"]) for c in listed] == [("HANDOFF.md", str(main.resolve()))]
-    assert run_gate(a, "release").returncode == 1  # the same claim: wt-a does not hold it
-    assert run_gate(main, "release").returncode == 0
 
 
 def test_a_legacy_record_under_an_old_spelling_still_holds_the_file(trees: list[Path]) -> None:
@@ -466,7 +320,7 @@ def test_a_legacy_record_under_an_old_spelling_still_holds_the_file(trees: list[
     import hashlib
 
     main, a, _ = trees
-    _spell(a, "./HANDOFF.md")
+    spell(a, "./HANDOFF.md")
     assert run_gate(a, "claim", "--session", "old").returncode == 0
     folder = main / ".git" / "gate" / "claims"
     [record_path] = folder.glob("*.json")
@@ -476,8 +330,8 @@ def test_a_legacy_record_under_an_old_spelling_still_holds_the_file(trees: list[
     record_path.unlink()
     denied = run_gate(main, "claim")
     assert denied.returncode == 1 and "session old" in denied.stdout
-    _stage_handoff(main)
-    assert [m for _, m in _check_claim_gate(main)][0].startswith(f"HANDOFF.md is claimed by worktree {a.resolve()}")
+    stage_handoff(main)
+    assert [m for _, m in check_claim_gate(main)][0].startswith(f"HANDOFF.md is claimed by worktree {a.resolve()}")
     renewed = run_gate(a, "claim", "--session", "old")
     assert renewed.returncode == 0 and renewed.stdout.startswith("renewed HANDOFF.md"), renewed.stdout
     assert [p.name for p in folder.glob("*.json")] == [claims.claim_path(state.layout(discover(main, {})),
@@ -499,12 +353,12 @@ def test_a_moved_worktree_keeps_its_claim(trees: list[Path], tmp_path: Path) -> 
     assert f"HANDOFF.md: live (its worktree moved to {moved.resolve()}; no TTL)" in listing.stdout, listing.stdout
     denied = run_gate(main, "claim")
     assert denied.returncode == 1, denied.stdout
-    _stage_handoff(main)
-    assert _check_claim_gate(main)[0][0] == "error"
+    stage_handoff(main)
+    assert check_claim_gate(main)[0][0] == "error"
     git(main, "restore", "--staged", "HANDOFF.md")
     # The moved worktree still holds it: its gate passes, and `gate claim` renews (same token), naming the new place.
-    _stage_handoff(moved)
-    assert _check_claim_gate(moved) == []
+    stage_handoff(moved)
+    assert check_claim_gate(moved) == []
     renewed = run_gate(moved, "claim")
     assert renewed.returncode == 0 and renewed.stdout.startswith(f"renewed HANDOFF.md for worktree {moved.resolve()}")
     assert (_record(main) or {})["token"] == token
@@ -543,35 +397,6 @@ def test_a_sub_second_ttl_is_kept(trees: list[Path], capsys: pytest.CaptureFixtu
     monkeypatch.setattr(invocation, "now", lambda: start + timedelta(seconds=1))
     code, out, _ = call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 0 and "its TTL expired at 2026-11-30T08:00:01.850000Z" in out
-
-
-def test_a_fractional_ttl_through_the_api_is_not_rounded(trees: list[Path]) -> None:
-    main, a, _ = trees
-    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    found = discover(a, {})
-    granted = claims.claim(found, "HANDOFF.md", claims.holder_of(found, None), timedelta(seconds=1.5), None, start)
-    assert granted.record is not None and granted.record["ttl_seconds"] == 1.5
-    other = discover(main, {})
-    assert claims.claim(other, "HANDOFF.md", claims.holder_of(other, None), None, None,
-                        start + timedelta(seconds=1.4)).kind == "denied"
-    renewed = claims.claim(found, "HANDOFF.md", claims.holder_of(found, None), None, None, start + timedelta(seconds=1))
-    assert renewed.kind == "renewed" and renewed.record is not None
-    assert renewed.record["expires"] == "2026-01-01T00:00:02.500000Z"
-
-
-def test_claims_require_does_not_count_an_expired_claim_of_this_worktree(trees: list[Path]) -> None:
-    main = trees[0]
-    (main / ".gate.yaml").write_text("claims:\n  require: true\n")
-    start = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
-    found = discover(main, {})
-    assert claims.claim(found, "HANDOFF.md", claims.holder_of(found, None), timedelta(minutes=15), None,
-                        start).kind == "granted"
-    _stage_handoff(main)
-    assert _check_claim_gate(main, now=start + timedelta(minutes=14)) == []
-    # Before: the expired claim still counted as held, so the commit passed.
-    assert _check_claim_gate(main, now=start + timedelta(minutes=15)) == [(
-        "error", "this commit changes HANDOFF.md but this worktree's claim expired at 2026-11-30T08:15:00Z "
-                 "(claims.require) — run `gate claim` to renew it")]
 
 
 def test_release_with_the_wrong_session_names_the_session_mismatch(trees: list[Path]) -> None:

@@ -1,5 +1,6 @@
 """Claims through the git remote (issue 18), against real remotes started here: file://, git daemon and smart HTTP."""
 
+
 from __future__ import annotations
 
 import json
@@ -13,38 +14,12 @@ from pathlib import Path
 
 import pytest
 from conftest import call_gate, flag_records, git, run_gate
-from remote_helpers import HttpServer, claim_ref, clone, clone_id, daemon, http_server, refs, remote_record, seed_bare
-
-assert daemon and http_server  # fixtures, used by name
-
-
-def _serve(request: pytest.FixtureRequest, tmp_path: Path, config: str = "claims:\n  remote: origin\n") -> str:
-    """A fresh bare repository (tmp_path/srv/remote.git) and its URL over the transport `request.param`."""
-    bare = seed_bare(tmp_path, config)
-    if request.param == "file":
-        return f"file://{bare}"
-    running = request.getfixturevalue({"git": "daemon", "http": "http_server"}[request.param])
-    return str(running.url("remote.git"))
-
-
-@pytest.fixture(params=["file", "git", "http"])
-def remote_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return _serve(request, tmp_path)
-
-
-@pytest.fixture(params=["file", "http"])
-def file_or_http(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """For the tests that the git daemon adds nothing to: the local remote and smart HTTP."""
-    return _serve(request, tmp_path)
-
-
-def _bare(tmp_path: Path) -> Path:
-    return tmp_path / "srv" / "remote.git"
+from remote_helpers import HttpServer, bare_repository, claim_ref, clone, clone_id, refs, remote_record, seed_bare
 
 
 def test_claim_deny_release_and_the_fence_across_clones(remote_url: str, tmp_path: Path) -> None:
     a, b = clone(remote_url, tmp_path / "a"), clone(remote_url, tmp_path / "b")
-    bare = _bare(tmp_path)
+    bare = bare_repository(tmp_path)
     first = run_gate(a, "claim", "--ttl", "2h", "--note", "closing out", "--session", "s-a")
     assert first.returncode == 0, first.stdout + first.stderr
     assert "on remote origin: fence 1" in first.stdout
@@ -100,7 +75,7 @@ def test_takeover_after_ttl_expiry_with_an_injected_clock(file_or_http: str, tmp
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     from gates.commands import invocation
 
-    bare = _bare(tmp_path)
+    bare = bare_repository(tmp_path)
     a, b = clone(file_or_http, tmp_path / "a"), clone(file_or_http, tmp_path / "b")
     start = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
     monkeypatch.setattr(invocation, "now", lambda: start)
@@ -219,7 +194,7 @@ def test_race_6_clones_3_rounds_over_smart_http_exactly_one_winner(tmp_path: Pat
 
 
 def test_no_gate_command_touches_any_other_ref(file_or_http: str, tmp_path: Path) -> None:
-    bare = _bare(tmp_path)
+    bare = bare_repository(tmp_path)
     git(bare, "update-ref", "refs/gate/claims/someone-elses", git(bare, "rev-parse", "main"))
     git(bare, "update-ref", "refs/notes/commits", git(bare, "rev-parse", "main"))
     git(bare, "tag", "v1", "main")
@@ -280,71 +255,6 @@ def test_flags_from_another_clone_are_sanitised(tmp_path: Path) -> None:
     remote_flags.push(repo, load(repo), "origin", datetime.now(timezone.utc))
     text = remote_flags.brief_text(discover(c, {}), load(discover(c, {})))
     assert "\x1b" not in text and "\u202e" not in text and "\\u001b[2J\\u202e" in text
-
-
-def test_a_pushed_hand_over_under_a_stale_fence_is_refused_at_push(file_or_http: str, tmp_path: Path,
-                                                                  capsys: pytest.CaptureFixture[str],
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from gates.commands import invocation
-
-    bare = _bare(tmp_path)
-    a, b = clone(file_or_http, tmp_path / "a"), clone(file_or_http, tmp_path / "b")
-    for tree in (a, b):
-        assert run_gate(tree, "install-hooks", "--pre-push").returncode == 0
-        assert "--remote --pre-push" in (tree / ".git" / "hooks" / "pre-push").read_text()
-    start = datetime.now(timezone.utc) - timedelta(hours=2)
-    monkeypatch.setattr(invocation, "now", lambda: start)
-    assert call_gate(a, "claim", "--ttl", "15m", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
-    assert call_gate(a, "stamp", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
-    assert "- fence: 1" in (a / "HANDOFF.md").read_text()
-    git(a, "commit", "-q", "--no-verify", "-am", "a's close-out, written under fence 1")
-    monkeypatch.setattr(invocation, "now", lambda: datetime.now(timezone.utc))
-    code, out, _ = call_gate(b, "claim", "--ttl", "1h", capsys=capsys, monkeypatch=monkeypatch)
-    assert code == 0 and "fence 2" in out, out
-    assert call_gate(b, "stamp", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
-    git(b, "commit", "-q", "--no-verify", "-am", "b's close-out under fence 2")
-    pushed = subprocess.run(["git", "push", "-q", "origin", "HEAD:main"], cwd=b, capture_output=True, text=True)
-    assert pushed.returncode == 0, pushed.stderr + pushed.stdout
-
-    while_held = subprocess.run(["git", "push", "origin", "HEAD:a-closeout"], cwd=a, capture_output=True, text=True)
-    assert while_held.returncode != 0 and f"clone {clone_id(b)}" in while_held.stdout, while_held.stdout
-    assert "fence 1" in while_held.stdout and "fence 2" in while_held.stdout
-    assert run_gate(b, "release").returncode == 0
-    late = subprocess.run(["git", "push", "origin", "HEAD:a-closeout"], cwd=a, capture_output=True, text=True)
-    assert late.returncode != 0, late.stdout + late.stderr
-    assert "was written under fence 1, but the claim on remote origin is at fence 2" in late.stdout
-    assert "refs/heads/a-closeout" not in refs(bare)
-    assert "handoff-claim-remote" in [f["reason"] for f in flag_records(a / ".git")]
-    # pre-commit's way of saying what is pushed, and `--only`: the same verdict
-    env = {**dict(__import__("os").environ), "PRE_COMMIT_TO_REF": git(a, "rev-parse", "HEAD"),
-           "PRE_COMMIT_FROM_REF": git(a, "rev-parse", "origin/main")}
-    framework = run_gate(a, "check", "--only", "handoff-claim-remote", env=env)
-    assert framework.returncode == 1 and "written under fence 1" in framework.stdout
-
-
-def test_claims_require_refuses_a_push_without_a_remote_claim_and_offline_refuses(tmp_path: Path) -> None:
-    bare = seed_bare(tmp_path, "claims:\n  remote: origin\n  require: true\n")
-    a = clone(f"file://{bare}", tmp_path / "a")
-    (a / "HANDOFF.md").write_text((a / "HANDOFF.md").read_text() + "\n")
-    git(a, "commit", "-q", "--no-verify", "-am", "edit")
-    refused = run_gate(a, "check", "--remote")
-    assert refused.returncode == 1 and "this clone holds no claim on remote origin" in refused.stdout
-    assert run_gate(a, "claim").returncode == 0
-    fine = run_gate(a, "check", "--remote", "--only", "handoff-claim-remote")
-    assert fine.returncode == 0, fine.stdout
-    git(a, "remote", "set-url", "origin", f"file://{tmp_path}/nowhere.git")
-    offline = run_gate(a, "check", "--remote", "--only", "handoff-claim-remote")
-    assert offline.returncode == 1 and "cannot be read" in offline.stdout
-    assert "remote-unreachable" in [f["reason"] for f in flag_records(a / ".git")]
-
-
-def test_doctor_probes_the_remote(remote_url: str, tmp_path: Path) -> None:
-    a = clone(remote_url, tmp_path / "a")
-    proc = run_gate(a, "doctor", "--remote")
-    assert "reachable: ls-remote round trip" in proc.stdout, proc.stdout
-    assert "accepts a create-only push under refs/gate/" in proc.stdout
-    assert "applies --atomic pushes" in proc.stdout and "not fetched by a plain clone" in proc.stdout
-    assert not [r for r in refs(_bare(tmp_path)) if "probe" in r]
 
 
 def test_a_read_only_smart_http_remote_is_a_denial_and_doctor_says_so(tmp_path: Path) -> None:

@@ -1,13 +1,17 @@
 """`gate install-hooks --agent`: merged into realistic existing files, idempotent, uninstalled to the original bytes."""
 
+
 from __future__ import annotations
 
 import json
 import os
+import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_gate
+from conftest import git, run_gate
+from helpers import break_with_punctuation, entries
 
 from gates.domain import agents, harness
 from gates.infra import schemas
@@ -29,6 +33,8 @@ EXISTING = {
                '    "stop": [{"command": "./notify.sh"}]\n  }\n}\n'),
     "agents-md": "# Agents\n\nUse pnpm, not npm.\n",
 }
+
+
 CONFIG_SCHEMA = {"claude": "claude-settings", "codex": "codex-hooks", "gemini": "gemini-settings",
                  "copilot": "copilot-hooks", "cursor": "cursor-hooks"}
 
@@ -128,19 +134,6 @@ def test_a_broken_file_is_never_clobbered_and_doctor_says_so(repo: Path) -> None
     assert "FIX   .cursor/hooks.json" in run_gate(repo, "doctor").stdout
 
 
-def test_doctor_finds_a_hook_whose_interpreter_is_gone(repo: Path) -> None:
-    assert run_gate(repo, "install-hooks", "--agent", "gemini").returncode == 0
-    path = repo / ".gemini" / "settings.json"
-    doc = json.loads(path.read_text())
-    for groups in doc["hooks"].values():
-        for hook in groups[0]["hooks"]:
-            hook["command"] = "/nonexistent/python3 " + hook["command"].split(" ", 1)[1]
-    path.write_text(json.dumps(doc))
-    out = run_gate(repo, "doctor").stdout
-    assert "FIX   .gemini/settings.json: the hooks run /nonexistent/python3, which is gone" in out
-    assert os.path.exists(path)
-
-
 def test_uninstall_through_an_in_tree_link_deletes_no_file(tmp_path: Path) -> None:
     """A settings file that is a link to another file of the tree: uninstall takes our hooks out of that file
     and never deletes it (nor the link), even when nothing but our hooks was in it."""
@@ -168,3 +161,79 @@ def test_uninstall_through_an_in_tree_link_deletes_no_file(tmp_path: Path) -> No
     assert run_gate(repo, "install-hooks", "--agent", "claude", "--uninstall").returncode == 0
     assert (repo / "config" / "other.json").is_file() and os.path.islink(repo / ".claude" / "settings.json")
     assert "hooks" not in json.loads((repo / "config" / "other.json").read_text())
+
+
+def _hook_text(repo: Path, name: str = "pre-commit") -> str:
+    return (Path(git(repo, "rev-parse", "--path-format=absolute", "--git-path", "hooks")) / name).read_text()
+
+
+def test_native_hook_blocks_a_bad_commit_and_runs_the_existing_hook(repo: Path) -> None:
+    hooks = repo / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    (hooks / "pre-commit").write_text('#!/bin/sh\necho "the old hook ran" >> "$(git rev-parse --git-dir)/old-hook.log"\n')
+    (hooks / "pre-commit").chmod(0o755)
+    proc = run_gate(repo, "install-hooks")
+    assert proc.returncode == 0
+    assert "kept your pre-commit hook: it now runs first" in proc.stdout
+    exec_line = _hook_text(repo).splitlines()[-1]
+    interpreter, isolated, c, code, command = shlex.split(exec_line.removeprefix("exec "))
+    assert Path(interpreter).is_absolute() and Path(interpreter).exists()
+    assert (isolated, c, command) == ("-I", "-c", "check") and "gates.main" in code
+    break_with_punctuation(repo)
+    git(repo, "add", "HANDOFF.md")
+    bad = subprocess.run(["git", "commit", "-q", "-m", "bad"], cwd=repo, capture_output=True, text=True)
+    assert bad.returncode == 1 and "[handoff-no-checked-items]" in bad.stderr
+    assert (repo / ".git" / "old-hook.log").read_text() == "the old hook ran\n"
+    git(repo, "checkout", "-q", "HEAD", "--", "HANDOFF.md")
+    (repo / "other.txt").write_text("fine")
+    git(repo, "add", "other.txt")
+    git(repo, "commit", "-q", "-m", "good")
+    assert (repo / ".git" / "old-hook.log").read_text().count("ran") == 2
+    out = run_gate(repo, "install-hooks", "--uninstall")
+    assert "your own hook is back" in out.stdout
+    assert _hook_text(repo).startswith('#!/bin/sh\necho "the old hook ran"')
+
+
+def test_native_hooks_respect_core_hooks_path_and_worktrees(repo: Path, tmp_path: Path) -> None:
+    git(repo, "config", "core.hooksPath", ".githooks")
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(linked))
+    assert run_gate(linked, "install-hooks", "--pre-push").returncode == 0
+    assert (linked / ".githooks" / "pre-commit").is_file() and (linked / ".githooks" / "pre-push").is_file()
+    break_with_punctuation(linked)
+    git(linked, "add", "HANDOFF.md")
+    assert subprocess.run(["git", "commit", "-q", "-m", "bad"], cwd=linked, capture_output=True).returncode == 1
+
+
+def _hooks(repo: Path) -> Path:
+    return Path(git(repo, "rev-parse", "--path-format=absolute", "--git-path", "hooks"))
+
+
+def test_uninstall_removes_the_pre_push_hook_too_and_puts_chained_hooks_back(repo: Path) -> None:
+    hooks = _hooks(repo)
+    hooks.mkdir(parents=True, exist_ok=True)
+    mine = b'#!/bin/sh\necho "my own pre-push"\n'
+    (hooks / "pre-push").write_bytes(mine)
+    (hooks / "pre-push").chmod(0o750)
+    before = entries(hooks)
+    assert run_gate(repo, "install-hooks", "--pre-push").returncode == 0
+    assert sorted(os.listdir(hooks)) == ["pre-commit", "pre-push", "pre-push.pre-gate"]
+    out = run_gate(repo, "install-hooks", "--uninstall")
+    assert out.returncode == 0
+    assert out.stdout.splitlines() == [
+        f"removed {hooks / 'pre-commit'}",
+        f"removed the handoff-gate pre-push hook; your own hook is back at {hooks / 'pre-push'}"]
+    assert entries(hooks) == before
+    assert run_gate(repo, "install-hooks", "--uninstall").stdout == f"no handoff-gate hook in {hooks}\n"
+
+
+def test_uninstall_leaves_a_hook_that_is_not_ours(repo: Path) -> None:
+    hooks = _hooks(repo)
+    assert run_gate(repo, "install-hooks").returncode == 0
+    (hooks / "pre-push").write_text("#!/bin/sh\nexit 0\n")  # written by the user after the install
+    (hooks / "pre-push.pre-gate").write_text("#!/bin/sh\nexit 1\n")
+    before = {name: (hooks / name).read_bytes() for name in ("pre-push", "pre-push.pre-gate")}
+    out = run_gate(repo, "install-hooks", "--uninstall").stdout.splitlines()
+    assert f"left your pre-push hook at {hooks / 'pre-push.pre-gate'}: {hooks / 'pre-push'} is not ours, so it stays " \
+           "where it is" in out
+    assert {name: (hooks / name).read_bytes() for name in before} == before and not (hooks / "pre-commit").exists()

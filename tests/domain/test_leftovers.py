@@ -5,6 +5,7 @@ commands refuse is a warning in `gate check` and a FIX in `gate doctor`; `--unin
 hook the gate installed; doctor looks at Claude Code settings only where `.claude/` exists.
 """
 
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,7 @@ from xml.etree import ElementTree
 
 import pytest
 from conftest import call_gate, git, run_gate
-
-from gates.infra import fsio
+from helpers import entries
 
 KILLED_WRITER = """
 import os, sys
@@ -39,34 +39,6 @@ def _kill_a_writer(target: Path) -> Path:
     assert left.startswith(".tmp-")
     return target.parent / left
 
-
-def _snapshot(folder: Path) -> dict[str, tuple[int, bytes | str]]:
-    """Every entry under `folder` (links not followed): mode and content or link target."""
-    out: dict[str, tuple[int, bytes | str]] = {}
-    for path in sorted(folder.rglob("*")):
-        info = path.lstat()
-        body: bytes | str = os.readlink(path) if path.is_symlink() else path.read_bytes() if path.is_file() else b""
-        out[str(path.relative_to(folder))] = (info.st_mode, body)
-    return out
-
-
-def _hooks(repo: Path) -> Path:
-    return Path(git(repo, "rev-parse", "--path-format=absolute", "--git-path", "hooks"))
-
-
-# --- temp names: one shape, recognised exactly ---------------------------------------------------------------
-
-def test_temp_names_are_recognised_exactly() -> None:
-    for target in ("HANDOFF.md", "x", "a-b-c.json", "n" * 80, "20261130T000000Z-io-error-00000000.json"):
-        name = fsio.temp_name(target)
-        assert fsio.is_temp_name(name) and name.startswith(f".tmp-{target[:40]}-"), name
-    near_misses = [".tmp-HANDOFF.md-0123456789AB", ".tmp-HANDOFF.md-0123456789a", ".tmp--0123456789ab",
-                   ".tmp-HANDOFF.md", ".tmp-someflag-abc", "tmp-HANDOFF.md-0123456789ab", ".tmp-" + "n" * 41 + "-0123456789ab",
-                   "HANDOFF.md", ".tmp-HANDOFF.md-0123456789abc", ".tmp-HANDOFF.md-0123456789ag"]
-    assert [n for n in near_misses if fsio.is_temp_name(n)] == []
-
-
-# --- a killed writer's temp file and `git add -A` -------------------------------------------------------------
 
 def test_a_killed_writers_temp_file_is_refused_by_the_installed_hook(repo: Path, capsys: pytest.CaptureFixture[str],
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
@@ -138,8 +110,6 @@ def test_young_temp_files_are_never_moved(repo: Path, capsys: pytest.CaptureFixt
     assert not (repo / ".git" / "gate" / "lost+found").exists()
 
 
-# --- a state dir writing commands refuse ----------------------------------------------------------------------
-
 def _unsafe(repo: Path, kind: str, tmp_path: Path) -> Path:
     root = repo / ".git" / "gate"
     if kind == "symlink":
@@ -161,7 +131,7 @@ def _unsafe(repo: Path, kind: str, tmp_path: Path) -> Path:
 def test_an_unsafe_state_dir_is_a_warning_in_check_and_a_fix_in_doctor(repo: Path, tmp_path: Path, kind: str) -> None:
     folder = _unsafe(repo, kind, tmp_path)
     why = "not a plain directory (a symlink?)" if kind in ("symlink", "file") else "writable by every user"
-    before = _snapshot(repo / ".git"), _snapshot(tmp_path / "elsewhere") if kind == "symlink" else {}
+    before = entries(repo / ".git"), entries(tmp_path / "elsewhere") if kind == "symlink" else {}
     proc = run_gate(repo, "check")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines() == [
@@ -184,7 +154,7 @@ def test_an_unsafe_state_dir_is_a_warning_in_check_and_a_fix_in_doctor(repo: Pat
     fix = "move it aside" if kind in ("symlink", "file") else "chmod o-w (or set core.sharedRepository)"
     assert f"FIX   state dir {folder}: {why}: commands that write refuse it — {fix}" in doctor.stdout.splitlines()
     assert doctor.returncode == 1
-    after = _snapshot(repo / ".git"), _snapshot(tmp_path / "elsewhere") if kind == "symlink" else {}
+    after = entries(repo / ".git"), entries(tmp_path / "elsewhere") if kind == "symlink" else {}
     assert after == before  # reading made nothing, followed nothing, changed no mode
 
 
@@ -199,48 +169,3 @@ def test_a_state_dir_writers_accept_is_no_warning(repo: Path, how: str) -> None:
     assert proc.returncode == 0 and proc.stdout.splitlines() == ["gate check: passed (9 gates on HANDOFF.md)"]
     assert "FIX   state dir" not in run_gate(repo, "doctor").stdout
     assert stat.S_IMODE(root.stat().st_mode) == (0o1777 if how == "sticky" else 0o2777)
-
-
-# --- install-hooks --uninstall removes every hook --------------------------------------------------------------
-
-def test_uninstall_removes_the_pre_push_hook_too_and_puts_chained_hooks_back(repo: Path) -> None:
-    hooks = _hooks(repo)
-    hooks.mkdir(parents=True, exist_ok=True)
-    mine = b'#!/bin/sh\necho "my own pre-push"\n'
-    (hooks / "pre-push").write_bytes(mine)
-    (hooks / "pre-push").chmod(0o750)
-    before = _snapshot(hooks)
-    assert run_gate(repo, "install-hooks", "--pre-push").returncode == 0
-    assert sorted(os.listdir(hooks)) == ["pre-commit", "pre-push", "pre-push.pre-gate"]
-    out = run_gate(repo, "install-hooks", "--uninstall")
-    assert out.returncode == 0
-    assert out.stdout.splitlines() == [
-        f"removed {hooks / 'pre-commit'}",
-        f"removed the handoff-gate pre-push hook; your own hook is back at {hooks / 'pre-push'}"]
-    assert _snapshot(hooks) == before
-    assert run_gate(repo, "install-hooks", "--uninstall").stdout == f"no handoff-gate hook in {hooks}\n"
-
-
-def test_uninstall_leaves_a_hook_that_is_not_ours(repo: Path) -> None:
-    hooks = _hooks(repo)
-    assert run_gate(repo, "install-hooks").returncode == 0
-    (hooks / "pre-push").write_text("#!/bin/sh\nexit 0\n")  # written by the user after the install
-    (hooks / "pre-push.pre-gate").write_text("#!/bin/sh\nexit 1\n")
-    before = {name: (hooks / name).read_bytes() for name in ("pre-push", "pre-push.pre-gate")}
-    out = run_gate(repo, "install-hooks", "--uninstall").stdout.splitlines()
-    assert f"left your pre-push hook at {hooks / 'pre-push.pre-gate'}: {hooks / 'pre-push'} is not ours, so it stays " \
-           "where it is" in out
-    assert {name: (hooks / name).read_bytes() for name in before} == before and not (hooks / "pre-commit").exists()
-
-
-# --- doctor and Claude Code ----------------------------------------------------------------------------------
-
-def test_doctor_checks_claude_code_settings_only_where_claude_exists(repo: Path) -> None:
-    lines = run_gate(repo, "doctor").stdout.splitlines()
-    assert [line for line in lines if "Claude" in line] == ["ok    Claude Code settings not checked: no .claude/ here"]
-    assert not any(line.startswith("warn") for line in lines)
-    (repo / ".claude").mkdir()
-    lines = run_gate(repo, "doctor").stdout.splitlines()
-    assert [line for line in lines if "Claude" in line] == [
-        "FIX   Claude Code is set up here (.claude/) but no SessionStart hook runs `gate brief --format claude` "
-        "(see the README, Wiring it into an agent)"]

@@ -1,8 +1,8 @@
 """Stale git locks: moved aside into lost+found, never deleted, and nothing live is ever touched."""
 
+
 from __future__ import annotations
 
-import errno
 import json
 import os
 import subprocess
@@ -12,182 +12,33 @@ from pathlib import Path
 
 import pytest
 from conftest import GATE_BIN, call_gate, flag_records, git, run_gate
+from locks_helpers import aged, fast, judge, only_our_git, quarantined, snapshot
 
 from gates.domain import locks, procscan
-from gates.infra import state
 from gates.infra.git import discover
-
-MIN = 60.0
-
-
-def _fast(repo: Path, extra: str = "") -> None:
-    """A one-second threshold, so that a real process can see a really aged lock."""
-    (repo / ".gate.yaml").write_text(f"locks:\n  threshold: 1s\n{extra}")
-
-
-def _aged(path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(b"")
-    return path
-
-
-def _judge(repo: Path, minutes: float, deep: bool = True) -> dict[str, locks.Lock]:
-    found_repo = discover(repo, {})
-    found = locks.find(found_repo, deep=deep)
-    fs_now = locks.filesystem_now(state.layout(found_repo)) + minutes * MIN  # the injected clock
-    locks.judge(found_repo, found, 15 * MIN, fs_now)
-    return {lock.shown: lock for lock in found}
 
 
 def test_fourteen_minutes_is_fresh_sixteen_is_stale(repo: Path) -> None:
-    _aged(repo / ".git" / "index.lock")
-    assert _judge(repo, 14)["index.lock"].verdict == locks.FRESH
-    assert _judge(repo, 16)["index.lock"].verdict == locks.STALE
-
-
-def test_an_aged_index_lock_is_moved_and_git_commit_works_again(repo: Path) -> None:
-    _fast(repo)
-    lock = _aged(repo / ".git" / "index.lock")
-    (repo / "new.txt").write_text("x")
-    assert subprocess.run(["git", "add", "new.txt"], cwd=repo, capture_output=True).returncode != 0
-    time.sleep(1.2)
-    proc = run_gate(repo, "check")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "[git-stale-locks warning] stale lock moved to " in proc.stdout
-    assert not lock.exists()
-    [evidence] = [p for p in (repo / ".git" / "gate" / "lost+found").iterdir() if p.is_dir()]
-    manifest = json.loads((evidence / "manifest.json").read_text())
-    item = manifest["items"][0]
-    assert item["original"] == str(lock) and item["moved_to"] == "index.lock" and item["size"] == 0
-    assert item["sha256"] == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-    assert (evidence / "index.lock").read_bytes() == b""
-    assert [r["reason"] for r in flag_records(repo / ".git")] == ["stale-lock-quarantined"]
-    git(repo, "add", "new.txt")
-    git(repo, "commit", "-q", "-m", "works again")
-
-
-def test_quarantine_off_reports_a_violation_and_moves_nothing(repo: Path) -> None:
-    _fast(repo, "  quarantine: false\n")
-    lock = _aged(repo / ".git" / "index.lock")
-    time.sleep(1.2)
-    proc = run_gate(repo, "check", "--only", "git-stale-locks")
-    assert proc.returncode == 1
-    assert ".git/index.lock:1: [git-stale-locks] stale lock (" in proc.stdout
-    assert lock.exists()
-
-
-def test_a_lock_in_a_linked_worktree_admin_dir_is_found_from_both(repo: Path, tmp_path: Path) -> None:
-    linked = tmp_path / "linked"
-    git(repo, "worktree", "add", "-q", "-b", "side", str(linked))
-    _aged(repo / ".git" / "worktrees" / "linked" / "index.lock")
-    for where in (repo, linked):
-        assert _judge(where, 16)["worktrees/linked/index.lock"].verdict == locks.STALE
-    listed = run_gate(linked, "locks", "--format", "json")
-    assert [lock["shown"] for lock in json.loads(listed.stdout)["locks"]] == ["worktrees/linked/index.lock"]
-
-
-def test_nested_ref_lock_and_the_same_name_twice_keep_both_copies(repo: Path) -> None:
-    _fast(repo)
-    first = _aged(repo / ".git" / "refs" / "heads" / "a" / "b.lock")
-    first.write_bytes(b"one")
-    time.sleep(1.2)
-    assert run_gate(repo, "locks", "--quarantine").returncode == 0
-    second = _aged(repo / ".git" / "refs" / "heads" / "a" / "b.lock")
-    second.write_bytes(b"two")
-    time.sleep(1.2)
-    assert run_gate(repo, "locks", "--quarantine").returncode == 0
-    kept = sorted((p / "refs" / "heads" / "a" / "b.lock").read_bytes()
-                  for p in (repo / ".git" / "gate" / "lost+found").iterdir() if p.is_dir())
-    assert kept == [b"one", b"two"]
-
-
-def test_restore_puts_a_lock_back_only_where_its_place_is_free(repo: Path) -> None:
-    _fast(repo)
-    lock = _aged(repo / ".git" / "HEAD.lock")
-    lock.write_bytes(b"evidence")
-    time.sleep(1.2)
-    assert run_gate(repo, "locks", "--quarantine").returncode == 0
-    [evidence] = [p for p in (repo / ".git" / "gate" / "lost+found").iterdir() if p.is_dir()]
-    lock.write_bytes(b"a new one")
-    taken = run_gate(repo, "locks", "--restore", evidence.name)
-    assert taken.returncode == 1 and "its place is taken" in taken.stderr
-    assert lock.read_bytes() == b"a new one" and (evidence / "HEAD.lock").exists()
-    lock.unlink()
-    back = run_gate(repo, "locks", "--restore", evidence.name)
-    assert back.returncode == 0 and back.stdout == f"restored {lock}\n"
-    assert lock.read_bytes() == b"evidence"
-    assert json.loads((evidence / "manifest.json").read_text())["action"] == "restored"
-    assert run_gate(repo, "locks", "--restore", "../../etc").returncode == 2
-
-
-def _only_our_git(monkeypatch: pytest.MonkeyPatch) -> set[int]:
-    """Without /proc every git process of this user anywhere is doubt, so live (lsof shows no environment): on a
-    shared machine some other git is always running. The real lsof runs; its list of git processes is cut down to
-    the pids the test adds to the set it gets."""
-    ours: set[int] = set()
-    real = procscan._run_tool
-
-    def only_ours(argv: list[str]) -> str | None:
-        out = real(argv)
-        if out is None or "-c" not in argv:
-            return out
-        keep, lines = True, []
-        for line in out.split("\n"):
-            if line.startswith("p"):
-                keep = line[1:].isdigit() and int(line[1:]) in ours
-            if keep:
-                lines.append(line)
-        return "\n".join(lines)
-
-    monkeypatch.setattr(procscan, "_run_tool", only_ours)
-    return ours
-
-
-@pytest.fixture(params=["proc", "lsof"])
-def evidence(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
-    """Each liveness source in turn: /proc, and lsof (macOS has no /proc; Linux has lsof too)."""
-    if request.param == "lsof":
-        if not any(os.access(p, os.X_OK) for p in procscan.LSOF):
-            pytest.skip("no lsof here")
-        monkeypatch.setattr(procscan, "PROC", tmp_path / "no-proc")
-        _only_our_git(monkeypatch)
-    return str(request.param)
+    aged(repo / ".git" / "index.lock")
+    assert judge(repo, 14)["index.lock"].verdict == locks.FRESH
+    assert judge(repo, 16)["index.lock"].verdict == locks.STALE
 
 
 def test_a_lock_held_open_by_another_process_is_live(repo: Path, evidence: str) -> None:
-    lock = _aged(repo / ".git" / "index.lock")
+    lock = aged(repo / ".git" / "index.lock")
     holder = subprocess.Popen([sys.executable, "-c", f"f = open({str(lock)!r}); print('ok', flush=True); input()"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "ok\n"
-        verdict = _judge(repo, 60)["index.lock"]
+        verdict = judge(repo, 60)["index.lock"]
         assert verdict.verdict == locks.LIVE and f"held open by process {holder.pid}" in verdict.reason
     finally:
         holder.communicate("\n")
-    assert _judge(repo, 60)["index.lock"].verdict == locks.STALE
-
-
-def test_the_gate_inside_a_real_commit_a_never_moves_the_parent_index_lock(repo: Path) -> None:
-    _fast(repo)
-    git(repo, "add", ".gate.yaml")
-    git(repo, "commit", "-q", "-m", "config")
-    hook = repo / ".git" / "hooks" / "pre-commit"
-    hook.parent.mkdir(exist_ok=True)
-    hook.write_text(f'#!/bin/sh\nsleep 1.5\n"{GATE_BIN}" locks --quarantine > "$(git rev-parse --git-dir)/../hook-out.txt"\n'
-                    f'exec "{GATE_BIN}" check --only git-stale-locks\n')
-    hook.chmod(0o755)
-    (repo / "README").write_text("changed\n")
-    proc = subprocess.run(["git", "commit", "-a", "-q", "-m", "with hook"], cwd=repo, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert git(repo, "log", "-1", "--format=%s") == "with hook"
-    assert git(repo, "status", "--porcelain") == "?? hook-out.txt"
-    assert "live" in (repo / "hook-out.txt").read_text()
-    assert not (repo / ".git" / "gate" / "lost+found").exists() or not any(
-        p.is_dir() for p in (repo / ".git" / "gate" / "lost+found").iterdir())
+    assert judge(repo, 60)["index.lock"].verdict == locks.STALE
 
 
 def test_a_paused_update_ref_transaction_keeps_its_zero_byte_ref_lock(repo: Path) -> None:
-    _fast(repo)
+    fast(repo)
     head = git(repo, "rev-parse", "HEAD")
     tx = subprocess.Popen(["git", "update-ref", "--stdin"], cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           text=True)
@@ -210,34 +61,30 @@ def test_a_paused_update_ref_transaction_keeps_its_zero_byte_ref_lock(repo: Path
 
 
 def test_a_live_pid_companion_keeps_its_lock_and_a_dead_one_does_not(repo: Path) -> None:
-    _aged(repo / ".git" / "index.lock")
+    aged(repo / ".git" / "index.lock")
     companion = repo / ".git" / "index~pid.lock"
     sleeper = subprocess.Popen(["sleep", "60"])
     try:
         companion.write_text(f"pid {sleeper.pid}\n")
-        judged = _judge(repo, 60)
+        judged = judge(repo, 60)
         assert judged["index.lock"].verdict == locks.LIVE
         assert judged["index.lock"].evidence["companion"]["alive"] is True
         assert judged["index~pid.lock"].verdict == locks.INELIGIBLE
     finally:
         sleeper.kill()
         sleeper.wait()
-    assert _judge(repo, 60)["index.lock"].verdict == locks.STALE  # the companion now names a dead process
+    assert judge(repo, 60)["index.lock"].verdict == locks.STALE  # the companion now names a dead process
     companion.write_text("not a pid line\n")
-    assert _judge(repo, 60)["index.lock"].verdict == locks.LIVE  # doubt
-
-
-def _snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p): p.read_bytes() for p in root.rglob("*") if p.is_file() and not p.is_symlink()}
+    assert judge(repo, 60)["index.lock"].verdict == locks.LIVE  # doubt
 
 
 def test_nothing_planted_is_followed_blocked_on_or_destroyed(repo: Path, tmp_path: Path) -> None:
-    _fast(repo, "  deep: true\n")
+    fast(repo, "  deep: true\n")
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "target").write_text("keep me")
     (outside / "inner.lock").write_text("not ours")
-    before = _snapshot(outside)
+    before = snapshot(outside)
     os.symlink(outside / "target", repo / ".git" / "index.lock")
     os.mkfifo(repo / ".git" / "HEAD.lock")
     os.link(outside / "target", repo / ".git" / "ORIG_HEAD.lock")
@@ -253,32 +100,14 @@ def test_nothing_planted_is_followed_blocked_on_or_destroyed(repo: Path, tmp_pat
         ".git/index.lock:1: [git-stale-locks warning] lock file that the gate will not move (a symlink) — inspect it by hand",
     ]
     assert run_gate(repo, "locks", "--quarantine", timeout=30).returncode == 0
-    assert _snapshot(outside) == before
+    assert snapshot(outside) == before
     assert (repo / ".git" / "index.lock").is_symlink() and (repo / ".git" / "HEAD.lock").exists()
-
-
-def test_exdev_leaves_the_lock_in_place_with_a_flag(repo: Path, capsys: pytest.CaptureFixture[str],
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    _fast(repo)
-    lock = _aged(repo / ".git" / "index.lock")
-    time.sleep(1.2)
-
-    def cross_device(src: object, dst: object) -> None:
-        raise OSError(errno.EXDEV, "Invalid cross-device link")
-
-    monkeypatch.setattr(locks.os, "rename", cross_device)
-    code, out, _ = call_gate(repo, "check", "--only", "git-stale-locks", capsys=capsys, monkeypatch=monkeypatch)
-    assert code == 1
-    assert "stale lock not moved: cannot be moved: on another filesystem than lost+found (EXDEV): left in place" in out
-    assert lock.exists()
-    assert sorted(r["reason"] for r in flag_records(repo / ".git")) == ["git-stale-locks", "lock-quarantine-failed"]
-    assert [p for p in (repo / ".git" / "gate" / "lost+found").iterdir() if p.is_dir()] == []
 
 
 @pytest.mark.slow
 def test_sixteen_concurrent_quarantines_move_one_lock_once(repo: Path) -> None:
-    _fast(repo)
-    lock = _aged(repo / ".git" / "index.lock")
+    fast(repo)
+    lock = aged(repo / ".git" / "index.lock")
     lock.write_bytes(b"the one")
     time.sleep(1.2)
     procs = [subprocess.Popen([GATE_BIN, "locks", "--quarantine", "--format", "json"], cwd=repo,
@@ -297,25 +126,11 @@ def test_a_worktree_that_cannot_be_located_is_doubt_not_proof(repo: Path, tmp_pa
     gitdir = repo / ".git" / "worktrees" / "linked" / "gitdir"
     gitdir.unlink()
     gitdir.mkdir()  # unreadable as a file: a git process could be working in a tree we cannot see
-    _aged(repo / ".git" / "index.lock")
-    verdict = _judge(repo, 60)["index.lock"]
+    aged(repo / ".git" / "index.lock")
+    verdict = judge(repo, 60)["index.lock"]
     assert verdict.verdict == locks.LIVE
     assert "liveness cannot be established (the work tree of" in verdict.reason
 
-
-def test_a_git_dir_that_cannot_be_listed_stops_the_gate(repo: Path, capsys: pytest.CaptureFixture[str],
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    def unlistable(path: object) -> list[str]:
-        raise PermissionError(errno.EACCES, "Permission denied")
-
-    monkeypatch.setattr(locks.os, "listdir", unlistable)
-    code, _, err = call_gate(repo, "check", "--only", "git-stale-locks", capsys=capsys, monkeypatch=monkeypatch)
-    assert code == 3
-    assert err.startswith("gate: cannot look for git lock files in ") and err.endswith(": Permission denied\n")
-
-
-# Without /proc (macOS): the evidence comes from lsof. Linux has lsof too, so the same real processes
-# are judged here with /proc switched off in this process.
 
 needs_lsof = pytest.mark.skipif(not any(os.access(p, os.X_OK) for p in procscan.LSOF), reason="no lsof here")
 
@@ -324,7 +139,7 @@ needs_lsof = pytest.mark.skipif(not any(os.access(p, os.X_OK) for p in procscan.
 def no_proc(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> set[int]:
     """No /proc; the git processes lsof lists are cut down to the pids the test adds to the set."""
     monkeypatch.setattr(procscan, "PROC", tmp_path / "no-proc")
-    return _only_our_git(monkeypatch)
+    return only_our_git(monkeypatch)
 
 
 @needs_lsof
@@ -338,7 +153,7 @@ def test_without_proc_lsof_finds_a_git_process_working_in_the_repository(repo: P
         tx.stdin.write(f"start\nupdate refs/heads/paused {head}\nprepare\n")
         tx.stdin.flush()
         assert tx.stdout.readline() == "start: ok\n" and tx.stdout.readline() == "prepare: ok\n"
-        verdict = _judge(repo, 60)["refs/heads/paused.lock"]
+        verdict = judge(repo, 60)["refs/heads/paused.lock"]
         assert verdict.verdict == locks.LIVE
         assert f"git process {tx.pid} may be working in this repository: its cwd {repo} is in" in verdict.reason
     finally:
@@ -351,8 +166,8 @@ def test_without_proc_lsof_finds_a_git_process_working_in_the_repository(repo: P
 def test_without_proc_a_stale_lock_is_moved_while_the_gate_itself_pins_it(repo: Path, no_proc: set[int],
                                                                           capsys: pytest.CaptureFixture[str],
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    _fast(repo)
-    lock = _aged(repo / ".git" / "index.lock")
+    fast(repo)
+    lock = aged(repo / ".git" / "index.lock")
     os.utime(lock, (time.time() - 120, time.time() - 120))
     time.sleep(1.1)  # ctime too must be older than the threshold
     code, out, _ = call_gate(repo, "locks", "--quarantine", capsys=capsys, monkeypatch=monkeypatch)
@@ -361,15 +176,15 @@ def test_without_proc_a_stale_lock_is_moved_while_the_gate_itself_pins_it(repo: 
 
 def test_without_proc_or_lsof_every_old_lock_is_live(repo: Path, no_proc: set[int], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(procscan, "LSOF", ("/nonexistent/lsof",))
-    _aged(repo / ".git" / "index.lock")
-    verdict = _judge(repo, 60)["index.lock"]
+    aged(repo / ".git" / "index.lock")
+    verdict = judge(repo, 60)["index.lock"]
     assert verdict.verdict == locks.LIVE and "no /proc and no lsof" in verdict.reason
 
 
 def test_a_filesystem_of_unknown_type_is_never_moved_on(repo: Path, no_proc: set[int], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(procscan, "MOUNT", ("/nonexistent/mount",))
-    _aged(repo / ".git" / "index.lock")
-    verdict = _judge(repo, 60)["index.lock"]
+    aged(repo / ".git" / "index.lock")
+    verdict = judge(repo, 60)["index.lock"]
     assert verdict.verdict == locks.INELIGIBLE and "type of its filesystem cannot be established" in verdict.reason
 
 
@@ -384,18 +199,11 @@ def test_both_forms_of_the_mount_listing_are_read() -> None:
     assert procscan.is_network_fs("smbfs") and procscan.is_network_fs("nfs4") and not procscan.is_network_fs("apfs")
 
 
-# A git process acts on a repository from anywhere: `--git-dir`, `GIT_DIR`, `-C`, a gitfile. Its cwd proves nothing.
-
 def _locks_now(repo: Path) -> dict[str, bytes]:
     """Every lock file of the repository and its bytes: what the gate must leave exactly as it was."""
     git_dir = repo / ".git"
     found = [*git_dir.glob("*.lock"), *(git_dir / "refs").rglob("*.lock")]
     return {p.relative_to(git_dir).as_posix(): p.read_bytes() for p in found if p.is_file()}
-
-
-def _quarantined(repo: Path) -> list[Path]:
-    folder = repo / ".git" / "gate" / "lost+found"
-    return sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
 
 
 class _Transaction:
@@ -451,7 +259,7 @@ WAYS = list(_ways_to_name(Path("/r/repo"), Path("/r/elsewhere")))
 def test_a_prepared_transaction_from_another_directory_keeps_its_locks(repo: Path, tmp_path: Path, way: str) -> None:
     """The attack: `git --git-dir=/repo/.git update-ref --stdin` from elsewhere holds HEAD.lock and the branch's ref
     lock with no descriptor open and no cwd in the repository. Moving them made the transaction's commit fail."""
-    _fast(repo)
+    fast(repo)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     options, extra = _ways_to_name(repo, elsewhere)[way]
@@ -471,7 +279,7 @@ def test_a_prepared_transaction_from_another_directory_keeps_its_locks(repo: Pat
         assert f"git process {tx.proc.pid}" in proc.stdout
         check = run_gate(repo, "check", "--only", "git-stale-locks", timeout=60)
         assert check.returncode == 0 and "stale lock moved" not in check.stdout, check.stdout
-        assert _locks_now(repo) == before and _quarantined(repo) == []
+        assert _locks_now(repo) == before and quarantined(repo) == []
         code, out, err = tx.commit()
         assert code == 0 and "commit: ok" in out, err
     finally:
@@ -480,36 +288,12 @@ def test_a_prepared_transaction_from_another_directory_keeps_its_locks(repo: Pat
     assert _locks_now(repo) == {}
 
 
-def test_restoring_twice_or_an_unknown_id_is_a_one_line_refusal(repo: Path) -> None:
-    """It was a traceback: the second restore found the moved file gone and `link()` raised."""
-    _fast(repo)
-    lock = _aged(repo / ".git" / "HEAD.lock")
-    lock.write_bytes(b"evidence")
-    time.sleep(1.2)
-    assert run_gate(repo, "locks", "--quarantine").returncode == 0
-    [evidence] = _quarantined(repo)
-    assert run_gate(repo, "locks", "--restore", evidence.name).returncode == 0
-    lock.unlink()  # git took the lock back and released it: the place is free again
-    for ident, why in ((evidence.name, "was already restored"), ("20200101T000000Z-0123456789ab", "no quarantine")):
-        before = _snapshot(repo / ".git")
-        again = run_gate(repo, "locks", "--restore", ident)
-        assert again.returncode == 1 and again.stdout == "", again.stderr
-        [line] = again.stderr.splitlines()
-        assert why in line and ident in line and "Traceback" not in line
-        assert "IDs are the folder names in " in line and "printed by `gate locks --quarantine`" in line
-        assert not lock.exists()
-        after = _snapshot(repo / ".git")
-        assert {k: v for k, v in after.items() if "/gate/" not in k} == {k: v for k, v in before.items() if "/gate/" not in k}
-    assert sorted(r["reason"] for r in flag_records(repo / ".git")) == [  # the folder's order is the names', not time's
-        "lock-restore-denied", "lock-restore-denied", "stale-lock-quarantined"]
-
-
 def test_anything_but_a_regular_file_at_a_lock_path_is_reported_ineligible_and_left(repo: Path, tmp_path: Path) -> None:
     """A folder named `refs/heads/x.lock` wedges `git branch x`, and was not reported at all; FIFOs, sockets and
     symlinks at lock paths, shallow and deep, are reported with the reason and never moved or followed."""
     import socket
 
-    _fast(repo, "  deep: true\n")
+    fast(repo, "  deep: true\n")
     git_dir = repo / ".git"
     (git_dir / "refs" / "heads" / "x.lock").mkdir()
     (git_dir / "refs" / "heads" / "x.lock" / "inside").write_text("keep")
@@ -545,7 +329,7 @@ def test_anything_but_a_regular_file_at_a_lock_path_is_reported_ineligible_and_l
                 "regular file but a directory: git cannot take this lock while it is there) — inspect it by hand"
                 in check.stdout.splitlines())
         assert sum("will not move" in line for line in check.stdout.splitlines()) == 6
-        _fast(repo)  # the shallow scan: the top of the git dir only
+        fast(repo)  # the shallow scan: the top of the git dir only
         shallow = run_gate(repo, "check", "--only", "git-stale-locks", timeout=30)
         assert shallow.returncode == 0
         assert [line for line in shallow.stdout.splitlines() if "will not move" in line] == [
@@ -553,7 +337,7 @@ def test_anything_but_a_regular_file_at_a_lock_path_is_reported_ineligible_and_l
             "a directory: git cannot take this lock while it is there) — inspect it by hand"]
         assert {p: (os.lstat(p).st_mode, os.lstat(p).st_ino) for p in kinds} == kinds
         assert (git_dir / "refs" / "heads" / "x.lock" / "inside").read_text() == "keep"
-        assert list(elsewhere.iterdir()) == [] and _quarantined(repo) == []
+        assert list(elsewhere.iterdir()) == [] and quarantined(repo) == []
     finally:
         sock.close()
 
@@ -626,8 +410,8 @@ def test_a_git_process_whose_target_cannot_be_read_is_doubt(repo: Path, tmp_path
     other = tmp_path / "other"
     other.mkdir()
     monkeypatch.setattr(procscan, "PROC", _fake_proc(tmp_path, other, ["git", "update-ref", "--stdin"], environ))
-    _aged(repo / ".git" / "HEAD.lock")
-    judged = _judge(repo, 60)["HEAD.lock"]
+    aged(repo / ".git" / "HEAD.lock")
+    judged = judge(repo, 60)["HEAD.lock"]
     assert judged.verdict == verdict, judged.reason
     if environ is None:
         assert judged.reason == (f"git process 4000000 may be working in this repository: cwd {other}, and its target "
@@ -640,12 +424,12 @@ def test_without_proc_a_git_process_anywhere_is_doubt(repo: Path, tmp_path: Path
     the same process is provably elsewhere."""
     other = tmp_path / "other"
     git(tmp_path, "init", "-q", str(other))
-    _aged(repo / ".git" / "index.lock")
+    aged(repo / ".git" / "index.lock")
     idle = subprocess.Popen(["git", "cat-file", "--batch"], cwd=other, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         no_proc.add(idle.pid)
         time.sleep(0.3)
-        verdict = _judge(repo, 60)["index.lock"]
+        verdict = judge(repo, 60)["index.lock"]
         assert verdict.verdict == locks.LIVE
         assert (f"git process {idle.pid} may be working in this repository: cwd {other}, but without /proc its command "
                 "line and environment cannot be read") in verdict.reason
@@ -663,6 +447,6 @@ def test_proc_is_not_read_when_there_is_nothing_to_judge(repo: Path, capsys: pyt
     monkeypatch.setattr(procscan, "scan", no_scan)
     code, out, _ = call_gate(repo, "check", "--only", "git-stale-locks", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 0, out
-    _aged(repo / ".git" / "index.lock")
+    aged(repo / ".git" / "index.lock")
     code, out, _ = call_gate(repo, "locks", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 0 and out.startswith("fresh      index.lock"), out

@@ -72,3 +72,13 @@ def test_the_capped_reader_refuses_before_reading(tmp_path: Path) -> None:
 )
 def test_lines_are_numbered_as_an_editor_numbers_them(data: bytes, text: list[str]) -> None:
     assert fsio.split_lines(fsio.decode_text(data, "f")) == text
+
+
+def test_temp_names_are_recognised_exactly() -> None:
+    for target in ("HANDOFF.md", "x", "a-b-c.json", "n" * 80, "20261130T000000Z-io-error-00000000.json"):
+        name = fsio.temp_name(target)
+        assert fsio.is_temp_name(name) and name.startswith(f".tmp-{target[:40]}-"), name
+    near_misses = [".tmp-HANDOFF.md-0123456789AB", ".tmp-HANDOFF.md-0123456789a", ".tmp--0123456789ab",
+                   ".tmp-HANDOFF.md", ".tmp-someflag-abc", "tmp-HANDOFF.md-0123456789ab", ".tmp-" + "n" * 41 + "-0123456789ab",
+                   "HANDOFF.md", ".tmp-HANDOFF.md-0123456789abc", ".tmp-HANDOFF.md-0123456789ag"]
+    assert [n for n in near_misses if fsio.is_temp_name(n)] == []
