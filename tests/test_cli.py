@@ -1,5 +1,4 @@
-"""The `gate` command's contract: output shapes, selection of gates, exit codes."""
-
+"""The `gate` command's contract (gates/cli.py, main.py): usage errors, exit codes, the error boundary, signals."""
 
 from __future__ import annotations
 

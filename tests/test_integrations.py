@@ -1,5 +1,4 @@
-"""Where users work: the real pre-commit framework, CI formats, native hooks, `gate doctor`, and hook hygiene."""
-
+"""Where users work: the real pre-commit framework, end to end."""
 
 from __future__ import annotations
 

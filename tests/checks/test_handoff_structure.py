@@ -1,5 +1,4 @@
-"""Messages a person can act on: each compared as a whole line (issue: true signals)."""
-
+"""handoff-structure: messages a person can act on, each compared as a whole line (issue: true signals)."""
 
 from __future__ import annotations
 

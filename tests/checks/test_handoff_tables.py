@@ -17,6 +17,11 @@ def test_a_stale_table_is_detected_and_fixed_by_render(repo: Path) -> None:
     stale = run_gate(repo, "check", "--only", "handoff-tables")
     assert stale.returncode == 1
     assert "[handoff-tables] table 'decisions' is out of date (1 lines, 3 expected)" in stale.stdout
+    assert stale.stdout.splitlines() == [
+        "HANDOFF.md:14: [handoff-tables] table 'decisions' is out of date (1 lines, 3 expected): line 15 is '_(none)_', "
+        "expected '| ID | Title | Status | Date |' — run `gate render` (`gate render --diff` shows all)",
+        "gate check: failed: 1 error (handoff-tables: 1; 1 gate on HANDOFF.md)",
+    ]
     diff = run_gate(repo, "render", "--diff")
     assert f"+| {record_id} | A \\| pipe in the title | open |" in diff.stdout
     assert "_(none)_" in (repo / "HANDOFF.md").read_text()  # --diff writes nothing

@@ -17,6 +17,11 @@ def test_heartbeat_off_by_default_and_on_when_enabled(repo: Path) -> None:
     proc = run_gate(repo, "check")
     assert proc.returncode == 1
     assert "HANDOFF.md:1: [heartbeat] the commit being made changes 1 file(s) (code.py…) but not HANDOFF.md" in proc.stdout
+    assert proc.stdout.splitlines() == [
+        "HANDOFF.md:1: [heartbeat] the commit being made changes 1 file(s) (code.py…) but not HANDOFF.md: a session that "
+        "leaves no written trace never happened — update the hand-over, or add to NOTES.md",
+        "gate check: failed: 1 error (heartbeat: 1; 10 gates on HANDOFF.md)",
+    ]
     (repo / "NOTES.md").write_text("did code.py\n")
     git(repo, "add", "NOTES.md")
     assert run_gate(repo, "check", "--only", "heartbeat").returncode == 0

@@ -58,3 +58,8 @@ def test_invalid_front_matter_is_named_at_its_line(repo: Path) -> None:
     rel = path.relative_to(repo)
     assert f"{rel}:4: [records-immutable] status: 'maybe' is not one of ['open', 'closed', 'superseded']" in proc.stdout
     assert f"{rel}:5: [records-immutable] unknown key 'owner'" in proc.stdout
+    assert proc.stdout.splitlines() == [
+        f"{rel}:4: [records-immutable] status: 'maybe' is not one of ['open', 'closed', 'superseded']",
+        f"{rel}:5: [records-immutable] unknown key 'owner' (allowed: date, id, status, superseded_by, supersedes, tags, title)",
+        "gate check: failed: 2 errors (records-immutable: 2; 1 gate on HANDOFF.md)",
+    ]

@@ -1,5 +1,4 @@
-"""The archive, append-only files, records, generated tables, the mailbox, heartbeat and --range."""
-
+"""`gate archive`, `gate record new` and `gate render`: checked items moved with their children, records, tables."""
 
 from __future__ import annotations
 

@@ -148,6 +148,11 @@ def test_github_annotations(repo: Path) -> None:
     assert proc.returncode == 1
     assert proc.stdout.splitlines()[0] == ("::error file=HANDOFF.md,line=11,title=handoff-no-checked-items::"
                                            "checked item '100%25 done, ok: yes' — completed items move to ARCHIVE.md")
+    assert proc.stdout.splitlines() == [  # the whole output: one annotation per finding, then the summary
+        "::error file=HANDOFF.md,line=11,title=handoff-no-checked-items::"
+        "checked item '100%25 done, ok: yes' — completed items move to ARCHIVE.md",
+        "gate check: failed: 1 error (handoff-no-checked-items: 1; 9 gates on HANDOFF.md)",
+    ]
     env = {**os.environ, "GITHUB_ACTIONS": "true"}
     assert run_gate(repo, "check", env=env).stdout == proc.stdout
 

@@ -1,5 +1,7 @@
-"""Exclusive claims on the state file across worktrees: first mover wins, the second is denied."""
+"""`gate claim`, `gate release`, `gate claims`: exclusive claims on the state file across worktrees.
 
+First mover wins, the second is denied. The gate that enforces them: tests/checks/test_handoff_claim.py.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Claims through the git remote (issue 18), against real remotes started here: file://, git daemon and smart HTTP."""
-
+"""`gate claim`/`release`/`claims` through the git remote (issue 18, gates/commands/_remote.py), against real
+remotes started here: file://, git daemon and smart HTTP. The push-time gate: tests/checks/test_handoff_claim_remote.py.
+"""
 
 from __future__ import annotations
 

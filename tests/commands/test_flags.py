@@ -1,5 +1,7 @@
-"""Sentinel flags: written for every failing run, coalesced, listed verbatim, acknowledged, never deleted."""
+"""`gate flags`: every flag listed verbatim, oldest first; `--ack` moves flags aside, never deletes.
 
+How flags are written, coalesced and resolved: tests/domain/test_flags.py.
+"""
 
 from __future__ import annotations
 

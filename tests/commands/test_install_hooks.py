@@ -1,5 +1,6 @@
-"""`gate install-hooks --agent`: merged into realistic existing files, idempotent, uninstalled to the original bytes."""
-
+"""`gate install-hooks`: native git hooks that chain the existing ones and uninstall cleanly, and `--agent`:
+merged into realistic existing files, idempotent, uninstalled to the original bytes.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The hash-chained journal, and `gate stamp`, the close-out step."""
-
+"""`gate journal`: the hash-chained journal of every action, `--verify` and `--repair`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Flags have a lifecycle: a gate's flag is resolved by that gate's next pass; events stay until acknowledged."""
-
+"""Flags (gates/domain/flags.py): written for every failing run, coalesced, never named from input; a gate's
+flag is resolved by that gate's next pass; events stay until acknowledged.
+"""
 
 from __future__ import annotations
 

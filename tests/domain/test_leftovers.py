@@ -1,10 +1,9 @@
-"""What a passing check must still mention, and hooks that leave nothing behind.
+"""What a passing check must still mention (gates/domain/leftovers.py).
 
-A killed writer's temp file must never reach a commit through `git add -A`; a state dir that writing
-commands refuse is a warning in `gate check` and a FIX in `gate doctor`; `--uninstall` removes every
-hook the gate installed; doctor looks at Claude Code settings only where `.claude/` exists.
+A killed writer's temp file must never reach a commit through `git add -A`, and the state dir's are
+reported and moved by `gate doctor --fix`; a state dir that writing commands refuse is a warning in
+`gate check` and a FIX in `gate doctor`.
 """
-
 
 from __future__ import annotations
 

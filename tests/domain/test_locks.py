@@ -1,5 +1,6 @@
-"""Stale git locks: moved aside into lost+found, never deleted, and nothing live is ever touched."""
-
+"""Stale git locks (gates/domain/locks.py, procscan.py): moved aside into lost+found, never deleted, and nothing
+live is ever touched. The gate: tests/checks/test_git_stale_locks.py; the command: tests/commands/test_locks.py.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The one atomic writer and the capped reader."""
+"""The one atomic writer, the capped reader and the temp-file names (gates/infra/fsio.py)."""
 
 from __future__ import annotations
 
