@@ -9,6 +9,7 @@ import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -125,7 +126,7 @@ def call_gate(cwd: Path, *args: str, capsys: pytest.CaptureFixture[str], monkeyp
     return code, out, err
 
 
-def flag_records(common_dir: Path, sub: str = "") -> list[dict[str, object]]:
+def flag_records(common_dir: Path, sub: str = "") -> list[dict[str, Any]]:
     """Every flag in the folder; each must follow the shipped flag schema."""
     from gates.infra import schemas
 

@@ -12,8 +12,6 @@ import pytest
 from conftest import GATE_BIN, call_gate, flag_records, git, run_gate
 from locks_helpers import aged, fast
 
-from gates.domain import locks
-
 
 def test_an_aged_index_lock_is_moved_and_git_commit_works_again(repo: Path) -> None:
     fast(repo)
@@ -74,7 +72,7 @@ def test_exdev_leaves_the_lock_in_place_with_a_flag(repo: Path, capsys: pytest.C
     def cross_device(src: object, dst: object) -> None:
         raise OSError(errno.EXDEV, "Invalid cross-device link")
 
-    monkeypatch.setattr(locks.os, "rename", cross_device)
+    monkeypatch.setattr("gates.domain.locks.os.rename", cross_device)
     code, out, _ = call_gate(repo, "check", "--only", "git-stale-locks", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 1
     assert "stale lock not moved: cannot be moved: on another filesystem than lost+found (EXDEV): left in place" in out
@@ -88,7 +86,7 @@ def test_a_git_dir_that_cannot_be_listed_stops_the_gate(repo: Path, capsys: pyte
     def unlistable(path: object) -> list[str]:
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(locks.os, "listdir", unlistable)
+    monkeypatch.setattr("gates.domain.locks.os.listdir", unlistable)
     code, _, err = call_gate(repo, "check", "--only", "git-stale-locks", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 3
     assert err.startswith("gate: cannot look for git lock files in ") and err.endswith(": Permission denied\n")

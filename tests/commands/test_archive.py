@@ -54,8 +54,6 @@ def test_archive_moves_checked_items_with_their_children(repo: Path) -> None:
 def test_a_crash_between_the_two_writes_leaves_the_item_in_at_least_one_file(
     repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gates.domain import archive
-
     _with_threads(repo)
     real = fsio.write_atomic
     calls = []
@@ -66,7 +64,7 @@ def test_a_crash_between_the_two_writes_leaves_the_item_in_at_least_one_file(
             raise KeyboardInterrupt  # the process dies between the archive write and the hand-over write
         return real(path, data, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(archive.fsio, "write_atomic", crash_on_second)
+    monkeypatch.setattr("gates.domain.archive.fsio.write_atomic", crash_on_second)
     code, _, _ = call_gate(repo, "archive", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 130 and calls == ["ARCHIVE.md", "HANDOFF.md"]
     assert "- [x] done" in (repo / "ARCHIVE.md").read_text()

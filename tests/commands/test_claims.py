@@ -12,6 +12,7 @@ import sys
 import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 from claims_helpers import SPELLINGS, check_claim_gate, spell, stage_handoff
@@ -232,7 +233,7 @@ def test_race_32_processes_from_3_worktrees_exactly_one_winner_per_round(trees: 
     driver.write_text(DRIVER)
     claims_dir = trees[0] / ".git" / "gate" / "claims"
     stop = threading.Event()
-    seen = {"reads": 0, "partial": []}
+    seen: dict[str, Any] = {"reads": 0, "partial": []}
 
     def reader() -> None:
         while not stop.is_set():

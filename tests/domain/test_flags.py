@@ -11,6 +11,7 @@ import subprocess
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import GATE_BIN, call_gate, flag_records, git, handoff_text, run_gate, run_processes
@@ -190,8 +191,17 @@ def test_a_passing_check_does_not_read_the_flag_folder_when_nothing_is_open_for_
     flags.raise_flag(found, "claim-broken", "an event", command="gate release --force", exit_code=0)
     listed: list[str] = []
     real_files, real_load = flags._flag_files, flags._load
-    monkeypatch.setattr(flags, "_flag_files", lambda folder, *a: listed.append(str(folder)) or real_files(folder, *a))
-    monkeypatch.setattr(flags, "_load", lambda path: listed.append(str(path)) or real_load(path))
+
+    def flag_files(folder: Path, *rest: Any) -> Any:
+        listed.append(str(folder))
+        return real_files(folder, *rest)
+
+    def load(path: Path) -> Any:
+        listed.append(str(path))
+        return real_load(path)
+
+    monkeypatch.setattr(flags, "_flag_files", flag_files)
+    monkeypatch.setattr(flags, "_load", load)
     real_glob, state_dir = Path.glob, str((repo / ".git" / "gate").resolve())
 
     def glob(self: Path, pattern: str) -> object:

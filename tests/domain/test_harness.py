@@ -93,7 +93,7 @@ def _sh(repo: Path, command: str, payload: object | None) -> subprocess.Complete
                           capture_output=True, text=True, timeout=60, env=env)
 
 
-START_INPUT = {
+START_INPUT: dict[str, dict[str, object]] = {
     "claude": {"session_id": "c-1", "transcript_path": "/tmp/t.jsonl", "cwd": "", "hook_event_name": "SessionStart",
                "source": "startup"},
     "codex": {"session_id": "x-1", "transcript_path": None, "cwd": "", "hook_event_name": "SessionStart",

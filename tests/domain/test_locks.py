@@ -111,6 +111,7 @@ def test_sixteen_concurrent_quarantines_move_one_lock_once(repo: Path) -> None:
     lock = aged(repo / ".git" / "index.lock")
     lock.write_bytes(b"the one")
     time.sleep(1.2)
+    assert GATE_BIN, "the gate console script is not installed"
     procs = [subprocess.Popen([GATE_BIN, "locks", "--quarantine", "--format", "json"], cwd=repo,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(16)]
     outputs = [(p.wait(timeout=60), *p.communicate()) for p in procs]
