@@ -9,12 +9,17 @@ import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
 
 from gates.cli import main  # the command's entry point
 from gates.infra.git import REPO_ENV_VARS
+
+# The fixtures of the topic helper modules (worktrees for claims, liveness sources for locks, real remotes)
+# serve tests in more than one folder (a gate's, a command's, the domain's), so they are plugins of the suite.
+pytest_plugins = ["claims_helpers", "locks_helpers", "remote_helpers"]
 
 # CI runs the same examples every time (a red run must be reproducible); local runs explore anew.
 settings.register_profile("ci", derandomize=True, database=None)
@@ -121,7 +126,7 @@ def call_gate(cwd: Path, *args: str, capsys: pytest.CaptureFixture[str], monkeyp
     return code, out, err
 
 
-def flag_records(common_dir: Path, sub: str = "") -> list[dict[str, object]]:
+def flag_records(common_dir: Path, sub: str = "") -> list[dict[str, Any]]:
     """Every flag in the folder; each must follow the shipped flag schema."""
     from gates.infra import schemas
 

@@ -139,7 +139,7 @@ class _Bridge(http.server.BaseHTTPRequestHandler):
 
     def _body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            chunks = []
+            chunks: list[bytes] = []
             while True:
                 size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
                 if size == 0:
@@ -234,3 +234,27 @@ def http_server(tmp_path: Path) -> Iterator[HttpServer]:
         yield running
     finally:
         running.stop()
+
+
+def serve(request: pytest.FixtureRequest, tmp_path: Path, config: str = "claims:\n  remote: origin\n") -> str:
+    """A fresh bare repository (tmp_path/srv/remote.git) and its URL over the transport `request.param`."""
+    bare = seed_bare(tmp_path, config)
+    if request.param == "file":
+        return f"file://{bare}"
+    running = request.getfixturevalue({"git": "daemon", "http": "http_server"}[request.param])
+    return str(running.url("remote.git"))
+
+
+@pytest.fixture(params=["file", "git", "http"])
+def remote_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return serve(request, tmp_path)
+
+
+@pytest.fixture(params=["file", "http"])
+def file_or_http(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """For the tests that the git daemon adds nothing to: the local remote and smart HTTP."""
+    return serve(request, tmp_path)
+
+
+def bare_repository(tmp_path: Path) -> Path:
+    return tmp_path / "srv" / "remote.git"

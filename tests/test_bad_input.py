@@ -80,7 +80,8 @@ def test_directory_instead_of_file(repo: Path) -> None:
 
 def _findings(repo: Path) -> list[dict[str, object]]:
     proc = run_gate(repo, "check", "--format", "json")
-    return json.loads(proc.stdout)["findings"]
+    findings: list[dict[str, object]] = json.loads(proc.stdout)["findings"]
+    return findings
 
 
 def test_crlf_and_bom_are_the_same_document(repo: Path) -> None:

@@ -1,4 +1,4 @@
-"""The package's own code is type-checked and linted as part of the suite."""
+"""The package's code and its tests are type-checked (mypy strict, `[tool.mypy] files`) and linted, inside the suite."""
 
 from __future__ import annotations
 

@@ -85,6 +85,28 @@ def config_keys(schema: dict[str, object], prefix: str = "") -> Iterator[str]:
         yield from config_keys(sub, f"{key}.")
 
 
+def named_tests(text: str) -> list[tuple[str, str]]:
+    """(file, test) for every `file.py::test_name` a page names; `::test_name` is of the file named last before it.
+
+    A name that ends in an ellipsis (`test_a_fault_at_each_step…`) stands for the tests it begins."""
+    found, current = [], ""
+    for file, name in re.findall(r"`((?:[a-z_]+/)*test_[a-z0-9_]+\.py)?(?:::(test_[a-z0-9_]+…?))?`", text):
+        current = file or current
+        if name:
+            found.append((current, name))
+    return found
+
+
+def missing_tests(named: list[tuple[str, str]], tests: Path) -> list[str]:
+    missing = []
+    for file, name in named:
+        path = tests / file
+        defined = re.findall(r"^def (test_\w+)", path.read_text(), re.M) if path.is_file() else []
+        if not any(test == name or (name.endswith("…") and test.startswith(name[:-1])) for test in defined):
+            missing.append(f"{file}::{name}")
+    return missing
+
+
 def slug(heading: str) -> str:
     """GitHub's anchor for a heading: lower case, markup and punctuation dropped, spaces as hyphens."""
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip()).lower()
@@ -172,6 +194,13 @@ def test_every_relative_link_resolves() -> None:
     assert not broken_links(PAGES)
 
 
+def test_every_test_the_security_page_names_exists() -> None:
+    """docs/security.md names the tests that hold each promise (paths under tests/): a moved or renamed test is noticed."""
+    named = named_tests((DOCS / "security.md").read_text())
+    assert len(named) > 20, named
+    assert not missing_tests(named, ROOT / "tests")
+
+
 def test_the_readme_stays_a_readme() -> None:
     """Issue 16: a README a user reads to the end; the reference lives in docs/."""
     assert len(README.read_bytes()) <= 12 * 1024
@@ -185,6 +214,16 @@ def test_a_removed_table_row_or_section_is_noticed() -> None:
     assert "mailbox" not in readme_gate_rows(readme.replace(row + "\n", ""))
     gates_doc = (DOCS / "gates.md").read_text()
     assert "heartbeat" not in gates_doc_sections(gates_doc.replace("## `heartbeat`", "## heartbeat"))
+
+
+def test_a_test_named_where_it_is_not_is_noticed() -> None:
+    text = ("`domain/test_locks.py::test_nothing_planted…`, `::test_no_such_test`, `test_cli.py` (all), "
+            "`::test_interrupt_is_exit_130…`")
+    named = named_tests(text)
+    assert named == [("domain/test_locks.py", "test_nothing_planted…"), ("domain/test_locks.py", "test_no_such_test"),
+                     ("test_cli.py", "test_interrupt_is_exit_130…")]
+    assert missing_tests(named, ROOT / "tests") == ["domain/test_locks.py::test_no_such_test"]
+    assert missing_tests([("test_locks.py", "test_nothing_planted…")], ROOT / "tests") == ["test_locks.py::test_nothing_planted…"]
 
 
 @pytest.mark.parametrize("target", ["gates.md#no-such-heading", "no-such-page.md", "../NO_SUCH_FILE"])

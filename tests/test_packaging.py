@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT, commit_all, handoff_text, init_repo
@@ -16,11 +17,12 @@ from gates import __version__
 from gates.checks import GATES
 
 
-def _manifest() -> list[dict[str, object]]:
+def _manifest() -> list[dict[str, Any]]:
     # pre-commit's own loader: it validates the manifest against the framework's schema.
     from pre_commit.clientlib import load_manifest
 
-    return load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))
+    manifest: list[dict[str, Any]] = load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))
+    return manifest
 
 
 def test_every_gate_has_a_hook_that_runs_exactly_check_only_id() -> None:

@@ -110,7 +110,7 @@ class Faults:
                 raise OSError(error, os.strerror(error))
             return real(*args, **kwargs)
 
-        self.monkeypatch.setattr(fsio.os, name, broken)
+        self.monkeypatch.setattr(f"gates.infra.fsio.os.{name}", broken)
 
 
 @pytest.mark.parametrize(
@@ -151,7 +151,7 @@ def test_a_failed_directory_fsync_is_reported(tmp_path: Path, monkeypatch: pytes
             raise OSError(errno.EIO, "Input/output error")
         real(fd)
 
-    monkeypatch.setattr(fsio.os, "fsync", fsync)
+    monkeypatch.setattr("gates.infra.fsio.os.fsync", fsync)
     with pytest.raises(GateError) as caught:
         fsio.write_atomic(tmp_path / "f", b"data")
     assert "(fsync directory)" in caught.value.message
@@ -159,7 +159,7 @@ def test_a_failed_directory_fsync_is_reported(tmp_path: Path, monkeypatch: pytes
 
 def test_short_writes_are_completed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = os.write
-    monkeypatch.setattr(fsio.os, "write", lambda fd, data: real(fd, bytes(data[:7])))
+    monkeypatch.setattr("gates.infra.fsio.os.write", lambda fd, data: real(fd, bytes(data[:7])))
     fsio.write_atomic(tmp_path / "f", b"a fairly long piece of data" * 10)
     assert (tmp_path / "f").read_bytes() == b"a fairly long piece of data" * 10
 
@@ -167,7 +167,7 @@ def test_short_writes_are_completed(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 def test_a_phantom_write_is_caught_by_the_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = tmp_path / "f"
     target.write_bytes(b"old")
-    monkeypatch.setattr(fsio.os, "replace", lambda src, dst, **kw: None)  # claims success, puts nothing on disk
+    monkeypatch.setattr("gates.infra.fsio.os.replace", lambda src, dst, **kw: None)  # claims success, puts nothing on disk
     with pytest.raises(GateError) as caught:
         fsio.write_atomic(target, b"new")
     assert "(read back)" in caught.value.message
@@ -178,9 +178,9 @@ def test_a_failing_stamp_exits_3_with_a_flag_naming_the_step(repo: Path, capsys:
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     before = (repo / "HANDOFF.md").read_bytes()
     real = os.fsync
-    monkeypatch.setattr(fsio.os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(errno.EIO, "Input/output error")))
+    monkeypatch.setattr("gates.infra.fsio.os.fsync", lambda fd: (_ for _ in ()).throw(OSError(errno.EIO, "Input/output error")))
     code, _, err = call_gate(repo, "stamp", capsys=capsys, monkeypatch=monkeypatch)
-    monkeypatch.setattr(fsio.os, "fsync", real)
+    monkeypatch.setattr("gates.infra.fsio.os.fsync", real)
     assert code == 3
     assert "HANDOFF.md (fsync): Input/output error" in err
     assert (repo / "HANDOFF.md").read_bytes() == before

@@ -1,0 +1,65 @@
+"""records-immutable: a closed record is never edited, renamed or deleted; supersession is reciprocal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import commit_all, git, run_gate
+from records_helpers import record
+
+
+def _set_status(path: Path, status: str, extra: str = "") -> None:
+    text = path.read_text().replace("status: open", f"status: {status}{extra}", 1)
+    path.write_text(text)
+
+
+def test_closed_records_refuse_edit_rename_and_delete(repo: Path) -> None:
+    path, record_id = record(repo, "Use link() for claims")
+    assert path.read_text().startswith(f"---\nid: {record_id}\ntitle: 'Use link() for claims'\nstatus: open\n")
+    commit_all(repo, "new record")
+    path.write_text(path.read_text() + "\nan open record is edited freely\n")
+    git(repo, "add", "-A")
+    assert run_gate(repo, "check", "--only", "records-immutable").returncode == 0
+    _set_status(path, "closed")
+    git(repo, "add", "-A")
+    assert run_gate(repo, "check", "--only", "records-immutable").returncode == 0  # closing: the last edit
+    commit_all(repo, "closed")
+    path.write_text(path.read_text() + "\nan edit after closing\n")
+    git(repo, "add", "-A")
+    edit = run_gate(repo, "check", "--only", "records-immutable")
+    assert edit.returncode == 1 and f"edits record {record_id}, which is closed" in edit.stdout
+    git(repo, "reset", "-q", "--hard")
+    git(repo, "mv", str(path.relative_to(repo)), "decisions/renamed.md")
+    rename = run_gate(repo, "check", "--only", "records-immutable")
+    assert rename.returncode == 1 and "deletes or renames record" in rename.stdout
+    git(repo, "reset", "-q", "--hard")
+    git(repo, "rm", "-q", str(path.relative_to(repo)))
+    assert run_gate(repo, "check", "--only", "records-immutable").returncode == 1
+
+
+def test_supersession_must_be_reciprocal(repo: Path) -> None:
+    old, old_id = record(repo, "First idea")
+    new, new_id = record(repo, "Better idea")
+    _set_status(old, "superseded", f"\nsuperseded_by: {new_id}")
+    proc = run_gate(repo, "check", "--only", "records-immutable")
+    assert proc.returncode == 1
+    assert f"superseded by {new_id}, but {new_id} does not list {old_id} in supersedes" in proc.stdout
+    new.write_text(new.read_text().replace("status: open", f"status: open\nsupersedes: [{old_id}]", 1))
+    assert run_gate(repo, "check", "--only", "records-immutable").returncode == 0
+    old.write_text(old.read_text().replace(f"status: superseded\nsuperseded_by: {new_id}", "status: open"))
+    assert "is not marked 'status: superseded'" in run_gate(repo, "check", "--only", "records-immutable").stdout
+
+
+def test_invalid_front_matter_is_named_at_its_line(repo: Path) -> None:
+    path, _ = record(repo, "Something")
+    path.write_text(path.read_text().replace("status: open", "status: maybe\nowner: me"))
+    proc = run_gate(repo, "check", "--only", "records-immutable")
+    assert proc.returncode == 1
+    rel = path.relative_to(repo)
+    assert f"{rel}:4: [records-immutable] status: 'maybe' is not one of ['open', 'closed', 'superseded']" in proc.stdout
+    assert f"{rel}:5: [records-immutable] unknown key 'owner'" in proc.stdout
+    assert proc.stdout.splitlines() == [
+        f"{rel}:4: [records-immutable] status: 'maybe' is not one of ['open', 'closed', 'superseded']",
+        f"{rel}:5: [records-immutable] unknown key 'owner' (allowed: date, id, status, superseded_by, supersedes, tags, title)",
+        "gate check: failed: 2 errors (records-immutable: 2; 1 gate on HANDOFF.md)",
+    ]

@@ -1,0 +1,305 @@
+"""`gate claim`/`release`/`claims` through the git remote (issue 18, gates/commands/_remote.py), against real
+remotes started here: file://, git daemon and smart HTTP. The push-time gate: tests/checks/test_handoff_claim_remote.py.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from conftest import call_gate, flag_records, git, run_gate
+from remote_helpers import HttpServer, bare_repository, claim_ref, clone, clone_id, refs, remote_record, seed_bare
+
+
+def test_claim_deny_release_and_the_fence_across_clones(remote_url: str, tmp_path: Path) -> None:
+    a, b = clone(remote_url, tmp_path / "a"), clone(remote_url, tmp_path / "b")
+    bare = bare_repository(tmp_path)
+    first = run_gate(a, "claim", "--ttl", "2h", "--note", "closing out", "--session", "s-a")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "on remote origin: fence 1" in first.stdout
+    ref = claim_ref(a)
+    record = remote_record(bare, ref)
+    assert (record["clone"], record["worktree"], record["session"], record["fence"], record["note"]) == (
+        clone_id(a), str(a.resolve()), "s-a", 1, "closing out")
+    assert git(bare, "rev-list", "--parents", "-n1", ref).split() == [refs(bare)[ref]]  # no parent
+    assert {"host", "branch", "harness", "since", "ttl_seconds", "expires", "token"} <= set(record)
+
+    denied = run_gate(b, "claim", "--session", "s-b")
+    assert denied.returncode == 1, denied.stderr
+    assert f"clone {clone_id(a)}" in denied.stdout and f"worktree {a.resolve()}" in denied.stdout
+    assert "session s-a" in denied.stdout and "note: 'closing out'" in denied.stdout
+    assert not list((b / ".git" / "gate" / "claims").glob("*.json")), "the local grant was not rolled back"
+    assert [f["reason"] for f in flag_records(b / ".git")] == ["claim-denied"]
+
+    renewed = run_gate(a, "claim", "--session", "s-a")
+    assert renewed.returncode == 0 and renewed.stdout.startswith("renewed")
+    assert remote_record(bare, ref)["token"] == record["token"] and remote_record(bare, ref)["fence"] == 1
+
+    assert run_gate(b, "release", "--session", "s-b").returncode == 1  # not the holder
+    assert ref in refs(bare)
+    released = run_gate(a, "release", "--session", "s-a")
+    assert released.returncode == 0, released.stdout + released.stderr
+    assert ref not in refs(bare) and ref.replace("claims", "fences") in refs(bare)
+    again = run_gate(b, "claim", "--session", "s-b")
+    assert again.returncode == 0 and "fence 2" in again.stdout  # one higher than the previous holder's
+
+    listing = run_gate(a, "claims", "--remote")
+    assert listing.returncode == 0 and f"clone {clone_id(b)}" in listing.stdout and "fence 2" in listing.stdout
+    as_json = json.loads(run_gate(a, "claims", "--remote", "--format", "json").stdout)
+    assert [c["clone"] for c in as_json["claims"]] == [clone_id(b)]
+
+
+def test_force_release_breaks_the_remote_claim_and_keeps_it(tmp_path: Path) -> None:
+    bare = seed_bare(tmp_path)
+    a, b = clone(f"file://{bare}", tmp_path / "a"), clone(f"file://{bare}", tmp_path / "b")
+    assert run_gate(a, "claim").returncode == 0
+    ref = claim_ref(a)
+    broken = run_gate(b, "release", "--force", "--reason", "session a crashed")
+    assert broken.returncode == 0, broken.stdout + broken.stderr
+    assert ref not in refs(bare)
+    kept = [json.loads(p.read_text()) for p in (b / ".git" / "gate" / "lost+found").glob("*/manifest.json")]
+    assert kept and kept[0]["kind"] == "remote-claim" and kept[0]["items"][0]["record"]["clone"] == clone_id(a)
+    journal = (b / ".git" / "gate" / "journal.jsonl").read_text()
+    assert "remote-claim-broken" in journal and "session a crashed" in journal
+    assert "claim-broken" in [f["reason"] for f in flag_records(b / ".git")]
+
+
+def test_takeover_after_ttl_expiry_with_an_injected_clock(file_or_http: str, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from gates.commands import invocation
+
+    bare = bare_repository(tmp_path)
+    a, b = clone(file_or_http, tmp_path / "a"), clone(file_or_http, tmp_path / "b")
+    start = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
+    monkeypatch.setattr(invocation, "now", lambda: start)
+    assert call_gate(a, "claim", "--ttl", "15m", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
+    monkeypatch.setattr(invocation, "now", lambda: start + timedelta(minutes=14, seconds=59))
+    code, out, _ = call_gate(b, "claim", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 1 and f"clone {clone_id(a)}" in out
+    monkeypatch.setattr(invocation, "now", lambda: start + timedelta(minutes=15))
+    code, out, _ = call_gate(b, "claim", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0, out
+    assert "took over the remote claim" in out and "its TTL expired at 2026-11-30T08:15:00Z" in out
+    record = remote_record(bare, claim_ref(b))
+    assert record["clone"] == clone_id(b) and record["fence"] == 2
+    assert "claim-taken-over" in [f["reason"] for f in flag_records(b / ".git")]
+    assert list((b / ".git" / "gate" / "lost+found").glob("*/claim.json"))
+
+
+@pytest.mark.parametrize("scheme", ["git", "http"])
+def test_an_unreachable_remote_is_a_denial_with_a_flag_and_offline_is_unverified(scheme: str, tmp_path: Path) -> None:
+    bare = seed_bare(tmp_path)
+    a = clone(f"file://{bare}", tmp_path / "a")
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    git(a, "remote", "set-url", "origin", f"{scheme}://127.0.0.1:{port}/remote.git")
+    denied = run_gate(a, "claim")
+    assert denied.returncode == 3, denied.stdout + denied.stderr
+    assert "cannot be reached" in denied.stderr and "--offline" in denied.stderr
+    assert [f["reason"] for f in flag_records(a / ".git")] == ["remote-unreachable"]
+    assert not list((a / ".git" / "gate" / "claims").glob("*.json")), "a local claim was left behind"
+    offline = run_gate(a, "claim", "--offline")
+    assert offline.returncode == 0 and "OFFLINE" in offline.stdout
+    assert "claim-unverified" in [f["reason"] for f in flag_records(a / ".git")]
+    assert list((a / ".git" / "gate" / "claims").glob("*.json"))
+
+
+@pytest.mark.parametrize("scheme", ["git", "http"])
+def test_a_remote_that_never_answers_is_denied_within_the_time_bound(scheme: str, tmp_path: Path) -> None:
+    bare = seed_bare(tmp_path, "claims:\n  remote: origin\n  remote_timeout: 2s\n")
+    a = clone(f"file://{bare}", tmp_path / "a")
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)  # accepts connections, never says a word
+    try:
+        git(a, "remote", "set-url", "origin", f"{scheme}://127.0.0.1:{silent.getsockname()[1]}/remote.git")
+        started = time.monotonic()
+        denied = run_gate(a, "claim")
+        took = time.monotonic() - started
+    finally:
+        silent.close()
+    assert denied.returncode == 3 and "no answer within 2s" in denied.stderr, denied.stderr
+    assert took < 10, took
+    assert [f["reason"] for f in flag_records(a / ".git")] == ["remote-unreachable"]
+
+
+DRIVER = """
+import sys
+from gates.cli import main
+print("ready", flush=True)
+sys.stdin.readline()
+sys.exit(main(["claim", "--session", sys.argv[1]]))
+"""
+
+
+def _race(tmp_path: Path, url: str, clones: int, rounds: int, budget: float) -> None:
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER)
+    trees = [clone(url, tmp_path / f"c{i}") for i in range(clones)]
+    started = time.monotonic()
+    for round_no in range(rounds):
+        procs = []
+        for i, tree in enumerate(trees):
+            session = f"r{round_no}-c{i}"
+            procs.append((session, tree, subprocess.Popen(
+                [sys.executable, str(driver), session], cwd=tree, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True)))
+        for _, _, proc in procs:
+            assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        for _, _, proc in procs:  # the barrier: every clone goes at once
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        results = []
+        for session, tree, proc in procs:
+            out, err = proc.communicate(timeout=120)
+            results.append((session, tree, proc.returncode, out, err))
+        winners = [(s, t) for s, t, code, _, _ in results if code == 0]
+        assert len(winners) == 1, [(s, c, e[-300:]) for s, _, c, _, e in results]
+        winner, tree = winners[0]
+        for session, _, code, out, err in results:
+            if session != winner:
+                assert code == 1 and f"session {winner}" in out, (out, err)
+        assert run_gate(tree, "release", "--session", winner).returncode == 0
+        assert time.monotonic() - started < budget, f"round {round_no}: over {budget}s"
+
+
+@pytest.mark.slow
+def test_race_16_clones_20_rounds_over_file_exactly_one_winner(tmp_path: Path) -> None:
+    bare = seed_bare(tmp_path)
+    _race(tmp_path, f"file://{bare}", 16, 20, budget=420)
+
+
+@pytest.mark.slow
+def test_race_16_clones_over_git_daemon_exactly_one_winner(tmp_path: Path, daemon: object) -> None:
+    seed_bare(tmp_path)
+    _race(tmp_path, daemon.url("remote.git"), 16, 5, budget=240)  # type: ignore[attr-defined]
+
+
+def test_race_6_clones_3_rounds_over_smart_http_exactly_one_winner(tmp_path: Path) -> None:
+    seed_bare(tmp_path)
+    server = HttpServer(tmp_path / "srv")
+    try:
+        _race(tmp_path, server.url("remote.git"), 6, 3, budget=90)
+    finally:
+        server.stop()
+
+
+def test_no_gate_command_touches_any_other_ref(file_or_http: str, tmp_path: Path) -> None:
+    bare = bare_repository(tmp_path)
+    git(bare, "update-ref", "refs/gate/claims/someone-elses", git(bare, "rev-parse", "main"))
+    git(bare, "update-ref", "refs/notes/commits", git(bare, "rev-parse", "main"))
+    git(bare, "tag", "v1", "main")
+    a, b = clone(file_or_http, tmp_path / "a"), clone(file_or_http, tmp_path / "b")
+    before, before_a = refs(bare), refs(a)
+    touched = {claim_ref(a), claim_ref(a, "refs/gate/fences"), f"refs/gate/flags/{_cid(a)}", f"refs/gate/flags/{_cid(b)}"}
+    for tree, argv in ((a, ["claim"]), (b, ["claim"]), (a, ["claims", "--remote"]), (a, ["flags", "--push"]),
+                       (b, ["flags", "--push"]), (b, ["brief"]), (a, ["doctor", "--remote"]),
+                       (a, ["check", "--remote"]), (a, ["release"]), (a, ["claim"]),
+                       (b, ["release", "--force", "--reason", "test"])):
+        proc = run_gate(tree, *argv)
+        assert proc.returncode in (0, 1), (argv, proc.stdout, proc.stderr)
+    after = refs(bare)
+    changed = {ref for ref in set(before) | set(after) if before.get(ref) != after.get(ref)}
+    assert changed <= touched, changed - touched
+    assert {r: o for r, o in after.items() if r not in touched} == {r: o for r, o in before.items() if r not in touched}
+    assert not [r for r in after if r.startswith("refs/gate/probe")]
+    assert refs(a) == before_a, "a gate command changed a ref of the user's clone"
+
+
+def _cid(tree: Path) -> str:
+    from gates.domain import remote
+    from gates.infra.git import discover
+
+    return remote.clone_id(discover(tree, {}))
+
+
+def test_a_fresh_clone_brief_shows_a_flag_pushed_by_another_clone(remote_url: str, tmp_path: Path) -> None:
+    a = clone(remote_url, tmp_path / "a")
+    assert run_gate(a, "release").returncode == 1  # raises a release-denied flag in clone a
+    pushed = run_gate(a, "flags", "--push")
+    assert pushed.returncode == 0 and "pushed 1 open flag" in pushed.stdout, pushed.stderr
+    fresh = clone(remote_url, tmp_path / "fresh")
+    brief = run_gate(fresh, "brief")
+    assert brief.returncode == 0, brief.stderr
+    assert f"clone {clone_id(a)} on host " in brief.stdout and "[release-denied]" in brief.stdout
+    assert "nobody holds a claim on HANDOFF.md" in brief.stdout
+    own = run_gate(a, "brief")
+    assert "Flags of other clones (remote origin): none open." in own.stdout  # its own flags are not "other"
+    [flag] = flag_records(a / ".git")
+    assert run_gate(a, "flags", "--ack", str(flag["id"]), "--push").returncode == 0
+    after = run_gate(fresh, "brief")
+    assert "[release-denied]" not in after.stdout and "none open" in after.stdout
+
+
+def test_flags_from_another_clone_are_sanitised(tmp_path: Path) -> None:
+    from gates.domain import remote_flags
+    from gates.infra.config import load
+    from gates.infra.git import discover
+
+    bare = seed_bare(tmp_path)
+    a, c = clone(f"file://{bare}", tmp_path / "a"), clone(f"file://{bare}", tmp_path / "c")
+    repo = discover(a, {})
+    (a / ".git" / "gate" / "flags").mkdir(parents=True)
+    from gates.domain import flags
+
+    flags.raise_flag(repo, "doctor", "evil \x1b[2J\u202e text", command="gate x", exit_code=1)
+    remote_flags.push(repo, load(repo), "origin", datetime.now(timezone.utc))
+    text = remote_flags.brief_text(discover(c, {}), load(discover(c, {})))
+    assert "\x1b" not in text and "\u202e" not in text and "\\u001b[2J\\u202e" in text
+
+
+def test_a_read_only_smart_http_remote_is_a_denial_and_doctor_says_so(tmp_path: Path) -> None:
+    """http-backend refuses anonymous pushes unless http.receivepack is set: reads work, every push gets a 403."""
+    bare = seed_bare(tmp_path)
+    server = HttpServer(tmp_path / "srv")
+    try:
+        git(bare, "config", "http.receivepack", "false")
+        a = clone(server.url("remote.git"), tmp_path / "a")
+        before = refs(bare)
+        denied = run_gate(a, "claim")
+        assert denied.returncode == 3 and "403" in denied.stderr, denied.stdout + denied.stderr
+        assert not list((a / ".git" / "gate" / "claims").glob("*.json")), "the local grant was not given back"
+        assert [f["reason"] for f in flag_records(a / ".git")] == ["remote-unreachable"]
+        doctor = run_gate(a, "doctor", "--remote")
+        assert "reachable: ls-remote round trip" in doctor.stdout and "refuses a push of refs/gate/probe/" in doctor.stdout
+        assert refs(bare) == before
+    finally:
+        server.stop()
+
+
+def test_a_concurrent_reader_never_sees_a_partial_claim(tmp_path: Path) -> None:
+    bare = seed_bare(tmp_path)
+    a = clone(f"file://{bare}", tmp_path / "a")
+    stop, bad = threading.Event(), []
+
+    def reader() -> None:
+        while not stop.is_set():
+            for line in git(bare, "for-each-ref", "--format=%(refname)", "refs/gate/claims").splitlines():
+                proc = subprocess.run(["git", "cat-file", "blob", f"{line}:claim.json"], cwd=bare,
+                                      capture_output=True, text=True)
+                if proc.returncode == 0:
+                    try:
+                        assert isinstance(json.loads(proc.stdout)["fence"], int)
+                    except (ValueError, KeyError, AssertionError):
+                        bad.append(proc.stdout)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        for _ in range(3):
+            assert run_gate(a, "claim").returncode == 0
+            assert run_gate(a, "release").returncode == 0
+    finally:
+        stop.set()
+        thread.join()
+    assert bad == []

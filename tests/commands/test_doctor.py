@@ -1,0 +1,83 @@
+"""`gate doctor`: it checks the wiring and the environment, says what to fix, and `--fix` fixes what it can."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import time
+from pathlib import Path
+
+from conftest import git, run_gate
+from remote_helpers import bare_repository, clone, refs
+
+from gates.domain.hooks import ENTRY
+
+
+def test_doctor_says_what_to_fix(repo: Path) -> None:
+    proc = run_gate(repo, "doctor")
+    assert proc.returncode == 1
+    assert "FIX   no commit hook runs the gate" in proc.stdout
+    assert proc.stdout.splitlines()[0].startswith("ok    git version ")
+    assert "doctor" in [json.loads(p.read_text())["reason"] for p in (repo / ".git/gate/flags").glob("*.json")]
+    assert run_gate(repo, "install-hooks").returncode == 0
+    (repo / ".claude").mkdir()
+    fixed = run_gate(repo, "doctor")
+    assert fixed.returncode == 1 and "no SessionStart hook runs `gate brief --format claude`" in fixed.stdout
+    (repo / ".claude" / "settings.json").write_text("{not json")
+    broken = run_gate(repo, "doctor")
+    assert broken.returncode == 1 and "FIX   .claude/settings.json cannot be read as JSON" in broken.stdout
+    (repo / ".claude" / "settings.json").write_text(json.dumps({"hooks": ["a list, not a mapping"]}))
+    assert "no SessionStart hook runs" in run_gate(repo, "doctor").stdout  # odd shapes count as no hook, no crash
+    (repo / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"SessionStart": [
+        {"matcher": "", "hooks": [{"type": "command", "command": "gate brief --format claude"}]}]}}))
+    healthy = run_gate(repo, "doctor")
+    assert healthy.returncode == 0, healthy.stdout
+    hook = Path(git(repo, "rev-parse", "--path-format=absolute", "--git-path", "hooks")) / "pre-commit"
+    text = hook.read_text()
+    hook.write_text(text.replace(" -I -c ", " -I -m gates ").replace(shlex.quote(ENTRY) + " ", ""))  # an older form
+    assert "warn  native hook" in run_gate(repo, "doctor").stdout
+    interpreter = shlex.split(text.splitlines()[-1])[1]
+    hook.write_text(text.replace(interpreter, "/nonexistent/venv/bin/python"))
+    gone = run_gate(repo, "doctor")
+    assert gone.returncode == 1 and "/nonexistent/venv/bin/python, which is gone" in gone.stdout
+    hook.write_text(text)
+    (repo / ".git" / "index.lock").write_text("")
+    os.utime(repo / ".git" / "index.lock", (0, 0))
+    (repo / ".gate.yaml").write_text("locks:\n  threshold: 1s\n")
+    time.sleep(1.2)
+    stale = run_gate(repo, "doctor")
+    assert stale.returncode == 1 and "FIX   stale git lock index.lock" in stale.stdout
+
+
+def test_doctor_finds_a_hook_whose_interpreter_is_gone(repo: Path) -> None:
+    assert run_gate(repo, "install-hooks", "--agent", "gemini").returncode == 0
+    path = repo / ".gemini" / "settings.json"
+    doc = json.loads(path.read_text())
+    for groups in doc["hooks"].values():
+        for hook in groups[0]["hooks"]:
+            hook["command"] = "/nonexistent/python3 " + hook["command"].split(" ", 1)[1]
+    path.write_text(json.dumps(doc))
+    out = run_gate(repo, "doctor").stdout
+    assert "FIX   .gemini/settings.json: the hooks run /nonexistent/python3, which is gone" in out
+    assert os.path.exists(path)
+
+
+def test_doctor_checks_claude_code_settings_only_where_claude_exists(repo: Path) -> None:
+    lines = run_gate(repo, "doctor").stdout.splitlines()
+    assert [line for line in lines if "Claude" in line] == ["ok    Claude Code settings not checked: no .claude/ here"]
+    assert not any(line.startswith("warn") for line in lines)
+    (repo / ".claude").mkdir()
+    lines = run_gate(repo, "doctor").stdout.splitlines()
+    assert [line for line in lines if "Claude" in line] == [
+        "FIX   Claude Code is set up here (.claude/) but no SessionStart hook runs `gate brief --format claude` "
+        "(see the README, Wiring it into an agent)"]
+
+
+def test_doctor_probes_the_remote(remote_url: str, tmp_path: Path) -> None:
+    a = clone(remote_url, tmp_path / "a")
+    proc = run_gate(a, "doctor", "--remote")
+    assert "reachable: ls-remote round trip" in proc.stdout, proc.stdout
+    assert "accepts a create-only push under refs/gate/" in proc.stdout
+    assert "applies --atomic pushes" in proc.stdout and "not fetched by a plain clone" in proc.stdout
+    assert not [r for r in refs(bare_repository(tmp_path)) if "probe" in r]

@@ -1,0 +1,70 @@
+"""`gate flags`: every flag listed verbatim, oldest first; `--ack` moves flags aside, never deletes.
+
+How flags are written, coalesced and resolved: tests/domain/test_flags.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import call_gate, flag_records, run_gate
+
+from gates.domain import flags
+from gates.infra.git import discover
+
+
+def test_flags_prints_every_flag_verbatim_oldest_first(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import datetime, timezone
+
+    found = discover(repo, {})
+    later = flags.raise_flag(found, "io-error", "second\n  indented line kept", command="gate x", exit_code=3,
+                             now=datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc))
+    earlier = flags.raise_flag(found, "config-invalid", "first", command="gate y", exit_code=3,
+                               now=datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc))
+    code, out, _ = call_gate(repo, "flags", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0
+    assert out.index(earlier) < out.index(later)
+    assert "\nfirst\n" in out and "\nsecond\n  indented line kept\n" in out
+    code, out, _ = call_gate(repo, "flags", "--format", "json", capsys=capsys, monkeypatch=monkeypatch)
+    assert [f["id"] for f in json.loads(out)["flags"]] == [earlier, later]
+
+
+def test_ack_moves_flags_aside_and_never_deletes(repo: Path) -> None:
+    found = discover(repo, {})
+    one = flags.raise_flag(found, "io-error", "one", command="gate", exit_code=3)
+    two = flags.raise_flag(found, "io-error", "two", command="gate", exit_code=3)
+    proc = run_gate(repo, "flags", "--ack", one)
+    assert proc.returncode == 0 and one in proc.stdout
+    assert [r["id"] for r in flag_records(repo / ".git")] == [two]
+    assert [r["id"] for r in flag_records(repo / ".git", "acked")] == [one]
+    assert run_gate(repo, "flags", "--ack-all").returncode == 0
+    assert flag_records(repo / ".git") == []
+    assert sorted(r["id"] for r in flag_records(repo / ".git", "acked")) == sorted([one, two])
+    assert run_gate(repo, "flags").stdout == "no unacknowledged flags\n"
+    # The same failure after an acknowledgement is a new flag, not a count on the old one.
+    again = flags.raise_flag(found, "io-error", "one", command="gate", exit_code=3)
+    assert again != one and [r["count"] for r in flag_records(repo / ".git")] == [1]
+
+
+@pytest.mark.parametrize("bad_id", ["nope", "../../etc/passwd", "20261130T080000Z-io-error-00000000"])
+def test_ack_of_an_unknown_flag_is_a_usage_error(repo: Path, bad_id: str) -> None:
+    flags.raise_flag(discover(repo, {}), "io-error", "x", command="gate", exit_code=3)
+    proc = run_gate(repo, "flags", "--ack", bad_id)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("gate: no such flag")
+    assert len(flag_records(repo / ".git")) == 1
+
+
+def test_an_unreadable_flag_is_shown_not_dropped(repo: Path) -> None:
+    folder = repo / ".git" / "gate" / "flags"
+    folder.mkdir(parents=True)
+    (folder / "20261130T080000Z-io-error-0123abcd.json").write_text("{not json")
+    (folder / ".tmp-someflag-abc").write_text("a writer's leftover")
+    proc = run_gate(repo, "flags")
+    assert proc.returncode == 0
+    assert "[unreadable-flag]" in proc.stdout and "20261130T080000Z-io-error-0123abcd" in proc.stdout
+    assert "leftover" not in proc.stdout
+    assert (folder / ".tmp-someflag-abc").exists()

@@ -1,0 +1,240 @@
+"""`gate install-hooks`: native git hooks that chain the existing ones and uninstall cleanly, and `--agent`:
+merged into realistic existing files, idempotent, uninstalled to the original bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import git, run_gate
+from helpers import break_with_punctuation, entries
+
+from gates.domain import agents, harness
+from gates.infra import schemas
+
+EXISTING = {
+    "claude": ('{\n  "$schema": "https://json.schemastore.org/claude-code-settings.json",\n  "permissions": {\n'
+               '    "allow": ["Bash(npm run test:*)"],\n    "deny": ["Read(./.env)"]\n  },\n  "hooks": {\n'
+               '    "PreToolUse": [\n      {"matcher": "Bash", "hooks": [{"type": "command", "command": "./lint.sh"}]}\n'
+               '    ],\n    "SessionStart": [\n      {"matcher": "startup", "hooks": [{"type": "command", '
+               '"command": "echo hello"}]}\n    ]\n  },\n  "model": "opus"\n}\n'),
+    "codex": ('{\n    "hooks": {\n        "Stop": [\n            {\n                "hooks": [\n                    '
+              '{"type": "command", "command": "python3 check.py", "timeout": 30}\n                ]\n            }\n'
+              '        ]\n    }\n}\n'),
+    "gemini": ('{\n  "general": {"vimMode": true},\n  "hooks": {\n    "BeforeTool": [\n      {"matcher": "write_file", '
+               '"hooks": [{"type": "command", "command": "./guard.sh", "name": "guard", "timeout": 5000}]}\n    ]\n  }\n}'),
+    "copilot": ('{\n  "version": 1,\n  "hooks": {\n    "sessionStart": [{"type": "command", "bash": "./start.sh", '
+                '"timeoutSec": 10}]\n  }\n}\n'),
+    "cursor": ('{\n  "version": 1,\n  "hooks": {\n    "afterFileEdit": [{"command": "./format.sh"}],\n'
+               '    "stop": [{"command": "./notify.sh"}]\n  }\n}\n'),
+    "agents-md": "# Agents\n\nUse pnpm, not npm.\n",
+}
+
+
+CONFIG_SCHEMA = {"claude": "claude-settings", "codex": "codex-hooks", "gemini": "gemini-settings",
+                 "copilot": "copilot-hooks", "cursor": "cursor-hooks"}
+
+
+def _ours(agent: str, doc: dict[str, object]) -> list[tuple[str, str]]:
+    return agents._our_commands(agent, doc)
+
+
+@pytest.mark.parametrize("agent", agents.AGENTS)
+def test_merge_twice_then_uninstall_to_the_original_bytes(repo: Path, agent: str) -> None:
+    path = repo / agents.FILES[agent]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(EXISTING[agent])
+    original = path.read_bytes()
+    first = run_gate(repo, "install-hooks", "--agent", agent)
+    assert first.returncode == 0, first.stderr
+    installed = path.read_bytes()
+    assert installed != original
+    if agent == "agents-md":
+        text = installed.decode()
+        assert text.startswith(EXISTING[agent]) and "run `gate brief`" in text and "gate closeout --format text" in text
+    else:
+        before, after = json.loads(original), json.loads(installed)
+        schema = harness.schema(CONFIG_SCHEMA[agent])
+        assert schemas.validate(schema, after, {}) == []
+        for key, value in before.items():  # unrelated keys kept
+            if key != "hooks":
+                assert after[key] == value
+        for event, listed in before["hooks"].items():  # other hooks kept, first and in order
+            assert after["hooks"][event][:len(listed)] == listed
+        commands = _ours(agent, after)
+        assert {c.split(" --format ")[1] for _, c in commands} == {agent}
+        kinds = {c.split(" -c ")[1].split(" ")[-3] for _, c in commands}
+        assert kinds == ({"closeout"} if agent in ("copilot", "cursor") else {"brief", "closeout"})
+        if agent in ("claude", "codex"):
+            start = [g for g in after["hooks"]["SessionStart"] if _ours(agent, {"hooks": {"SessionStart": [g]}})]
+            assert start[0]["matcher"] == "startup|resume|clear|compact"
+    again = run_gate(repo, "install-hooks", "--agent", agent)
+    assert again.returncode == 0 and "unchanged" in again.stdout
+    assert path.read_bytes() == installed
+    removed = run_gate(repo, "install-hooks", "--agent", agent, "--uninstall")
+    assert removed.returncode == 0, removed.stderr
+    assert path.read_bytes() == original
+
+
+@pytest.mark.parametrize("agent", agents.AGENTS)
+def test_uninstall_without_the_record_removes_exactly_ours(repo: Path, agent: str) -> None:
+    """A collaborator's clone has no record of the original bytes: only the gate's entries go."""
+    path = repo / agents.FILES[agent]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(EXISTING[agent])
+    assert run_gate(repo, "install-hooks", "--agent", agent).returncode == 0
+    for record in (repo / ".git" / "gate" / "agents").iterdir():
+        record.unlink()
+    assert run_gate(repo, "install-hooks", "--agent", agent, "--uninstall").returncode == 0
+    if agent == "agents-md":
+        assert path.read_text() == EXISTING[agent]
+    else:
+        assert json.loads(path.read_text()) == json.loads(EXISTING[agent])
+
+
+def test_new_files_are_created_and_removed_with_their_folders(repo: Path) -> None:
+    proc = run_gate(repo, "install-hooks", "--agent", "claude,codex,gemini,copilot,cursor,agents-md")
+    assert proc.returncode == 0, proc.stderr
+    assert "trust them in /hooks" in proc.stdout  # Codex: project hooks must be reviewed and trusted
+    assert "config.toml" in proc.stdout and not (repo / ".codex" / "config.toml").exists()
+    assert "not judged again by the other" in proc.stdout  # Copilot beside .claude/settings.json
+    for agent, name in CONFIG_SCHEMA.items():
+        assert schemas.validate(harness.schema(name), json.loads((repo / agents.FILES[agent]).read_text()), {}) == []
+    doctor = run_gate(repo, "doctor")
+    for agent in agents.AGENTS:
+        assert f"ok    {agents.FILES[agent]}" in doctor.stdout
+    assert run_gate(repo, "install-hooks", "--agent", "claude,codex,gemini,copilot,cursor,agents-md",
+                    "--uninstall").returncode == 0
+    for folder in (".claude", ".codex", ".gemini", ".github", ".cursor"):
+        assert not (repo / folder).exists()
+    assert not (repo / "AGENTS.md").exists()
+
+
+def test_a_planted_symlink_is_refused(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (repo / ".claude").symlink_to(outside)
+    proc = run_gate(repo, "install-hooks", "--agent", "claude")
+    assert proc.returncode == 3 and "refusing it: it resolves outside the repository" in proc.stderr
+    assert list(outside.iterdir()) == []
+    (repo / "AGENTS.md").symlink_to(repo / ".git" / "config")
+    assert run_gate(repo, "install-hooks", "--agent", "agents-md").returncode == 3
+
+
+def test_a_broken_file_is_never_clobbered_and_doctor_says_so(repo: Path) -> None:
+    (repo / ".cursor").mkdir()
+    (repo / ".cursor" / "hooks.json").write_text('{"version": 1, "hooks": {')
+    proc = run_gate(repo, "install-hooks", "--agent", "cursor")
+    assert proc.returncode == 3 and "not valid JSON" in proc.stderr
+    assert (repo / ".cursor" / "hooks.json").read_text() == '{"version": 1, "hooks": {'
+    assert "FIX   .cursor/hooks.json" in run_gate(repo, "doctor").stdout
+
+
+def test_uninstall_through_an_in_tree_link_deletes_no_file(tmp_path: Path) -> None:
+    """A settings file that is a link to another file of the tree: uninstall takes our hooks out of that file
+    and never deletes it (nor the link), even when nothing but our hooks was in it."""
+    from conftest import commit_all, init_repo
+
+    repo = init_repo(tmp_path / "repo")
+    (repo / "README").write_text("x\n")
+    commit_all(repo, "first")
+    (repo / "config").mkdir()
+    (repo / "config" / "claude.json").write_text("{}\n")
+    (repo / ".claude").mkdir()
+    os.symlink("../config/claude.json", repo / ".claude" / "settings.json")
+    assert run_gate(repo, "install-hooks", "--agent", "claude").returncode == 0
+    assert "hooks" in json.loads((repo / "config" / "claude.json").read_text())
+    proc = run_gate(repo, "install-hooks", "--agent", "claude", "--uninstall")
+    assert proc.returncode == 0, proc.stderr
+    assert os.path.islink(repo / ".claude" / "settings.json")
+    assert json.loads((repo / "config" / "claude.json").read_text()) == {}
+    os.unlink(repo / ".claude" / "settings.json")  # the gate created the file, then a link took its place
+    assert run_gate(repo, "install-hooks", "--agent", "claude").returncode == 0
+    created = (repo / ".claude" / "settings.json").read_text()
+    os.unlink(repo / ".claude" / "settings.json")
+    (repo / "config" / "other.json").write_text(created)
+    os.symlink("../config/other.json", repo / ".claude" / "settings.json")
+    assert run_gate(repo, "install-hooks", "--agent", "claude", "--uninstall").returncode == 0
+    assert (repo / "config" / "other.json").is_file() and os.path.islink(repo / ".claude" / "settings.json")
+    assert "hooks" not in json.loads((repo / "config" / "other.json").read_text())
+
+
+def _hook_text(repo: Path, name: str = "pre-commit") -> str:
+    return (Path(git(repo, "rev-parse", "--path-format=absolute", "--git-path", "hooks")) / name).read_text()
+
+
+def test_native_hook_blocks_a_bad_commit_and_runs_the_existing_hook(repo: Path) -> None:
+    hooks = repo / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    (hooks / "pre-commit").write_text('#!/bin/sh\necho "the old hook ran" >> "$(git rev-parse --git-dir)/old-hook.log"\n')
+    (hooks / "pre-commit").chmod(0o755)
+    proc = run_gate(repo, "install-hooks")
+    assert proc.returncode == 0
+    assert "kept your pre-commit hook: it now runs first" in proc.stdout
+    exec_line = _hook_text(repo).splitlines()[-1]
+    interpreter, isolated, c, code, command = shlex.split(exec_line.removeprefix("exec "))
+    assert Path(interpreter).is_absolute() and Path(interpreter).exists()
+    assert (isolated, c, command) == ("-I", "-c", "check") and "gates.main" in code
+    break_with_punctuation(repo)
+    git(repo, "add", "HANDOFF.md")
+    bad = subprocess.run(["git", "commit", "-q", "-m", "bad"], cwd=repo, capture_output=True, text=True)
+    assert bad.returncode == 1 and "[handoff-no-checked-items]" in bad.stderr
+    assert (repo / ".git" / "old-hook.log").read_text() == "the old hook ran\n"
+    git(repo, "checkout", "-q", "HEAD", "--", "HANDOFF.md")
+    (repo / "other.txt").write_text("fine")
+    git(repo, "add", "other.txt")
+    git(repo, "commit", "-q", "-m", "good")
+    assert (repo / ".git" / "old-hook.log").read_text().count("ran") == 2
+    out = run_gate(repo, "install-hooks", "--uninstall")
+    assert "your own hook is back" in out.stdout
+    assert _hook_text(repo).startswith('#!/bin/sh\necho "the old hook ran"')
+
+
+def test_native_hooks_respect_core_hooks_path_and_worktrees(repo: Path, tmp_path: Path) -> None:
+    git(repo, "config", "core.hooksPath", ".githooks")
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(linked))
+    assert run_gate(linked, "install-hooks", "--pre-push").returncode == 0
+    assert (linked / ".githooks" / "pre-commit").is_file() and (linked / ".githooks" / "pre-push").is_file()
+    break_with_punctuation(linked)
+    git(linked, "add", "HANDOFF.md")
+    assert subprocess.run(["git", "commit", "-q", "-m", "bad"], cwd=linked, capture_output=True).returncode == 1
+
+
+def _hooks(repo: Path) -> Path:
+    return Path(git(repo, "rev-parse", "--path-format=absolute", "--git-path", "hooks"))
+
+
+def test_uninstall_removes_the_pre_push_hook_too_and_puts_chained_hooks_back(repo: Path) -> None:
+    hooks = _hooks(repo)
+    hooks.mkdir(parents=True, exist_ok=True)
+    mine = b'#!/bin/sh\necho "my own pre-push"\n'
+    (hooks / "pre-push").write_bytes(mine)
+    (hooks / "pre-push").chmod(0o750)
+    before = entries(hooks)
+    assert run_gate(repo, "install-hooks", "--pre-push").returncode == 0
+    assert sorted(os.listdir(hooks)) == ["pre-commit", "pre-push", "pre-push.pre-gate"]
+    out = run_gate(repo, "install-hooks", "--uninstall")
+    assert out.returncode == 0
+    assert out.stdout.splitlines() == [
+        f"removed {hooks / 'pre-commit'}",
+        f"removed the handoff-gate pre-push hook; your own hook is back at {hooks / 'pre-push'}"]
+    assert entries(hooks) == before
+    assert run_gate(repo, "install-hooks", "--uninstall").stdout == f"no handoff-gate hook in {hooks}\n"
+
+
+def test_uninstall_leaves_a_hook_that_is_not_ours(repo: Path) -> None:
+    hooks = _hooks(repo)
+    assert run_gate(repo, "install-hooks").returncode == 0
+    (hooks / "pre-push").write_text("#!/bin/sh\nexit 0\n")  # written by the user after the install
+    (hooks / "pre-push.pre-gate").write_text("#!/bin/sh\nexit 1\n")
+    before = {name: (hooks / name).read_bytes() for name in ("pre-push", "pre-push.pre-gate")}
+    out = run_gate(repo, "install-hooks", "--uninstall").stdout.splitlines()
+    assert f"left your pre-push hook at {hooks / 'pre-push.pre-gate'}: {hooks / 'pre-push'} is not ours, so it stays " \
+           "where it is" in out
+    assert {name: (hooks / name).read_bytes() for name in before} == before and not (hooks / "pre-commit").exists()

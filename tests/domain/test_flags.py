@@ -1,0 +1,353 @@
+"""Flags (gates/domain/flags.py): written for every failing run, coalesced, never named from input; a gate's
+flag is resolved by that gate's next pass; events stay until acknowledged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import GATE_BIN, call_gate, flag_records, git, handoff_text, run_gate, run_processes
+
+from gates.domain import flags
+from gates.infra import schemas
+from gates.infra.git import discover
+
+GATE = "handoff-no-checked-items"
+
+
+MESSAGE = "HANDOFF.md:11: [handoff-no-checked-items] checked item 'done' — completed items move to ARCHIVE.md"
+
+
+def _break(repo: Path, item: str = "done") -> None:
+    (repo / "HANDOFF.md").write_text(handoff_text(git(repo, "rev-parse", "HEAD"), threads=f"- [x] {item}"))
+
+
+def _mend(repo: Path) -> None:
+    """Take the checked item out again, leaving Meta updated as it was: no close-out happened."""
+    text = handoff_text(git(repo, "rev-parse", "HEAD"))
+    (repo / "HANDOFF.md").write_text(re.sub(r"- updated: .*", f"- updated: {_updated(repo)}", text))
+
+
+def _updated(repo: Path) -> str:
+    return next(line.split(": ", 1)[1] for line in (repo / "HANDOFF.md").read_text().splitlines()
+                if line.startswith("- updated: "))
+
+
+def _hook(repo: Path) -> None:
+    proc = run_gate(repo, "install-hooks")
+    assert proc.returncode == 0, proc.stderr
+
+
+def _commit(repo: Path, message: str) -> subprocess.CompletedProcess[str]:
+    git(repo, "add", "-A")
+    return subprocess.run(["git", "commit", "-q", "-m", message], cwd=repo, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=60)
+
+
+def _journal_actions(repo: Path) -> list[dict[str, object]]:
+    lines = (repo / ".git" / "gate" / "journal.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_a_refused_commit_then_fixed_resolves_its_flag(repo: Path) -> None:
+    _hook(repo)
+    _break(repo)
+    refused = _commit(repo, "with a checked item")
+    assert refused.returncode != 0
+    [raised] = flag_records(repo / ".git")
+    assert raised["reason"] == GATE and raised["gate"] == GATE and raised["message"] == MESSAGE
+    before = datetime.now(timezone.utc).replace(microsecond=0)
+
+    _mend(repo)
+    passed = _commit(repo, "mended")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+
+    assert flag_records(repo / ".git") == []
+    [resolved] = flag_records(repo / ".git", "resolved")
+    assert resolved["id"] == raised["id"] and resolved["message"] == MESSAGE
+    assert resolved["resolved"]["command"] == "gate check"
+    assert resolved["resolved"]["head"] == raised["head"]  # the hook runs before the commit is made
+    when = datetime.fromisoformat(str(resolved["resolved"]["time"]).replace("Z", "+00:00"))
+    assert before <= when <= datetime.now(timezone.utc)
+    entries = [e for e in _journal_actions(repo) if e["action"] == "flags-resolved"]
+    assert [e["details"] for e in entries] == [{"ids": [raised["id"]], "gate": GATE, "command": "gate check"}]
+    assert run_gate(repo, "journal", "--verify").returncode == 0
+
+    assert run_gate(repo, "flags").stdout == "no unacknowledged flags\n"
+    listing = run_gate(repo, "flags", "--all").stdout.splitlines()
+    assert listing == [
+        f"== flag {raised['id']} [{GATE}] first {raised['first_seen']} last {raised['last_seen']} by `gate check` "
+        f"in {repo.resolve()} (resolved {resolved['resolved']['time']} by `gate check`)",
+        MESSAGE,
+    ]
+    as_json = json.loads(run_gate(repo, "flags", "--all", "--format", "json").stdout)
+    assert [(f["id"], f["status"]) for f in as_json["flags"]] == [(raised["id"], "resolved")]
+
+    brief = run_gate(repo, "brief").stdout.splitlines()
+    section = brief[brief.index("## 1. Flags") + 1:brief.index("## 2. Tripwire: does the hand-over agree with git?")]
+    assert [line for line in section if line] == [
+        "No unacknowledged flags.",
+        f"Since the last close-out (updated {_updated(repo)}): 1 problem raised and resolved ({GATE} ×1); "
+        "`gate flags --all` shows it.",
+    ]
+    time.sleep(1.1)  # a close-out after the problem: the line goes, the resolved flag stays
+    assert run_gate(repo, "stamp").returncode == 0
+    assert "raised and resolved" not in run_gate(repo, "brief").stdout
+    assert len(flag_records(repo / ".git", "resolved")) == 1
+
+
+def test_the_same_in_process_and_a_repeat_counts_before_it_resolves(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _break(repo)
+    for _ in range(3):
+        code, _, _ = call_gate(repo, "check", capsys=capsys, monkeypatch=monkeypatch)
+        assert code == 1
+    [raised] = flag_records(repo / ".git")
+    assert raised["count"] == 3
+    _mend(repo)
+    code, _, _ = call_gate(repo, "check", "--only", GATE, capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0
+    assert flag_records(repo / ".git") == []
+    [resolved] = flag_records(repo / ".git", "resolved")
+    assert resolved["count"] == 3 and resolved["resolved"]["command"] == f"gate check --only {GATE}"
+
+
+def test_only_a_check_that_ran_the_gate_on_the_same_files_resolves_it(repo: Path, tmp_path: Path) -> None:
+    _break(repo)
+    assert run_gate(repo, "check").returncode == 1
+    _mend(repo)
+    assert run_gate(repo, "check", "--only", "handoff-structure").returncode == 0  # did not run that gate
+    assert run_gate(repo, "check", "--skip", GATE).returncode == 0
+    other = repo / "OTHER.md"
+    other.write_text(handoff_text(git(repo, "rev-parse", "HEAD")))
+    assert run_gate(repo, "check", "OTHER.md").returncode == 0  # other files: another scope
+    assert [r["reason"] for r in flag_records(repo / ".git")] == [GATE]
+    assert run_gate(repo, "check", "HANDOFF.md").returncode == 0  # the configured file named: the same scope
+    assert flag_records(repo / ".git") == []
+
+    # A failure in a check of other files is resolved by a pass of those files, not of the hand-over.
+    other.write_text(handoff_text(git(repo, "rev-parse", "HEAD"), threads="- [x] done"))
+    assert run_gate(repo, "check", "OTHER.md").returncode == 1
+    [raised] = flag_records(repo / ".git")
+    assert raised["scope"] == {"files": [str(other.resolve())], "range": None}
+    assert run_gate(repo, "check").returncode == 0
+    assert len(flag_records(repo / ".git")) == 1
+    other.write_text(handoff_text(git(repo, "rev-parse", "HEAD")))
+    assert run_gate(repo, "check", str(other)).returncode == 0
+    assert flag_records(repo / ".git") == []
+
+
+def test_a_flag_of_another_worktree_is_left_for_that_worktree(repo: Path, tmp_path: Path) -> None:
+    second = tmp_path / "second"
+    git(repo, "worktree", "add", "-q", str(second))
+    _break(second)
+    assert run_gate(second, "check").returncode == 1
+    assert run_gate(repo, "check").returncode == 0
+    assert [r["worktree"] for r in flag_records(repo / ".git")] == [str(second.resolve())]
+    _mend(second)
+    assert run_gate(second, "check").returncode == 0
+    assert flag_records(repo / ".git") == []
+
+
+def test_an_event_flag_survives_a_passing_check(repo: Path) -> None:
+    found = discover(repo, {})
+    # claim-denied is also the handoff-claim gate's reason: raised by `gate claim`, it is an event all the same.
+    event = flags.raise_flag(found, "claim-denied", "denied: HANDOFF.md is claimed by someone", command="gate claim",
+                             exit_code=1)
+    broken = flags.raise_flag(found, "claim-broken", "broke the claim", command="gate release --force", exit_code=0)
+    _break(repo)
+    assert run_gate(repo, "check").returncode == 1
+    _mend(repo)
+    assert run_gate(repo, "check").returncode == 0
+    assert sorted(str(r["id"]) for r in flag_records(repo / ".git")) == sorted([event, broken])
+    assert [r["reason"] for r in flag_records(repo / ".git", "resolved")] == [GATE]
+
+
+def test_the_autofix_flag_is_resolved_when_its_gate_next_passes(repo: Path) -> None:
+    _break(repo)
+    assert run_gate(repo, "check", "--only", GATE, "--fix").returncode == 1
+    [raised] = flag_records(repo / ".git")
+    assert raised["reason"] == "autofix-applied" and raised["gate"] == GATE
+    assert run_gate(repo, "check", "--only", "mailbox").returncode == 0  # another hook of the same commit
+    assert len(flag_records(repo / ".git")) == 1
+    assert run_gate(repo, "check", "--only", GATE, "--fix").returncode == 0
+    assert flag_records(repo / ".git") == []
+    assert [r["reason"] for r in flag_records(repo / ".git", "resolved")] == ["autofix-applied"]
+
+
+def test_a_passing_check_does_not_read_the_flag_folder_when_nothing_is_open_for_its_gates(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    found = discover(repo, {})
+    flags.raise_flag(found, "claim-broken", "an event", command="gate release --force", exit_code=0)
+    listed: list[str] = []
+    real_files, real_load = flags._flag_files, flags._load
+
+    def flag_files(folder: Path, *rest: Any) -> Any:
+        listed.append(str(folder))
+        return real_files(folder, *rest)
+
+    def load(path: Path) -> Any:
+        listed.append(str(path))
+        return real_load(path)
+
+    monkeypatch.setattr(flags, "_flag_files", flag_files)
+    monkeypatch.setattr(flags, "_load", load)
+    real_glob, state_dir = Path.glob, str((repo / ".git" / "gate").resolve())
+
+    def glob(self: Path, pattern: str) -> object:
+        if str(self.resolve()).startswith(state_dir):
+            listed.append(f"{self}/{pattern}")
+        return real_glob(self, pattern)
+
+    monkeypatch.setattr(Path, "glob", glob)
+    code, _, _ = call_gate(repo, "check", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0
+    assert listed == []
+
+
+def test_markers_stay_consistent_under_concurrent_failures_and_passes(repo: Path, tmp_path: Path) -> None:
+    script = f"""
+import sys
+from pathlib import Path
+from gates.domain import flags
+from gates.infra.git import discover
+repo = discover(Path({str(repo)!r}), {{}})
+scope = flags.scope_of(repo, [], None, Path({str(repo / "HANDOFF.md")!r}))
+for i in range(30):
+    if sys.argv[1] == "fail":
+        flags.raise_flag(repo, {GATE!r}, f"m{{sys.argv[2]}}-{{i % 3}}", command="gate check", exit_code=1,
+                         gate={GATE!r}, scope=scope)
+    else:
+        flags.resolve(repo, [{GATE!r}], scope, command="gate check")
+"""
+    codes = run_processes(tmp_path, script, [["fail", "1"], ["pass", "0"], ["fail", "2"], ["pass", "0"]], timeout=120)
+    assert codes == [0, 0, 0, 0]
+    # Whatever the interleaving, a pass now resolves every flag that is still open: none was left unmarked.
+    assert run_gate(repo, "check").returncode == 0
+    assert flag_records(repo / ".git") == []
+    assert len(flag_records(repo / ".git", "resolved")) >= 1
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_a_fifo_or_symlink_planted_as_a_flag_file_is_refused_in_bounded_time(repo: Path, tmp_path: Path,
+                                                                           kind: str) -> None:
+    folder = repo / ".git" / "gate" / "flags"
+    for sub in ("", "acked", "resolved"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    secret = tmp_path / "secret.json"
+    secret.write_text(json.dumps({"id": "x", "reason": "io-error", "message": "SECRET CONTENT", "count": 1}))
+    planted = []
+    for sub, name in (("", f"20261130T080000Z-{GATE}-0123abcd"), ("acked", "20261130T080000Z-io-error-0123abce"),
+                      ("resolved", "20261130T090000Z-20261130T080000Z-io-error-0123abcf")):
+        path = folder / sub / f"{name}.json"
+        if kind == "fifo":
+            os.mkfifo(path)
+        else:
+            os.symlink(secret, path)
+        planted.append(name)
+    assert GATE_BIN
+    _break(repo)  # the failing check reads the flags of its reason to coalesce: it meets the planted one
+    started = time.monotonic()
+    for args in (["flags"], ["flags", "--all"], ["brief"], ["check"], ["check", "--only", GATE]):
+        proc = run_gate(repo, *args, timeout=20)
+        assert "SECRET CONTENT" not in proc.stdout, args
+        if args[0] == "flags":
+            assert f"{planted[0]} [state-unsafe]" in proc.stdout and "refusing" in proc.stdout, proc.stdout
+    _mend(repo)
+    assert run_gate(repo, "check", timeout=20).returncode == 0
+    assert run_gate(repo, "flags", "--ack", planted[0], timeout=20).returncode == 0
+    assert os.path.lexists(folder / "acked" / f"{planted[0]}.json")
+    assert time.monotonic() - started < 60
+
+
+NAME = re.compile(r"^\d{8}T\d{6}Z-[a-z][a-z+-]*-[0-9a-f]{8}\.json$")
+
+
+def test_a_violation_writes_a_flag_with_everything_the_next_session_needs(repo: Path) -> None:
+    _break(repo)
+    proc = run_gate(repo, "check", "--only", "handoff-no-checked-items")
+    assert proc.returncode == 1
+    [record] = flag_records(repo / ".git")
+    message = "HANDOFF.md:11: [handoff-no-checked-items] checked item 'done' — completed items move to ARCHIVE.md"
+    assert record["message"] == message
+    assert record["reason"] == "handoff-no-checked-items"
+    assert record["count"] == 1
+    assert record["worktree"] == str(repo.resolve())
+    assert record["head"] == git(repo, "rev-parse", "HEAD")
+    assert record["command"] == "gate check --only handoff-no-checked-items"
+    assert record["exit_code"] == 1
+    assert schemas.validate(schemas.load("flag"), record, {}) == []
+    [path] = (repo / ".git" / "gate" / "flags").glob("*.json")
+    assert NAME.match(path.name) and path.stem == record["id"]
+
+
+def test_a_clean_run_writes_no_flag(repo: Path) -> None:
+    assert run_gate(repo, "check").returncode == 0
+    assert flag_records(repo / ".git") == []
+
+
+def test_identical_repeats_coalesce_into_one_flag_with_a_count(repo: Path) -> None:
+    _break(repo)
+    for _ in range(3):
+        assert run_gate(repo, "check").returncode == 1
+    found = discover(repo, {})
+    scope = flags.scope_of(found, [], None, repo / "HANDOFF.md")  # what `gate check` judged
+    for _ in range(500):
+        flags.raise_flag(found, "handoff-no-checked-items", flag_records(repo / ".git")[0]["message"],
+                         command="gate check", exit_code=1, gate="handoff-no-checked-items", scope=scope)
+    records = flag_records(repo / ".git")
+    assert sorted((r["reason"], r["count"]) for r in records) == [("handoff-no-checked-items", 503)]
+    _break(repo, "another")  # a different message is a different flag
+    assert run_gate(repo, "check").returncode == 1
+    assert sorted(r["count"] for r in flag_records(repo / ".git")) == [1, 503]
+
+
+def test_concurrent_writers_coalesce_without_losing_a_count(repo: Path) -> None:
+    from concurrent.futures import ProcessPoolExecutor
+
+    found = discover(repo, {})
+    with ProcessPoolExecutor(max_workers=8) as pool:
+        list(pool.map(_raise_many, [str(repo)] * 8))
+    [record] = flag_records(repo / ".git")
+    assert record["count"] == 8 * 25
+    assert found.common_dir == (repo / ".git").resolve()
+
+
+def _raise_many(repo_dir: str) -> None:
+    found = discover(Path(repo_dir), {})
+    for _ in range(25):
+        flags.raise_flag(found, "io-error", "same message", command="gate test", exit_code=3)
+
+
+def test_file_names_never_come_from_input_text(repo: Path) -> None:
+    found = discover(repo, {})
+    hostile = "../../../../etc/passwd\0\n\u202e/evil"
+    flag_id = flags.raise_flag(found, "input-unreadable", hostile, command="gate check", exit_code=3)
+    assert NAME.match(f"{flag_id}.json")
+    assert [p.name for p in (repo / ".git" / "gate" / "flags").iterdir() if p.suffix == ".json"] == [f"{flag_id}.json"]
+    with pytest.raises(ValueError):
+        flags.raise_flag(found, "../escape", "x", command="gate", exit_code=1)
+
+
+def test_when_a_flag_cannot_be_written_the_reason_goes_to_stderr_and_the_exit_stays_nonzero(
+    repo: Path, tmp_path: Path
+) -> None:
+    _break(repo)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, repo / ".git" / "gate")  # a planted state dir
+    proc = run_gate(repo, "check")
+    assert proc.returncode == 1
+    assert "could not write the handoff-no-checked-items flag" in proc.stderr
+    assert "not a plain directory" in proc.stderr
+    assert list(outside.iterdir()) == []

@@ -1,0 +1,454 @@
+"""Stale git locks (gates/domain/locks.py, procscan.py): moved aside into lost+found, never deleted, and nothing
+live is ever touched. The gate: tests/checks/test_git_stale_locks.py; the command: tests/commands/test_locks.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import GATE_BIN, call_gate, flag_records, git, run_gate
+from locks_helpers import aged, fast, judge, only_our_git, quarantined, snapshot
+
+from gates.domain import locks, procscan
+from gates.infra.git import discover
+
+
+def test_fourteen_minutes_is_fresh_sixteen_is_stale(repo: Path) -> None:
+    aged(repo / ".git" / "index.lock")
+    assert judge(repo, 14)["index.lock"].verdict == locks.FRESH
+    assert judge(repo, 16)["index.lock"].verdict == locks.STALE
+
+
+def test_a_lock_held_open_by_another_process_is_live(repo: Path, evidence: str) -> None:
+    lock = aged(repo / ".git" / "index.lock")
+    holder = subprocess.Popen([sys.executable, "-c", f"f = open({str(lock)!r}); print('ok', flush=True); input()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "ok\n"
+        verdict = judge(repo, 60)["index.lock"]
+        assert verdict.verdict == locks.LIVE and f"held open by process {holder.pid}" in verdict.reason
+    finally:
+        holder.communicate("\n")
+    assert judge(repo, 60)["index.lock"].verdict == locks.STALE
+
+
+def test_a_paused_update_ref_transaction_keeps_its_zero_byte_ref_lock(repo: Path) -> None:
+    fast(repo)
+    head = git(repo, "rev-parse", "HEAD")
+    tx = subprocess.Popen(["git", "update-ref", "--stdin"], cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          text=True)
+    assert tx.stdin is not None and tx.stdout is not None
+    tx.stdin.write(f"start\nupdate refs/heads/paused {head}\nprepare\n")
+    tx.stdin.flush()
+    assert tx.stdout.readline() == "start: ok\n" and tx.stdout.readline() == "prepare: ok\n"
+    lock = repo / ".git" / "refs" / "heads" / "paused.lock"
+    assert lock.exists()  # zero bytes with newer git; git 2.39 writes the new id into it. No descriptor is open.
+    time.sleep(1.2)
+    proc = run_gate(repo, "locks", "--quarantine")
+    assert proc.returncode == 0
+    assert "live       refs/heads/paused.lock" in proc.stdout
+    assert f"git process {tx.pid} may be working in this repository: its cwd {repo} is in the repository" in proc.stdout
+    assert lock.exists()
+    tx.stdin.write("abort\n")
+    tx.stdin.close()
+    tx.wait(timeout=20)
+    assert not lock.exists()
+
+
+def test_a_live_pid_companion_keeps_its_lock_and_a_dead_one_does_not(repo: Path) -> None:
+    aged(repo / ".git" / "index.lock")
+    companion = repo / ".git" / "index~pid.lock"
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        companion.write_text(f"pid {sleeper.pid}\n")
+        judged = judge(repo, 60)
+        assert judged["index.lock"].verdict == locks.LIVE
+        assert judged["index.lock"].evidence["companion"]["alive"] is True
+        assert judged["index~pid.lock"].verdict == locks.INELIGIBLE
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert judge(repo, 60)["index.lock"].verdict == locks.STALE  # the companion now names a dead process
+    companion.write_text("not a pid line\n")
+    assert judge(repo, 60)["index.lock"].verdict == locks.LIVE  # doubt
+
+
+def test_nothing_planted_is_followed_blocked_on_or_destroyed(repo: Path, tmp_path: Path) -> None:
+    fast(repo, "  deep: true\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "target").write_text("keep me")
+    (outside / "inner.lock").write_text("not ours")
+    before = snapshot(outside)
+    os.symlink(outside / "target", repo / ".git" / "index.lock")
+    os.mkfifo(repo / ".git" / "HEAD.lock")
+    os.link(outside / "target", repo / ".git" / "ORIG_HEAD.lock")
+    os.symlink(outside, repo / ".git" / "refs" / "heads" / "linkdir")
+    time.sleep(1.2)
+    proc = run_gate(repo, "check", "--only", "git-stale-locks", timeout=30)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[:-1] == [
+        ".git/HEAD.lock:1: [git-stale-locks warning] lock file that the gate will not move "
+        "(not a regular file but a FIFO: git cannot take this lock while it is there) — inspect it by hand",
+        ".git/ORIG_HEAD.lock:1: [git-stale-locks warning] lock file that the gate will not move (has 2 hard links) "
+        "— inspect it by hand",
+        ".git/index.lock:1: [git-stale-locks warning] lock file that the gate will not move (a symlink) — inspect it by hand",
+    ]
+    assert run_gate(repo, "locks", "--quarantine", timeout=30).returncode == 0
+    assert snapshot(outside) == before
+    assert (repo / ".git" / "index.lock").is_symlink() and (repo / ".git" / "HEAD.lock").exists()
+
+
+@pytest.mark.slow
+def test_sixteen_concurrent_quarantines_move_one_lock_once(repo: Path) -> None:
+    fast(repo)
+    lock = aged(repo / ".git" / "index.lock")
+    lock.write_bytes(b"the one")
+    time.sleep(1.2)
+    assert GATE_BIN, "the gate console script is not installed"
+    procs = [subprocess.Popen([GATE_BIN, "locks", "--quarantine", "--format", "json"], cwd=repo,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(16)]
+    outputs = [(p.wait(timeout=60), *p.communicate()) for p in procs]
+    assert all(code == 0 for code, _, _ in outputs), outputs
+    moved = [m for _, out, _ in outputs for m in json.loads(out)["moved"] if m["to"]]
+    assert len(moved) == 1
+    kept = [p for p in (repo / ".git" / "gate" / "lost+found").iterdir() if p.is_dir()]
+    assert len(kept) == 1 and (kept[0] / "index.lock").read_bytes() == b"the one"
+    assert [r["reason"] for r in flag_records(repo / ".git")] == ["stale-lock-quarantined"]
+
+
+def test_a_worktree_that_cannot_be_located_is_doubt_not_proof(repo: Path, tmp_path: Path) -> None:
+    git(repo, "worktree", "add", "-q", "-b", "side", str(tmp_path / "linked"))
+    gitdir = repo / ".git" / "worktrees" / "linked" / "gitdir"
+    gitdir.unlink()
+    gitdir.mkdir()  # unreadable as a file: a git process could be working in a tree we cannot see
+    aged(repo / ".git" / "index.lock")
+    verdict = judge(repo, 60)["index.lock"]
+    assert verdict.verdict == locks.LIVE
+    assert "liveness cannot be established (the work tree of" in verdict.reason
+
+
+needs_lsof = pytest.mark.skipif(not any(os.access(p, os.X_OK) for p in procscan.LSOF), reason="no lsof here")
+
+
+@pytest.fixture
+def no_proc(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> set[int]:
+    """No /proc; the git processes lsof lists are cut down to the pids the test adds to the set."""
+    monkeypatch.setattr(procscan, "PROC", tmp_path / "no-proc")
+    return only_our_git(monkeypatch)
+
+
+@needs_lsof
+def test_without_proc_lsof_finds_a_git_process_working_in_the_repository(repo: Path, no_proc: set[int]) -> None:
+    head = git(repo, "rev-parse", "HEAD")
+    tx = subprocess.Popen(["git", "update-ref", "--stdin"], cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          text=True)
+    assert tx.stdin is not None and tx.stdout is not None
+    no_proc.add(tx.pid)
+    try:
+        tx.stdin.write(f"start\nupdate refs/heads/paused {head}\nprepare\n")
+        tx.stdin.flush()
+        assert tx.stdout.readline() == "start: ok\n" and tx.stdout.readline() == "prepare: ok\n"
+        verdict = judge(repo, 60)["refs/heads/paused.lock"]
+        assert verdict.verdict == locks.LIVE
+        assert f"git process {tx.pid} may be working in this repository: its cwd {repo} is in" in verdict.reason
+    finally:
+        tx.stdin.write("abort\n")
+        tx.stdin.close()
+        tx.wait(timeout=20)
+
+
+@needs_lsof
+def test_without_proc_a_stale_lock_is_moved_while_the_gate_itself_pins_it(repo: Path, no_proc: set[int],
+                                                                          capsys: pytest.CaptureFixture[str],
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    fast(repo)
+    lock = aged(repo / ".git" / "index.lock")
+    os.utime(lock, (time.time() - 120, time.time() - 120))
+    time.sleep(1.1)  # ctime too must be older than the threshold
+    code, out, _ = call_gate(repo, "locks", "--quarantine", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0 and "moved" in out and not lock.exists()  # our own pin is not a holder
+
+
+def test_without_proc_or_lsof_every_old_lock_is_live(repo: Path, no_proc: set[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(procscan, "LSOF", ("/nonexistent/lsof",))
+    aged(repo / ".git" / "index.lock")
+    verdict = judge(repo, 60)["index.lock"]
+    assert verdict.verdict == locks.LIVE and "no /proc and no lsof" in verdict.reason
+
+
+def test_a_filesystem_of_unknown_type_is_never_moved_on(repo: Path, no_proc: set[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(procscan, "MOUNT", ("/nonexistent/mount",))
+    aged(repo / ".git" / "index.lock")
+    verdict = judge(repo, 60)["index.lock"]
+    assert verdict.verdict == locks.INELIGIBLE and "type of its filesystem cannot be established" in verdict.reason
+
+
+def test_both_forms_of_the_mount_listing_are_read() -> None:
+    linux = "/dev/vda1 on / type ext4 (rw,relatime)\nserver:/export on /mnt/my share type nfs4 (rw,vers=4.2)\n"
+    macos = ("/dev/disk3s1s1 on / (apfs, sealed, local, read-only, journaled)\n"
+             "//user@nas/share on /Volumes/share (smbfs, nodev, nosuid, mounted by user)\n"
+             "map auto_home on /System/Volumes/Data/home (autofs, automounted, nobrowse)\n")
+    assert procscan.parse_mount_listing(linux) == [("/", "ext4"), ("/mnt/my share", "nfs4")]
+    assert procscan.parse_mount_listing(macos) == [("/", "apfs"), ("/Volumes/share", "smbfs"),
+                                                    ("/System/Volumes/Data/home", "autofs")]
+    assert procscan.is_network_fs("smbfs") and procscan.is_network_fs("nfs4") and not procscan.is_network_fs("apfs")
+
+
+def _locks_now(repo: Path) -> dict[str, bytes]:
+    """Every lock file of the repository and its bytes: what the gate must leave exactly as it was."""
+    git_dir = repo / ".git"
+    found = [*git_dir.glob("*.lock"), *(git_dir / "refs").rglob("*.lock")]
+    return {p.relative_to(git_dir).as_posix(): p.read_bytes() for p in found if p.is_file()}
+
+
+class _Transaction:
+    """A real `git update-ref --stdin` that prepared `update HEAD <new> <old>` and waits, stdin open, for `commit`.
+
+    Bounded: a watchdog kills it after `limit` seconds, and `close` kills it whatever happened."""
+
+    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str] | None, new: str, old: str,
+                 limit: float = 60) -> None:
+        import threading
+
+        self.proc = subprocess.Popen(["git", *argv, "update-ref", "--stdin"], cwd=cwd, env=env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.watchdog = threading.Timer(limit, self.proc.kill)
+        self.watchdog.start()
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"start\nupdate HEAD {new} {old}\nprepare\n")
+        self.proc.stdin.flush()
+        said = [self.proc.stdout.readline(), self.proc.stdout.readline()]
+        assert said == ["start: ok\n", "prepare: ok\n"], said
+
+    def commit(self) -> tuple[int, str, str]:
+        out, err = self.proc.communicate("commit\n", timeout=30)
+        return self.proc.returncode, out, err
+
+    def close(self) -> None:
+        self.watchdog.cancel()
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=30)
+
+
+def _ways_to_name(repo: Path, elsewhere: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """Every way to point a git process standing in `elsewhere` at `repo`: (global options, extra environment)."""
+    rel = os.path.relpath(repo, elsewhere)
+    return {
+        "--git-dir=ABS": ([f"--git-dir={repo / '.git'}"], {}),
+        "--git-dir ABS": (["--git-dir", str(repo / ".git")], {}),
+        "--git-dir=REL": ([f"--git-dir={rel}/.git"], {}),
+        "GIT_DIR=ABS": ([], {"GIT_DIR": str(repo / ".git")}),
+        "GIT_DIR=REL": ([], {"GIT_DIR": f"{rel}/.git"}),
+        "GIT_DIR + GIT_WORK_TREE elsewhere": ([], {"GIT_DIR": str(repo / ".git"), "GIT_WORK_TREE": str(elsewhere)}),
+        "-C ABS": (["-C", str(repo)], {}),
+        "-C -C stacked": (["-C", str(repo.parent), "-C", repo.name], {}),
+        "a gitfile in elsewhere": ([], {}),
+    }
+
+
+WAYS = list(_ways_to_name(Path("/r/repo"), Path("/r/elsewhere")))
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_prepared_transaction_from_another_directory_keeps_its_locks(repo: Path, tmp_path: Path, way: str) -> None:
+    """The attack: `git --git-dir=/repo/.git update-ref --stdin` from elsewhere holds HEAD.lock and the branch's ref
+    lock with no descriptor open and no cwd in the repository. Moving them made the transaction's commit fail."""
+    fast(repo)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    options, extra = _ways_to_name(repo, elsewhere)[way]
+    if way == "a gitfile in elsewhere":
+        (elsewhere / ".git").write_text(f"gitdir: {repo / '.git'}\n")
+    old = git(repo, "rev-parse", "HEAD")
+    new = git(repo, "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", "the transaction's commit")
+    tx = _Transaction(options, elsewhere, {**os.environ, **extra}, new, old)
+    try:
+        before = _locks_now(repo)
+        assert {"HEAD.lock", "refs/heads/main.lock"} <= set(before)
+        time.sleep(1.2)  # older than the threshold: only liveness keeps them now
+        proc = run_gate(repo, "locks", "--quarantine", timeout=60)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        for shown in ("HEAD.lock", "refs/heads/main.lock"):
+            assert f"live       {shown}" in proc.stdout, proc.stdout
+        assert f"git process {tx.proc.pid}" in proc.stdout
+        check = run_gate(repo, "check", "--only", "git-stale-locks", timeout=60)
+        assert check.returncode == 0 and "stale lock moved" not in check.stdout, check.stdout
+        assert _locks_now(repo) == before and quarantined(repo) == []
+        code, out, err = tx.commit()
+        assert code == 0 and "commit: ok" in out, err
+    finally:
+        tx.close()
+    assert git(repo, "rev-parse", "HEAD") == new
+    assert _locks_now(repo) == {}
+
+
+def test_anything_but_a_regular_file_at_a_lock_path_is_reported_ineligible_and_left(repo: Path, tmp_path: Path) -> None:
+    """A folder named `refs/heads/x.lock` wedges `git branch x`, and was not reported at all; FIFOs, sockets and
+    symlinks at lock paths, shallow and deep, are reported with the reason and never moved or followed."""
+    import socket
+
+    fast(repo, "  deep: true\n")
+    git_dir = repo / ".git"
+    (git_dir / "refs" / "heads" / "x.lock").mkdir()
+    (git_dir / "refs" / "heads" / "x.lock" / "inside").write_text("keep")
+    (git_dir / "index.lock").mkdir()
+    os.mkfifo(git_dir / "refs" / "heads" / "fifo.lock")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.symlink(elsewhere, git_dir / "refs" / "heads" / "dirlink.lock")
+    os.symlink(elsewhere / "nothing", git_dir / "refs" / "heads" / "dangling.lock")
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.bind(str(git_dir / "refs" / "tags" / "sock.lock"))
+        wedged = subprocess.run(["git", "branch", "x"], cwd=repo, capture_output=True, text=True)
+        assert wedged.returncode != 0
+        kinds = {p: (os.lstat(p).st_mode, os.lstat(p).st_ino) for p in [*git_dir.glob("*.lock"),
+                                                                         *(git_dir / "refs").rglob("*.lock")]}
+        time.sleep(1.2)
+        listed = run_gate(repo, "locks", "--quarantine", "--format", "json", timeout=30)
+        assert listed.returncode == 0, listed.stderr
+        reasons = {lock["shown"]: (lock["verdict"], lock["reason"]) for lock in json.loads(listed.stdout)["locks"]}
+        cannot = ": git cannot take this lock while it is there"
+        assert reasons == {
+            "index.lock": ("ineligible", "not a regular file but a directory" + cannot),
+            "refs/heads/x.lock": ("ineligible", "not a regular file but a directory" + cannot),
+            "refs/heads/fifo.lock": ("ineligible", "not a regular file but a FIFO" + cannot),
+            "refs/heads/dirlink.lock": ("ineligible", "a symlink"),
+            "refs/heads/dangling.lock": ("ineligible", "a symlink"),
+            "refs/tags/sock.lock": ("ineligible", "not a regular file but a socket" + cannot),
+        }
+        check = run_gate(repo, "check", "--only", "git-stale-locks", timeout=30)
+        assert check.returncode == 0
+        assert (".git/refs/heads/x.lock:1: [git-stale-locks warning] lock file that the gate will not move (not a "
+                "regular file but a directory: git cannot take this lock while it is there) — inspect it by hand"
+                in check.stdout.splitlines())
+        assert sum("will not move" in line for line in check.stdout.splitlines()) == 6
+        fast(repo)  # the shallow scan: the top of the git dir only
+        shallow = run_gate(repo, "check", "--only", "git-stale-locks", timeout=30)
+        assert shallow.returncode == 0
+        assert [line for line in shallow.stdout.splitlines() if "will not move" in line] == [
+            ".git/index.lock:1: [git-stale-locks warning] lock file that the gate will not move (not a regular file but "
+            "a directory: git cannot take this lock while it is there) — inspect it by hand"]
+        assert {p: (os.lstat(p).st_mode, os.lstat(p).st_ino) for p in kinds} == kinds
+        assert (git_dir / "refs" / "heads" / "x.lock" / "inside").read_text() == "keep"
+        assert list(elsewhere.iterdir()) == [] and quarantined(repo) == []
+    finally:
+        sock.close()
+
+
+def test_where_a_git_process_works_is_read_from_its_cwd_command_line_and_environment(repo: Path, tmp_path: Path) -> None:
+    """`procscan.targets`: every way to name the repository counts; anything that cannot be established is doubt."""
+    roots, _ = locks._repo_roots(discover(repo, {}))
+    other = tmp_path / "other"
+    git(tmp_path, "init", "-q", str(other))
+    (tmp_path / "link").symlink_to(repo)
+    (tmp_path / "fake-worktree").mkdir()
+    (tmp_path / "fake-worktree" / "HEAD").write_text("ref: refs/heads/main\n")
+    (tmp_path / "fake-worktree" / "commondir").write_text(f"{repo / '.git'}\n")
+
+    def where(argv: list[str], env: dict[str, str] | None = None, cwd: Path = other) -> str | None:
+        return procscan.targets(str(cwd), argv, env or {}, roots)
+
+    assert where(["git", "status"]) is None  # in another repository: provably elsewhere
+    assert where(["git", "-c", "x.y=z", "log", "-C"]) is None  # `-C` after the command is the command's own
+    assert where(["/usr/lib/git-core/git", f"--git-dir={tmp_path}/link/.git", "gc"]) == f"--git-dir {repo}/.git"
+    assert where(["git", "status"], {"GIT_COMMON_DIR": f"{repo}/.git"}) == f"GIT_COMMON_DIR {repo}/.git"
+    assert where(["git", "add", "x"], {"GIT_INDEX_FILE": f"{repo}/.git/index"}) == f"GIT_INDEX_FILE {repo}/.git/index"
+    assert where(["git", "-C", str(tmp_path), "-C", "link", "status"]) == f"it finds {repo}/.git from {tmp_path}/link"
+    assert where(["git", "--work-tree", str(repo), "status"]) == f"--work-tree {repo}"
+    assert where(["git-receive-pack", str(repo)]) == f"its command line names {repo}"
+    assert where(["git", "config", f"--file={repo}/.git/config", "a.b", "c"]) == f"its command line names {repo}/.git/config"
+    assert where(["git", "status"], {"GIT_DIR": str(tmp_path / "fake-worktree")}) == (
+        f"{tmp_path}/fake-worktree has its common dir at {repo}/.git")
+    (tmp_path / "gitfile-here").mkdir()
+    (tmp_path / "gitfile-here" / ".git").write_text(f"gitdir: {repo}/.git\n")
+    (tmp_path / "gitfile-here" / "sub").mkdir()
+    assert where(["git", "status"], cwd=tmp_path / "gitfile-here" / "sub") == (
+        f"it finds {repo}/.git from {tmp_path}/gitfile-here/sub")
+    doubts = {
+        "is relative, and with a work tree": (["git", "status"], {"GIT_DIR": "../repo/.git", "GIT_WORK_TREE": str(other)}, other),
+        "cannot be resolved": (["git", "--git-dir=/no/such/place/.git", "status"], {}, other),
+        "without its value": (["git", "-C"], {}, other),
+        "not git": (["python3", "x.py"], {}, other),
+        "cwd is gone": (["git", "status"], {}, Path(f"{other} (deleted)")),
+        "neither a git dir nor a gitfile": (["git", "status"], {}, tmp_path / "bad-gitfile"),
+    }
+    (tmp_path / "bad-gitfile").mkdir()
+    (tmp_path / "bad-gitfile" / ".git").write_text("not a gitfile\n")
+    for why, (argv, env, cwd) in doubts.items():
+        with pytest.raises(procscan.Doubt, match=why):
+            where(argv, env, cwd)
+
+
+def _fake_proc(tmp_path: Path, cwd: Path, cmdline: list[str], environ: list[str] | None) -> Path:
+    """A /proc with one git process of ours in it; `environ` None: its environment is unreadable."""
+    proc = tmp_path / "fake-proc"
+    (proc / "self" / "fd").mkdir(parents=True)
+    (proc / "self" / "mountinfo").symlink_to("/proc/self/mountinfo")
+    pid = proc / "4000000"
+    (pid / "fd").mkdir(parents=True)
+    (pid / "comm").write_text("git\n")
+    (pid / "cwd").symlink_to(cwd)
+    (pid / "cmdline").write_bytes(b"".join(word.encode() + b"\0" for word in cmdline))
+    if environ is None:
+        (pid / "environ").mkdir()  # reading it fails: EISDIR
+    else:
+        (pid / "environ").write_bytes(b"".join(item.encode() + b"\0" for item in environ))
+    return proc
+
+
+@pytest.mark.parametrize("environ, verdict", [(["HOME=/nowhere"], locks.STALE), (None, locks.LIVE),
+                                               (["GIT_DIR=.git", "GIT_WORK_TREE=/"], locks.LIVE)])
+def test_a_git_process_whose_target_cannot_be_read_is_doubt(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             environ: list[str] | None, verdict: str) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    monkeypatch.setattr(procscan, "PROC", _fake_proc(tmp_path, other, ["git", "update-ref", "--stdin"], environ))
+    aged(repo / ".git" / "HEAD.lock")
+    judged = judge(repo, 60)["HEAD.lock"]
+    assert judged.verdict == verdict, judged.reason
+    if environ is None:
+        assert judged.reason == (f"git process 4000000 may be working in this repository: cwd {other}, and its target "
+                                 "cannot be established: its environment cannot be read (Is a directory)")
+
+
+@needs_lsof
+def test_without_proc_a_git_process_anywhere_is_doubt(repo: Path, tmp_path: Path, no_proc: set[int]) -> None:
+    """lsof shows no environment, so a git in another directory may still have `GIT_DIR` pointing here. With /proc
+    the same process is provably elsewhere."""
+    other = tmp_path / "other"
+    git(tmp_path, "init", "-q", str(other))
+    aged(repo / ".git" / "index.lock")
+    idle = subprocess.Popen(["git", "cat-file", "--batch"], cwd=other, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        no_proc.add(idle.pid)
+        time.sleep(0.3)
+        verdict = judge(repo, 60)["index.lock"]
+        assert verdict.verdict == locks.LIVE
+        assert (f"git process {idle.pid} may be working in this repository: cwd {other}, but without /proc its command "
+                "line and environment cannot be read") in verdict.reason
+    finally:
+        idle.kill()
+        idle.wait(timeout=30)
+
+
+def test_proc_is_not_read_when_there_is_nothing_to_judge(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """This runs in the commit hook: no lock files, or only fresh ones, cost no process scan."""
+    def no_scan(*args: object) -> None:
+        raise AssertionError("the processes were scanned")
+
+    monkeypatch.setattr(procscan, "scan", no_scan)
+    code, out, _ = call_gate(repo, "check", "--only", "git-stale-locks", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0, out
+    aged(repo / ".git" / "index.lock")
+    code, out, _ = call_gate(repo, "locks", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0 and out.startswith("fresh      index.lock"), out
