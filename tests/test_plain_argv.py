@@ -7,6 +7,7 @@ words drawn from its own option names, values and stray words.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 
@@ -23,7 +24,8 @@ VALUES = ["text", "json", "claude", "github", "handoff-structure", "handoff-stru
 
 def _words(name: str) -> list[str]:
     parser = cli.build_parser(name)
-    sub = next(a for a in parser._actions if a.dest == "command").choices[name]  # type: ignore[union-attr]
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    sub = commands.choices[name]
     options = [option for action in sub._actions for option in action.option_strings]
     return options + [f"{option}={value}" for option in options for value in ("json", "x", "")] + VALUES + \
         [option[:-1] for option in options if len(option) > 3]  # abbreviations: argparse's to judge
