@@ -16,6 +16,7 @@ from gates.checks.context import Context
 from gates.domain import handoff
 from gates.domain.ancestry import SHALLOW_ADVICE
 from gates.domain.handoff import Document, Loaded
+from gates.infra import clock
 from gates.infra.findings import WARNING, Finding
 from gates.infra.text import excerpt
 
@@ -153,7 +154,7 @@ def _updated(ctx: Context, value: str, line: int, at: At) -> Iterator[Finding]:
         yield at(line, f"Meta updated '{excerpt(value)}' is not a UTC time like 2026-11-30T08:00:00Z")
         return
     if when > ctx.now + CLOCK_SKEW:
-        yield at(line, f"Meta updated {value} is in the future (now {ctx.now:%Y-%m-%dT%H:%M:%SZ})")
+        yield at(line, f"Meta updated {value} is in the future (now {clock.utc_text(ctx.now)})")
 
 
 def _target(doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +10,7 @@ from gates.checks import GATES
 from gates.checks.context import Context
 from gates.domain import changes
 from gates.domain.handoff import load_handoff
+from gates.infra import clock
 from gates.infra.config import Config
 from gates.infra.errors import USAGE, GateError
 from gates.infra.findings import ENVIRONMENT, ERROR, WARNING, CheckResult, Finding
@@ -36,7 +37,7 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[Path], now:
     paths = files or [repo.toplevel / config.section("handoff")["path"]]
     staged = found if not files and range_spec is None else None
     loaded = [load_handoff(repo, config, path, staged) for path in paths]
-    ctx = Context(repo=repo, config=config, handoffs=loaded, now=now or datetime.now(timezone.utc), changes=found,
+    ctx = Context(repo=repo, config=config, handoffs=loaded, now=now or clock.now(), changes=found,
                   range_spec=range_spec, push=push)
     result = CheckResult(gates=list(gate_ids), files=[item.shown for item in loaded])
     result.range = (range_spec, len(found)) if range_spec else None

@@ -13,10 +13,10 @@ import argparse
 import json
 import os
 import sys
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from gates.domain import brief, harness, journal, sessions
+from gates.infra import clock
 from gates.infra.errors import OK, GateError
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def command(args: argparse.Namespace, run: Run) -> int:
         if exc.reason != "not-a-repository":
             run.notice(exc.reason, exc.render())
         return OK
-    now = datetime.now(timezone.utc)
+    now = clock.now()
     parts = brief.sections(repo, config, now)
     closed = not any(part.title == brief.SALVAGE for part in parts)
     try:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from gates.domain import journal
-from gates.infra import dataio, fsio, state
+from gates.infra import clock, dataio, fsio, state
 from gates.infra.errors import USAGE, GateError
 from gates.infra.git import Repo
 
@@ -147,21 +147,9 @@ def holder_of(repo: Repo, session: str | None) -> Holder:
     )
 
 
-def stamp(when: datetime) -> str:
-    """A UTC time; sub-second when it has a fraction, so a TTL is never cut short (or stretched) to whole seconds."""
-    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if when.microsecond else "%Y-%m-%dT%H:%M:%SZ")
-
-
 def _ttl_number(ttl: timedelta) -> int | float:
     seconds = ttl.total_seconds()
     return int(seconds) if seconds == int(seconds) else seconds
-
-
-def _parse_stamp(text: Any) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def claim_path(lay: state.Layout, claim_key: str) -> Path:
@@ -251,7 +239,7 @@ def _same_worktree(record: dict[str, Any], git_dir: str, worktree: str, wt_id: s
 
 def expiry(record: dict[str, Any]) -> datetime | None:
     """When the claim's TTL runs out (None: it has none, or none readable as a UTC time: doubt, so no expiry)."""
-    expires = _parse_stamp(record.get("expires")) if record.get("expires") else None
+    expires = clock.parse_utc(record.get("expires")) if record.get("expires") else None
     return expires if expires is not None and expires.tzinfo is not None else None
 
 
@@ -343,10 +331,10 @@ def _new_record(claim_key: str, holder: Holder, ttl: timedelta | None, note: str
         "branch": holder.branch,
         "session": holder.session,
         "host": holder.host,
-        "since": stamp(now.replace(microsecond=0)),  # shown to people: to the second
-        "renewed": stamp(now.replace(microsecond=0)),
+        "since": clock.utc_text_fine(now.replace(microsecond=0)),  # shown to people: to the second
+        "renewed": clock.utc_text_fine(now.replace(microsecond=0)),
         "ttl_seconds": _ttl_number(ttl) if ttl else None,
-        "expires": stamp(now + ttl) if ttl else None,
+        "expires": clock.utc_text_fine(now + ttl) if ttl else None,
         "note": note,
     }
 
@@ -459,7 +447,7 @@ def _set_aside(lay: state.Layout, path: Path, record: dict[str, Any], action: st
         "kind": "claim",
         "action": action,
         "reason": why,
-        "when": stamp(now),
+        "when": clock.utc_text_fine(now),
         "by": {"worktree": by.worktree, "branch": by.branch, "session": by.session, "host": by.host},
         "items": [{"original": str(path), "moved_to": path.name, "record": record}],
     }
@@ -484,7 +472,7 @@ def list_all(repo: Repo, now: datetime) -> list[dict[str, Any]]:
         if record is None:
             continue  # released meanwhile
         live, why = liveness(record, now)
-        since = _parse_stamp(record.get("since"))
+        since = clock.parse_utc(record.get("since"))
         out.append({**record, "age_seconds": int((now - since).total_seconds()) if since else None,
                     "live": live, "liveness": why})
     return out

@@ -30,12 +30,12 @@ import os
 import re
 import stat
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from gates.domain import journal
-from gates.infra import dataio, fsio, state
+from gates.infra import clock, dataio, fsio, state
 from gates.infra.catalog import CATALOG, flag_reason
 from gates.infra.errors import USAGE, GateError
 from gates.infra.git import Repo
@@ -69,14 +69,6 @@ MAX_FLAG_BYTES = 1 << 20
 MAX_MESSAGE_CHARS = 64 * 1024
 OPEN = "open"  # markers: which (gate, worktree, scope) have an open flag
 RESOLVED = "resolved"
-
-
-def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def stamp(when: datetime) -> str:
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _key(reason: str, message: str, worktree: str) -> str:
@@ -138,7 +130,7 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
         raise ValueError(f"unknown gate {gate!r}")
     lay = state.layout(repo)
     directory = state.ensure_dir(lay, lay.flags)
-    now = now or utc_now()
+    now = now or clock.now()
     seen_ns = observed_ns if observed_ns is not None else time.time_ns()
     message = message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS] + "\n… (cut)"
     worktree = str(repo.toplevel)
@@ -149,7 +141,7 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
             if (record is not None and record.get("key") == key and record.get("reason") == reason
                     and record.get("gate") == gate and record.get("scope") == (scope if gate else None)):
                 record["count"] = int(record.get("count", 1)) + 1
-                record["last_seen"] = stamp(now)
+                record["last_seen"] = clock.utc_text(now)
                 record["seen_ns"] = max(seen_ns, int(record.get("seen_ns") or 0))
                 record["head"] = repo.head
                 _write(repo, path, record)
@@ -162,9 +154,9 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
             "id": flag_id,
             "reason": reason,
             "message": message,
-            "first_seen": stamp(now),
+            "first_seen": clock.utc_text(now),
             "created_ns": time.time_ns(),  # orders flags raised within one second
-            "last_seen": stamp(now),
+            "last_seen": clock.utc_text(now),
             "count": 1,
             "worktree": worktree,
             "head": repo.head,
@@ -195,7 +187,7 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
     wanted = {gate: name for gate, name in markers.items() if os.path.lexists(lay.flags / OPEN / name)}
     if not wanted:
         return []
-    now = now or utc_now()
+    now = now or clock.now()
     observed = observed_ns if observed_ns is not None else time.time_ns()
     resolved_dir = state.ensure_dir(lay, lay.flags / RESOLVED)
     moved: dict[str, list[str]] = {}
@@ -213,7 +205,7 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
             if int(record.get("seen_ns") or 0) > observed:
                 left.add(gate)  # raised by a run that began after this check: not this check's to resolve
                 continue
-            record["resolved"] = {"time": stamp(now), "command": command, "head": repo.head}
+            record["resolved"] = {"time": clock.utc_text(now), "command": command, "head": repo.head}
             _write(repo, resolved_dir / f"{now:%Y%m%dT%H%M%SZ}-{record['id']}.json", record)
             os.unlink(path)
             moved.setdefault(gate, []).append(str(record["id"]))
@@ -317,7 +309,7 @@ def resolved_since(repo: Repo, since: datetime | None) -> list[dict[str, Any]]:
         if path.name[:16] < floor:
             continue
         record, _ = _load(path)
-        if record is not None and str(record.get("last_seen", "")) >= (stamp(since) if since else ""):
+        if record is not None and str(record.get("last_seen", "")) >= (clock.utc_text(since) if since else ""):
             out.append(record)
     return _ordered(out)
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from gates.infra import dataio, fsio, state
+from gates.infra import clock, dataio, fsio, state
 from gates.infra.errors import CANNOT_RUN, GateError
 from gates.infra.git import Repo
 
@@ -50,7 +50,7 @@ def entry_hash(entry: dict[str, Any]) -> str:
 def append(repo: Repo, action: str, details: dict[str, Any], now: datetime | None = None) -> dict[str, Any]:
     """Record one action. Safe with concurrent writers: the read of the last entry and the append are one step."""
     lay, path, head = _paths(repo)
-    when = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    when = clock.utc_text(now or clock.now())
     appended = False
     try:
         state.ensure_dir(lay, lay.root)
@@ -213,7 +213,7 @@ def repair(repo: Repo, now: datetime | None = None) -> tuple[Path, dict[str, Any
     if verdict.ok:
         return None
     lay, path, head = _paths(repo)
-    when = now or datetime.now(timezone.utc)
+    when = now or clock.now()
     with fsio.locked(lay.root):
         evidence = state.new_evidence_dir(lay, when)
         for name in (path, head):

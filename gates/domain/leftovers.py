@@ -19,11 +19,11 @@ import json
 import os
 import stat
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
-from gates.infra import fsio, state
+from gates.infra import clock, fsio, state
 from gates.infra.config import Config
 from gates.infra.git import Repo
 
@@ -113,7 +113,7 @@ class Moved(NamedTuple):
 
 def move(repo: Repo, found: list[Leftover], now: datetime | None = None) -> Moved:
     """Move every leftover old enough into one fresh lost+found folder, with a manifest; never delete."""
-    when = now or datetime.now(timezone.utc)
+    when = now or clock.now()
     said: list[str] = []
     ready = []
     for item in found:
@@ -134,7 +134,7 @@ def move(repo: Repo, found: list[Leftover], now: datetime | None = None) -> Move
             continue
         entries.append(entry)
         said.append(f"moved {item.shown} to {target / name}")
-    manifest = {"version": 1, "kind": "temp-files", "moved_at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    manifest = {"version": 1, "kind": "temp-files", "moved_at": clock.utc_text(when),
                 "why": "temp files of writers that never finished (killed or crashed); nothing was deleted",
                 "files": entries}
     state.write(repo, target / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())

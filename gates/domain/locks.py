@@ -19,12 +19,12 @@ import json
 import os
 import re
 import stat
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from gates.domain import journal
-from gates.infra import dataio, fsio, state
+from gates.infra import clock, dataio, fsio, state
 from gates.infra.errors import USAGE, VIOLATION, GateError
 from gates.infra.git import Repo
 
@@ -301,13 +301,13 @@ def _manifest(repo: Repo, evidence_dir: Path, lock: Lock, target: Path, content:
         "version": 1,
         "kind": "git-lock",
         "action": "quarantined",
-        "when": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "when": clock.utc_text(when),
         "items": [{
             "original": str(lock.path),
             "moved_to": target.relative_to(evidence_dir).as_posix(),
             "size": lock.size,
-            "mtime": datetime.fromtimestamp(lock.mtime, timezone.utc).isoformat(),
-            "ctime": datetime.fromtimestamp(lock.ctime, timezone.utc).isoformat(),
+            "mtime": clock.at(lock.mtime).isoformat(),
+            "ctime": clock.at(lock.ctime).isoformat(),
             "sha256": hashlib.sha256(content).hexdigest(),
             "reason": lock.reason,
             "evidence": lock.evidence,

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from gates.domain import flags, remote
-from gates.infra import dataio, git
+from gates.infra import clock, dataio, git
 from gates.infra.config import Config
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
@@ -36,7 +36,7 @@ def _payload(repo: Repo, clone: str, now: datetime) -> dict[str, Any]:
     listed = [{**{k: r.get(k) for k in keep}, "message": str(r.get("message", ""))[:MAX_MESSAGE]}
               for r in flags.pending(repo)[-MAX_FLAGS:]]
     return {"version": 1, "kind": "handoff-gate-flags", "clone": clone, "host": os.uname().nodename,
-            "pushed": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "flags": listed}
+            "pushed": clock.utc_text(now), "flags": listed}
 
 
 def push(repo: Repo, config: Config, name: str, now: datetime) -> tuple[int, str]:
