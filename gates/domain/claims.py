@@ -428,9 +428,8 @@ def _move(source: Path, target: Path, token: str) -> None:
     if os.path.lexists(target):
         raise GateError(f"refusing to move {source} over {target}", reason="state-unsafe")
     try:
-        os.rename(source, target)
-        fsio.fsync_dir(source.parent)
-        fsio.fsync_dir(target.parent)
+        if isinstance(failed := fsio.move_aside(source, target), OSError):
+            raise failed
     except OSError as exc:
         raise GateError(f"cannot move {source} to {target}: {exc.strerror}", reason="io-error") from None
     moved = _load(target)

@@ -106,9 +106,8 @@ def _set_marker(repo: Repo, lay: state.Layout, name: str) -> None:
     folder = state.ensure_dir(lay, lay.flags / OPEN)
     modes = state.shared_modes(repo)
     mode = modes[0] if modes else 0o666 & ~fsio.umask()
-    how = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
     try:
-        os.close(os.open(folder / name, how, mode))
+        os.close(os.open(folder / name, fsio.safe_flags(os.O_WRONLY | os.O_CREAT | os.O_EXCL), mode))
     except FileExistsError:
         return
     except OSError as exc:
@@ -326,21 +325,13 @@ def acknowledge(repo: Repo, ids: list[str] | None) -> list[str]:
         if not ID_PATTERN.match(flag_id) or not os.path.lexists(lay.flags / f"{flag_id}.json"):
             raise GateError(f"no such flag: {flag_id[:80]!r} (see `gate flags`)", code=USAGE, reason="usage")
     acked_dir = state.ensure_dir(lay, lay.flags_acked)
-    moved = []
     with _locked(lay.flags):
         names = [f"{i}.json" for i in ids] if ids else [p.name for p in _flag_files(lay.flags)]
-        for name in names:
-            try:
-                os.rename(lay.flags / name, acked_dir / name)
-            except FileNotFoundError:
-                continue  # acknowledged by someone else meanwhile
-            moved.append(name.removesuffix(".json"))
+        moved = [name.removesuffix(".json") for name in fsio.move_names_aside(lay.flags, names, acked_dir)]
         if ids is None and (lay.flags / OPEN).is_dir():  # nothing is open any more: no marker stands for anything
             for marker in os.listdir(lay.flags / OPEN):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(lay.flags / OPEN / marker)
-        fsio.fsync_dir(lay.flags)
-        fsio.fsync_dir(acked_dir)
     if moved:
         journal.append(repo, "flags-acknowledged", {"ids": moved})
     return moved

@@ -216,11 +216,8 @@ def repair(repo: Repo, now: datetime | None = None) -> tuple[Path, dict[str, Any
     when = now or clock.now()
     with fsio.locked(lay.root):
         evidence = state.new_evidence_dir(lay, when)
-        for name in (path, head):
-            if os.path.lexists(name):  # whatever is there (a FIFO, a symlink) is moved, never opened
-                os.rename(name, evidence / name.name)
-        fsio.fsync_dir(lay.root)
-        fsio.fsync_dir(evidence)
+        # whatever is there (a FIFO, a symlink) is moved, never opened
+        fsio.move_names_aside(lay.root, [path.name, head.name], evidence)
     entry = append(repo, "journal-restarted", {"problem": verdict.problem, "whole_entries": verdict.entries,
                                                "evidence": str(evidence)}, when)
     return evidence, entry

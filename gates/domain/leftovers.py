@@ -156,7 +156,7 @@ def _move_one(item: Leftover, target: Path, name: str) -> tuple[dict[str, object
     if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or info.st_uid != os.geteuid():
         return None, "not a regular file of yours with one link: inspect it yourself"
     try:
-        fd = os.open(item.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC)
+        fd = os.open(item.path, fsio.safe_flags(os.O_RDONLY))
     except OSError as exc:
         return None, f"cannot be opened: {exc.strerror}"
     try:
@@ -167,17 +167,13 @@ def _move_one(item: Leftover, target: Path, name: str) -> tuple[dict[str, object
         while chunk := os.read(fd, 1 << 20):
             digest.update(chunk)
         destination = target / name
-        try:
-            os.rename(item.path, destination)
-        except OSError as exc:
-            if exc.errno == errno.EXDEV:
+        moved = fsio.move_aside(item.path, destination, pinned=pinned)
+        if isinstance(moved, OSError):
+            if moved.errno == errno.EXDEV:
                 return None, "on another filesystem than the state dir: move it out of the work tree yourself"
-            return None, f"cannot be moved: {exc.strerror}"
-        arrived = os.lstat(destination)
-        if (arrived.st_dev, arrived.st_ino) != (pinned.st_dev, pinned.st_ino):
+            return None, f"cannot be moved: {moved.strerror}"
+        if not moved:
             return None, f"a different file arrived in {destination}: inspect both"
-        fsio.fsync_dir(item.path.parent)
-        fsio.fsync_dir(target)
     finally:
         os.close(fd)
     return {"from": str(item.path), "shown": item.shown, "name": name, "size": pinned.st_size,
