@@ -7,8 +7,12 @@ comments, and an `[x]` that is not a list item's checkbox are not.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from gates.checks.context import Context
+from gates.infra.config import Config
 from gates.infra.findings import Finding
+from gates.infra.git import Repo
 from gates.infra.text import excerpt
 
 ID = "handoff-no-checked-items"
@@ -28,3 +32,14 @@ def check(ctx: Context) -> list[Finding]:
                     f"checked item '{excerpt(item.text)}' — completed items move to {archive}",
                 ))
     return findings
+
+
+def fix(repo: Repo, config: Config, now: datetime) -> list[str]:
+    """`gate check --fix`: move the checked items to the archive file."""
+    from gates.domain import archive
+
+    moves = archive.archive(repo, config, now)
+    if not moves:
+        return []
+    return [f"fixed: moved {len(moves)} checked item(s) to {config.section('archive')['path']}: "
+            + "; ".join(m.item.text[:60] for m in moves) + " — stage both files again"]

@@ -52,6 +52,20 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[Path], now:
     return result
 
 
+def fix(repo: Repo, config: Config, gate_ids: list[str], now: datetime) -> list[tuple[str, str]]:
+    """`gate check --fix`: every chosen gate whose module offers `fix(repo, config, now)` mends what it finds.
+
+    In catalog order, before any gate judges. A fixer returns what it did, one line each (none: nothing
+    to mend); each is (the gate that fixed, the line).
+    """
+    return [(gate_id, line) for gate_id in GATES if gate_id in gate_ids
+            for line in getattr(GATES[gate_id], "fix", _nothing)(repo, config, now)]
+
+
+def _nothing(repo: Repo, config: Config, now: datetime) -> list[str]:
+    return []
+
+
 def environment(repo: Repo, config: Config, changed: list[list[tuple[str, str]]], paths: list[Path]) -> list[Finding]:
     """What a passing check must still mention. Only looks: nothing is created, the state dir included."""
     from gates.domain import leftovers
