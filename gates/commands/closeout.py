@@ -14,6 +14,12 @@ from gates.infra.console import say
 from gates.infra.errors import OK, VIOLATION, GateError
 from gates.infra.text import excerpt
 
+TYPE_CHECKING = False  # typing itself costs ~3 ms at startup; mypy reads this name as True
+if TYPE_CHECKING:
+    from typing import Any
+
+    from gates.infra.git import Repo
+
 
 def _errors(run: Run) -> list[str]:
     """The gates' errors on the state as it is now: what the close-out must fix first."""
@@ -67,7 +73,7 @@ def _hook(run: Run, fmt: str, hook: harness.HookInput, session: str | None) -> s
     details = {"harness": fmt, "session": session, "verdict": decision.verdict, "blocks": decision.blocks,
                "reasons": verdict.summary, "head": repo.head}
     if decision.verdict != "twin":
-        closeout.journal_verdict(repo, details)
+        _journal(repo, details)
     if decision.verdict == "block":
         return harness.block_envelope(fmt, closeout.reason_text(verdict.steps))
     if decision.verdict == "let-through":
@@ -86,17 +92,22 @@ def _let_through(run: Run, fmt: str, session: str | None, why: str) -> str:
     run.notice("closeout-missing", message)
     say(f"gate: {message}")
     try:
-        closeout.journal_verdict(run.repo(), {"harness": fmt, "session": session, "verdict": "error",
-                                              "reasons": [excerpt(why, 200)]})
+        _journal(run.repo(), {"harness": fmt, "session": session, "verdict": "error", "reasons": [excerpt(why, 200)]})
     except (GateError, OSError):
         pass
     return harness.allow_envelope(fmt)
 
 
+def _journal(repo: Repo, details: dict[str, Any]) -> None:
+    warning = closeout.journal_verdict(repo, details)
+    if warning:
+        say(warning)
+
+
 def _text(run: Run, session: str | None) -> int:
     repo, config = run.repo(), run.config()
     verdict = closeout.judge(repo, config, session, _errors(run))
-    closeout.journal_verdict(repo, {"harness": "text", "session": session, "verdict": "block" if verdict.steps else "done",
+    _journal(repo, {"harness": "text", "session": session, "verdict": "block" if verdict.steps else "done",
                     "reasons": verdict.summary, "head": repo.head})
     if not verdict.steps:
         print("close-out done: the hand-over passes its gates, describes every commit and is committed")
