@@ -10,6 +10,8 @@ from gates.domain.handoff import Loaded
 from gates.infra.config import Config
 from gates.infra.git import Repo
 
+OVER_CAP = "not checked: the file is over its size cap (see handoff-structure)"  # a gate's word on a file it cannot read
+
 
 class Context:
     """What every gate of one check reads: the repository, the config, the hand-over files as read, the time."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from gates.checks.context import Context
+from gates.checks.context import OVER_CAP, Context
 from gates.infra.config import Config
 from gates.infra.findings import Finding
 from gates.infra.git import Repo
@@ -23,7 +23,7 @@ def check(ctx: Context) -> list[Finding]:
     archive = ctx.config.section("archive")["path"]
     for loaded in ctx.handoffs:
         if loaded.doc is None:
-            findings.append(Finding(loaded.shown, 1, ID, "not checked: the file is over its size cap (see handoff-structure)"))
+            findings.append(Finding(loaded.shown, 1, ID, OVER_CAP))
             continue
         for item in loaded.doc.items():
             if item.checked:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator
 
 from gates.checks.context import Context
 from gates.domain import handoff
-from gates.domain.ancestry import SHALLOW_ADVICE
+from gates.domain.ancestry import not_in_shallow_clone
 from gates.domain.handoff import Document, Loaded
 from gates.infra import clock
 from gates.infra.findings import WARNING, Finding
@@ -142,7 +142,7 @@ def _ref(ctx: Context, value: str, line: int, at: At) -> Iterator[Finding]:
         return
     if ctx.repo.resolve_commit(value) is None:
         if ctx.repo.is_shallow():
-            yield at(line, f"Meta ref {value} is not in this shallow clone: {SHALLOW_ADVICE}", WARNING)
+            yield at(line, not_in_shallow_clone(value), WARNING)
             return
         yield at(line, f"Meta ref {value} does not name a commit in this repository — set it to HEAD "
                  f"({ctx.repo.head[:12]}) when you write the hand-over")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from gates.domain import claims, journal, remote
 from gates.infra import git
-from gates.infra.errors import OK, VIOLATION, GateError
+from gates.infra.errors import OK, USAGE, VIOLATION, GateError
 
 if TYPE_CHECKING:
     from gates.commands.invocation import Run
@@ -26,6 +26,15 @@ def remote_name(args: argparse.Namespace, run: Run) -> str | None:
         return named
     configured = run.config().section("claims").get("remote")
     return str(configured) if configured else None
+
+
+def required_name(args: argparse.Namespace, run: Run) -> str:
+    """`--remote NAME`, or claims.remote for a bare `--remote`; a usage error when neither names one."""
+    name = args.remote or remote_name(argparse.Namespace(), run)
+    if not name:
+        raise GateError("--remote: name a remote (`--remote origin`) or set claims.remote", code=USAGE,
+                        reason="usage")
+    return name
 
 
 def _connect(run: Run, name: str) -> remote.Remote:

@@ -79,8 +79,8 @@ def command(args: argparse.Namespace, run: Run) -> int:
     else:
         sys.stdout.write(full)
     if hook.problem:
-        run.notice("input-unreadable", f"gate brief --format {fmt}: the harness's hook input was unreadable "
-                   f"({hook.problem}); the brief was delivered without it")
+        run.notice("input-unreadable", harness.unreadable_input("brief", fmt, hook.problem,
+                                                                "the brief was delivered without it"))
     try:
         sessions.record_brief(repo, fmt, session, hook.source, len(text) < len(full), hook.problem)
     except journal.NotJournalled as exc:

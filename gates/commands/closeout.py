@@ -65,8 +65,7 @@ def command(args: argparse.Namespace, run: Run) -> int:
 def _hook(run: Run, fmt: str, hook: harness.HookInput, session: str | None) -> str:
     repo, config = run.repo(), run.config()
     if hook.problem:
-        run.notice("input-unreadable", f"gate closeout --format {fmt}: the harness's hook input was unreadable "
-                   f"({hook.problem}); judged without it")
+        run.notice("input-unreadable", harness.unreadable_input("closeout", fmt, hook.problem, "judged without it"))
     verdict = closeout.judge(repo, config, session, _errors(run))
     bound = int(config.section("closeout")["max_blocks"])
     decision = closeout.decide(repo, fmt, hook, session, not verdict.steps, bound)

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from gates.commands.invocation import Run
-from gates.infra.errors import OK, USAGE, VIOLATION, GateError
+from gates.infra.errors import OK, VIOLATION
 
 if TYPE_CHECKING:
 
@@ -35,10 +35,7 @@ def _doctor(args: argparse.Namespace, run: Run) -> int:
         from gates.commands import _remote
         from gates.domain import remote_doctor
 
-        name = args.remote or _remote.remote_name(argparse.Namespace(), run)
-        if not name:
-            raise GateError("--remote: name a remote (`--remote origin`) or set claims.remote", code=USAGE,
-                            reason="usage")
+        name = _remote.required_name(args, run)
         checks += remote_doctor.probe(run.repo(), run.config(), name)
     for check in checks:
         print(f"{check.status:4}  {check.message}")

@@ -108,7 +108,8 @@ class Holder(NamedTuple):
     worktree_id: str | None = None
 
 
-def _hostname() -> str:
+def hostname() -> str:
+    """This machine's name, as claims (local and remote) and remote flags record it."""
     return os.uname().nodename
 
 
@@ -142,7 +143,7 @@ def holder_of(repo: Repo, session: str | None) -> Holder:
         git_dir=str(repo.git_dir),
         branch=repo.branch(),
         session=check_session(session),
-        host=_hostname(),
+        host=hostname(),
         worktree_id=worktree_id(repo),
     )
 
@@ -248,7 +249,7 @@ def liveness(record: dict[str, Any], now: datetime, host: str | None = None) -> 
     expires = expiry(record)
     if expires is not None and now >= expires:
         return False, f"its TTL expired at {record['expires']}"
-    if record.get("host") != (host or _hostname()):
+    if record.get("host") != (host or hostname()):
         return True, f"held from host {record.get('host')}: its worktree cannot be checked from here"
     git_dir, worktree = str(record.get("git_dir", "")), str(record.get("worktree", ""))
     if not os.path.isdir(git_dir):

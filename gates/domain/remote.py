@@ -85,7 +85,7 @@ class Me(NamedTuple):
 def me(repo: Repo, session: str | None) -> Me:
     from gates.domain import claims
 
-    return Me(clone_id(repo), os.uname().nodename, str(repo.toplevel), repo.branch(), claims.check_session(session),
+    return Me(clone_id(repo), claims.hostname(), str(repo.toplevel), repo.branch(), claims.check_session(session),
               harness())
 
 
