@@ -402,7 +402,7 @@ def _claim(repo: Repo, state_rel: str, holder: Holder, ttl: timedelta | None, no
 
 def _released_name(lay: state.Layout, record: dict[str, Any], now: datetime) -> Path:
     released = state.ensure_dir(lay, lay.claims_released)
-    return released / f"{now:%Y%m%dT%H%M%SZ}-{os.urandom(4).hex()}-{str(record['token'])[:16]}.json"
+    return released / f"{clock.name_text(now)}-{os.urandom(4).hex()}-{str(record['token'])[:16]}.json"
 
 
 def _release(repo: Repo, state_rel: str, holder: Holder, now: datetime, force_reason: str | None) -> Outcome:

@@ -147,7 +147,7 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
                 if gate is not None:
                     _set_marker(repo, lay, _marker(gate, worktree, scope))
                 return str(record["id"])
-        flag_id = f"{now:%Y%m%dT%H%M%SZ}-{reason}-{os.urandom(4).hex()}"
+        flag_id = f"{clock.name_text(now)}-{reason}-{os.urandom(4).hex()}"
         record = {
             "version": 1,
             "id": flag_id,
@@ -205,7 +205,7 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
                 left.add(gate)  # raised by a run that began after this check: not this check's to resolve
                 continue
             record["resolved"] = {"time": clock.utc_text(now), "command": command, "head": repo.head}
-            _write(repo, resolved_dir / f"{now:%Y%m%dT%H%M%SZ}-{record['id']}.json", record)
+            _write(repo, resolved_dir / f"{clock.name_text(now)}-{record['id']}.json", record)
             os.unlink(path)
             moved.setdefault(gate, []).append(str(record["id"]))
         for gate, name in wanted.items():
@@ -302,7 +302,7 @@ def resolved_since(repo: Repo, since: datetime | None) -> list[dict[str, Any]]:
     folder = state.layout(repo).flags / RESOLVED
     if not folder.is_dir():
         return []
-    floor = f"{since:%Y%m%dT%H%M%SZ}" if since else ""
+    floor = clock.name_text(since) if since else ""
     out = []
     for path in _flag_files(folder):
         if path.name[:16] < floor:

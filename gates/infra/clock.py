@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 
 TEXT = "%Y-%m-%dT%H:%M:%SZ"
 FINE = "%Y-%m-%dT%H:%M:%S.%fZ"
+NAME = "%Y%m%dT%H%M%SZ"  # in file names and ids: sorts as time does, no `:` or `-`
 
 
 def now() -> datetime:
@@ -24,6 +25,11 @@ def utc_text(when: datetime) -> str:
 def utc_text_fine(when: datetime) -> str:
     """`when` with its fraction of a second when it has one (`…SS.ffffffZ`), else as `utc_text`."""
     return when.strftime(FINE if when.microsecond else TEXT)
+
+
+def name_text(when: datetime) -> str:
+    """`when` to the second for a file name or an id, as `YYYYMMDDTHHMMSSZ`."""
+    return when.strftime(NAME)
 
 
 def at(seconds: float) -> datetime:
