@@ -240,8 +240,7 @@ def _same_worktree(record: dict[str, Any], git_dir: str, worktree: str, wt_id: s
 
 def expiry(record: dict[str, Any]) -> datetime | None:
     """When the claim's TTL runs out (None: it has none, or none readable as a UTC time: doubt, so no expiry)."""
-    expires = clock.parse_utc(record.get("expires")) if record.get("expires") else None
-    return expires if expires is not None and expires.tzinfo is not None else None
+    return clock.parse_utc(record.get("expires"), zoned=True) if record.get("expires") else None
 
 
 def liveness(record: dict[str, Any], now: datetime, host: str | None = None) -> tuple[bool, str]:
@@ -332,8 +331,8 @@ def _new_record(claim_key: str, holder: Holder, ttl: timedelta | None, note: str
         "branch": holder.branch,
         "session": holder.session,
         "host": holder.host,
-        "since": clock.utc_text_fine(now.replace(microsecond=0)),  # shown to people: to the second
-        "renewed": clock.utc_text_fine(now.replace(microsecond=0)),
+        "since": clock.utc_text(now),  # shown to people: to the second
+        "renewed": clock.utc_text(now),
         "ttl_seconds": _ttl_number(ttl) if ttl else None,
         "expires": clock.utc_text_fine(now + ttl) if ttl else None,
         "note": note,
