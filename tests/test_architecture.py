@@ -165,3 +165,27 @@ def test_one_door_to_git() -> None:
             roots = {name.split(".")[0] for name in names}
             assert "git" not in roots or module == "gates.infra.git", module
             assert "subprocess" not in roots or module in SUBPROCESS_DOORS, module
+
+
+def speaking(source: str) -> list[str]:
+    """What in `source` writes to the terminal: print(), say(), sys.stdout/sys.stderr, an import of infra/console."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("print", "say"):
+            found.append(f"line {node.lineno}: {node.func.id}()")
+        elif isinstance(node, ast.Attribute) and node.attr in ("stdout", "stderr", "say") \
+                and isinstance(node.value, ast.Name) and node.value.id in ("sys", "console"):
+            found.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
+        elif isinstance(node, ast.ImportFrom) and node.module in ("gates.infra.console", "gates.infra") \
+                and any(alias.name in ("console", "say") for alias in node.names):
+            found.append(f"line {node.lineno}: imports the console")
+    return found
+
+
+def test_nothing_below_the_commands_prints() -> None:
+    """Gates, the domain and infra return what to say; only commands (and the CLI) print it. infra/console is the pen."""
+    for module, source in sources().items():
+        if room(module) in ("checks", "domain", "infra") and module != "gates.infra.console":
+            assert speaking(source) == [], f"{module} writes to the terminal: {speaking(source)}"
+    planted = "import sys\nfrom gates.infra.console import say\nprint(1)\nsys.stderr.write('x')\nsay('y')\n"
+    assert len(speaking(planted)) == 4, speaking(planted)

@@ -13,6 +13,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+OVER_CAP = "not checked: the file is over its size cap (see handoff-structure)"  # a gate's word on a file it cannot read
+
 
 class Context:
     """What every gate of one check reads: the repository, the config, the hand-over files as read, the time."""

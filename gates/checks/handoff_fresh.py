@@ -14,9 +14,9 @@ from __future__ import annotations
 import functools
 from datetime import datetime
 
-from gates.checks.context import Context
+from gates.checks.context import OVER_CAP, Context
 from gates.domain import handoff
-from gates.domain.ancestry import SHALLOW_ADVICE, meta_ref, relation
+from gates.domain.ancestry import meta_ref, not_in_shallow_clone, relation
 from gates.domain.handoff import Loaded
 from gates.infra.errors import GateError
 from gates.infra.findings import WARNING, Finding
@@ -89,7 +89,7 @@ def _pending(ctx: Context) -> bool | None:
 
 def _check_one(ctx: Context, loaded: Loaded) -> Iterator[Finding]:
     if loaded.doc is None:
-        yield Finding(loaded.shown, 1, ID, "not checked: the file is over its size cap (see handoff-structure)")
+        yield Finding(loaded.shown, 1, ID, OVER_CAP)
         return
     cfg, fresh = ctx.config.section("handoff"), ctx.config.section("fresh")
     ref = loaded.doc.meta_value(cfg["meta_section"], "ref")
@@ -111,7 +111,7 @@ def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: dict[str, Any]
                       "branch, or an unknown commit): the hand-over describes another world — re-read git, then "
                       "`gate stamp`")
     elif found.kind == "shallow":
-        yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is not in this shallow clone: {SHALLOW_ADVICE}", WARNING)
+        yield Finding(shown, ref.line, ID, not_in_shallow_clone(ref.value), WARNING)
     elif found.kind == "behind" and found.behind > fresh["max_behind"]:
         made = " once this commit is made" if pending is not None else ""
         yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is {found.behind} commits behind HEAD{made}, more "

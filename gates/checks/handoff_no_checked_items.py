@@ -7,8 +7,12 @@ comments, and an `[x]` that is not a list item's checkbox are not.
 
 from __future__ import annotations
 
-from gates.checks.context import Context
+from datetime import datetime
+
+from gates.checks.context import OVER_CAP, Context
+from gates.infra.config import Config
 from gates.infra.findings import Finding
+from gates.infra.git import Repo
 from gates.infra.text import excerpt
 
 ID = "handoff-no-checked-items"
@@ -19,7 +23,7 @@ def check(ctx: Context) -> list[Finding]:
     archive = ctx.config.section("archive")["path"]
     for loaded in ctx.handoffs:
         if loaded.doc is None:
-            findings.append(Finding(loaded.shown, 1, ID, "not checked: the file is over its size cap (see handoff-structure)"))
+            findings.append(Finding(loaded.shown, 1, ID, OVER_CAP))
             continue
         for item in loaded.doc.items():
             if item.checked:
@@ -28,3 +32,14 @@ def check(ctx: Context) -> list[Finding]:
                     f"checked item '{excerpt(item.text)}' — completed items move to {archive}",
                 ))
     return findings
+
+
+def fix(repo: Repo, config: Config, now: datetime) -> list[str]:
+    """`gate check --fix`: move the checked items to the archive file."""
+    from gates.domain import archive
+
+    moves = archive.archive(repo, config, now)
+    if not moves:
+        return []
+    return [f"fixed: moved {len(moves)} checked item(s) to {config.section('archive')['path']}: "
+            + "; ".join(m.item.text[:60] for m in moves) + " — stage both files again"]

@@ -13,8 +13,9 @@ from datetime import timedelta
 
 from gates.checks.context import Context
 from gates.domain import handoff
-from gates.domain.ancestry import SHALLOW_ADVICE
+from gates.domain.ancestry import not_in_shallow_clone
 from gates.domain.handoff import Document, Loaded
+from gates.infra import clock
 from gates.infra.findings import WARNING, Finding
 from gates.infra.text import excerpt
 
@@ -145,7 +146,7 @@ def _ref(ctx: Context, value: str, line: int, at: At) -> Iterator[Finding]:
         return
     if ctx.repo.resolve_commit(value) is None:
         if ctx.repo.is_shallow():
-            yield at(line, f"Meta ref {value} is not in this shallow clone: {SHALLOW_ADVICE}", WARNING)
+            yield at(line, not_in_shallow_clone(value), WARNING)
             return
         yield at(line, f"Meta ref {value} does not name a commit in this repository — set it to HEAD "
                  f"({ctx.repo.head[:12]}) when you write the hand-over")
@@ -157,7 +158,7 @@ def _updated(ctx: Context, value: str, line: int, at: At) -> Iterator[Finding]:
         yield at(line, f"Meta updated '{excerpt(value)}' is not a UTC time like 2026-11-30T08:00:00Z")
         return
     if when > ctx.now + CLOCK_SKEW:
-        yield at(line, f"Meta updated {value} is in the future (now {ctx.now:%Y-%m-%dT%H:%M:%SZ})")
+        yield at(line, f"Meta updated {value} is in the future (now {clock.utc_text(ctx.now)})")
 
 
 def _target(doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:

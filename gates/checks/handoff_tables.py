@@ -6,9 +6,13 @@ writes there from the records; an unknown NAME or a region without its end marke
 
 from __future__ import annotations
 
-from gates.checks.context import Context
+from datetime import datetime
+
+from gates.checks.context import OVER_CAP, Context
 from gates.domain import records, tables
+from gates.infra.config import Config
 from gates.infra.findings import Finding
+from gates.infra.git import Repo
 from gates.infra.text import excerpt
 
 ID = "handoff-tables"
@@ -19,7 +23,7 @@ def check(ctx: Context) -> list[Finding]:
     found: list[records.Record] | None = None
     for loaded in ctx.handoffs:
         if loaded.doc is None:
-            findings.append(Finding(loaded.shown, 1, ID, "not checked: the file is over its size cap (see handoff-structure)"))
+            findings.append(Finding(loaded.shown, 1, ID, OVER_CAP))
             continue
         lines = loaded.doc.lines
         for region in tables.regions(lines):
@@ -39,6 +43,14 @@ def check(ctx: Context) -> list[Finding]:
             if have != want:
                 findings.append(Finding(loaded.shown, line, ID, _difference(region.name, have, want, region.start + 2)))
     return findings
+
+
+def fix(repo: Repo, config: Config, now: datetime) -> list[str]:
+    """`gate check --fix`: render every table region again from the records."""
+    stale, _ = tables.render_file(repo, config, write=True)
+    if not stale:
+        return []
+    return [f"fixed: rendered {len(stale)} table(s) in {config.section('handoff')['path']} — stage it again"]
 
 
 def _difference(name: str, have: list[str], want: list[str], first_line: int) -> str:

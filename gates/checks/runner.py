@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 from gates.checks import GATES
 from gates.checks.context import Context
 from gates.domain import changes
 from gates.domain.handoff import load_handoff
+from gates.infra import clock
 from gates.infra.config import Config
 from gates.infra.errors import USAGE, GateError
 from gates.infra.findings import ENVIRONMENT, ERROR, WARNING, CheckResult, Finding
@@ -39,7 +40,7 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[Path], now:
     paths = files or [repo.toplevel / config.section("handoff")["path"]]
     staged = found if not files and range_spec is None else None
     loaded = [load_handoff(repo, config, path, staged) for path in paths]
-    ctx = Context(repo=repo, config=config, handoffs=loaded, now=now or datetime.now(timezone.utc), changes=found,
+    ctx = Context(repo=repo, config=config, handoffs=loaded, now=now or clock.now(), changes=found,
                   range_spec=range_spec, push=push)
     result = CheckResult(gates=list(gate_ids), files=[item.shown for item in loaded])
     result.range = (range_spec, len(found)) if range_spec else None
@@ -52,6 +53,20 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[Path], now:
     result.findings.sort(key=lambda f: (f.path, f.line, f.gate))  # stable: a gate's own order stands within a line
     result.events = ctx.events
     return result
+
+
+def fix(repo: Repo, config: Config, gate_ids: list[str], now: datetime) -> list[tuple[str, str]]:
+    """`gate check --fix`: every chosen gate whose module offers `fix(repo, config, now)` mends what it finds.
+
+    In catalog order, before any gate judges. A fixer returns what it did, one line each (none: nothing
+    to mend); each is (the gate that fixed, the line).
+    """
+    return [(gate_id, line) for gate_id in GATES if gate_id in gate_ids
+            for line in getattr(GATES[gate_id], "fix", _nothing)(repo, config, now)]
+
+
+def _nothing(repo: Repo, config: Config, now: datetime) -> list[str]:
+    return []
 
 
 def environment(repo: Repo, config: Config, changed: list[list[tuple[str, str]]], paths: list[Path]) -> list[Finding]:

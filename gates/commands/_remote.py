@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from gates.domain import claims, journal, remote
 from gates.infra import git
-from gates.infra.errors import OK, VIOLATION, GateError
+from gates.infra.errors import OK, USAGE, VIOLATION, GateError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,6 +20,15 @@ if TYPE_CHECKING:
     from typing import Any
 
     from gates.commands.invocation import Run
+
+
+def required_name(args: argparse.Namespace, run: Run) -> str:
+    """`--remote NAME`, or claims.remote for a bare `--remote`; a usage error when neither names one."""
+    name = args.remote or run.remote_name(None)
+    if not name:
+        raise GateError("--remote: name a remote (`--remote origin`) or set claims.remote", code=USAGE,
+                        reason="usage")
+    return name
 
 
 def _connect(run: Run, name: str) -> remote.Remote:

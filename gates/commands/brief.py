@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from datetime import datetime, timezone
 
 from gates.domain import brief, harness, journal, sessions
+from gates.infra import clock
 from gates.infra.errors import OK, GateError
 
 TYPE_CHECKING = False
@@ -50,7 +50,7 @@ def command(args: argparse.Namespace, run: Run) -> int:
         if exc.reason != "not-a-repository":
             run.notice(exc.reason, exc.render())
         return OK
-    now = datetime.now(timezone.utc)
+    now = clock.now()
     parts = brief.sections(repo, config, now)
     closed = not any(part.title == brief.SALVAGE for part in parts)
     try:
@@ -80,8 +80,8 @@ def command(args: argparse.Namespace, run: Run) -> int:
     else:
         sys.stdout.write(full)
     if hook.problem:
-        run.notice("input-unreadable", f"gate brief --format {fmt}: the harness's hook input was unreadable "
-                   f"({hook.problem}); the brief was delivered without it")
+        run.notice("input-unreadable", harness.unreadable_input("brief", fmt, hook.problem,
+                                                                "the brief was delivered without it"))
     try:
         sessions.record_brief(repo, fmt, session, hook.source, len(text) < len(full), hook.problem)
     except journal.NotJournalled as exc:

@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
-    from gates.infra.config import Config
     from gates.infra.findings import CheckResult
 
 
@@ -82,7 +81,7 @@ def _run_gates(run: Run, args: argparse.Namespace) -> tuple[CheckResult, list[tu
 
     repo, config = run.repo(), run.config()
     gate_ids = check.select(config, args.only, args.skip)
-    fixed = _fix(run, config, gate_ids) if args.fix else []
+    fixed = check.fix(repo, config, gate_ids, invocation.now()) if args.fix else []  # what pre-commit fixers do
     files = [Path(f).absolute() for f in args.files]
     run.scope = flags.scope_of(repo, files, args.range, repo.toplevel / config.section("handoff")["path"])
     push = None
@@ -109,24 +108,3 @@ def _render(report: Any, fmt: str, result: Any, code: int, error: GateError | No
     if fmt == "junit":
         return str(report.junit(result, error))
     return str(report.text(result)) if result is not None else ""
-
-
-def _fix(run: Run, config: Config, gate_ids: list[str]) -> list[tuple[str, str]]:
-    """What pre-commit fixers do: change the files, say so, and make the run exit 1 so they are staged again.
-
-    Each fix is (the gate that fixed, what it did)."""
-    from gates.domain import archive, tables
-
-    said = []
-    if "handoff-no-checked-items" in gate_ids:
-        moves = archive.archive(run.repo(), config, invocation.now())
-        if moves:
-            said.append(("handoff-no-checked-items",
-                         f"fixed: moved {len(moves)} checked item(s) to {config.section('archive')['path']}: "
-                         + "; ".join(m.item.text[:60] for m in moves) + " — stage both files again"))
-    if "handoff-tables" in gate_ids:
-        stale, _ = tables.render_file(run.repo(), config, write=True)
-        if stale:
-            said.append(("handoff-tables",
-                         f"fixed: rendered {len(stale)} table(s) in {config.section('handoff')['path']} — stage it again"))
-    return said

@@ -120,10 +120,7 @@ def _claims(args: argparse.Namespace, run: Run) -> int:
     if args.remote is not None:
         from gates.commands import _remote
 
-        name = args.remote or run.remote_name(None)
-        if not name:
-            raise GateError("--remote: name a remote (`--remote origin`) or set claims.remote", code=USAGE,
-                            reason="usage")
+        name = _remote.required_name(args, run)
         return _remote.list_remote(args, run, name, invocation.now())
     listed = claims.list_all(run.repo(), invocation.now())
     if args.format == "json":

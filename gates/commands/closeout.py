@@ -16,6 +16,9 @@ from gates.infra.text import excerpt
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
+
+    from gates.infra.git import Repo
 
 
 def _errors(run: Run) -> list[str]:
@@ -62,15 +65,14 @@ def command(args: argparse.Namespace, run: Run) -> int:
 def _hook(run: Run, fmt: str, hook: harness.HookInput, session: str | None) -> str:
     repo, config = run.repo(), run.config()
     if hook.problem:
-        run.notice("input-unreadable", f"gate closeout --format {fmt}: the harness's hook input was unreadable "
-                   f"({hook.problem}); judged without it")
+        run.notice("input-unreadable", harness.unreadable_input("closeout", fmt, hook.problem, "judged without it"))
     verdict = closeout.judge(repo, config, session, _errors(run))
     bound = int(config.section("closeout")["max_blocks"])
     decision = closeout.decide(repo, fmt, hook, session, not verdict.steps, bound)
     details = {"harness": fmt, "session": session, "verdict": decision.verdict, "blocks": decision.blocks,
                "reasons": verdict.summary, "head": repo.head}
     if decision.verdict != "twin":
-        closeout.journal_verdict(repo, details)
+        _journal(repo, details)
     if decision.verdict == "block":
         return harness.block_envelope(fmt, closeout.reason_text(verdict.steps))
     if decision.verdict == "let-through":
@@ -89,17 +91,22 @@ def _let_through(run: Run, fmt: str, session: str | None, why: str) -> str:
     run.notice("closeout-missing", message)
     say(f"gate: {message}")
     try:
-        closeout.journal_verdict(run.repo(), {"harness": fmt, "session": session, "verdict": "error",
-                                              "reasons": [excerpt(why, 200)]})
+        _journal(run.repo(), {"harness": fmt, "session": session, "verdict": "error", "reasons": [excerpt(why, 200)]})
     except (GateError, OSError):
         pass
     return harness.allow_envelope(fmt)
 
 
+def _journal(repo: Repo, details: dict[str, Any]) -> None:
+    warning = closeout.journal_verdict(repo, details)
+    if warning:
+        say(warning)
+
+
 def _text(run: Run, session: str | None) -> int:
     repo, config = run.repo(), run.config()
     verdict = closeout.judge(repo, config, session, _errors(run))
-    closeout.journal_verdict(repo, {"harness": "text", "session": session, "verdict": "block" if verdict.steps else "done",
+    _journal(repo, {"harness": "text", "session": session, "verdict": "block" if verdict.steps else "done",
                     "reasons": verdict.summary, "head": repo.head})
     if not verdict.steps:
         print("close-out done: the hand-over passes its gates, describes every commit and is committed")

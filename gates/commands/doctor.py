@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gates.commands.invocation import Run
-from gates.infra.errors import OK, USAGE, VIOLATION, GateError
+from gates.infra.errors import OK, VIOLATION
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,12 +31,10 @@ def _doctor(args: argparse.Namespace, run: Run) -> int:
             print(line)
     checks = doctor.run(run.repo())
     if args.remote is not None:  # issue 18: probe the claims remote
+        from gates.commands import _remote
         from gates.domain import remote_doctor
 
-        name = args.remote or run.remote_name(None)
-        if not name:
-            raise GateError("--remote: name a remote (`--remote origin`) or set claims.remote", code=USAGE,
-                            reason="usage")
+        name = _remote.required_name(args, run)
         checks += remote_doctor.probe(run.repo(), run.config(), name)
     for check in checks:
         print(f"{check.status:4}  {check.message}")

@@ -126,9 +126,9 @@ class Run:
 
 
 def now() -> datetime:
-    from datetime import datetime, timezone
+    from gates.infra import clock
 
-    return datetime.now(timezone.utc)
+    return clock.now()
 
 
 def ids(text: str) -> list[str]:

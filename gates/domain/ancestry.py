@@ -29,6 +29,11 @@ PENDING = ""  # the commit being made, where it stands in a chain
 SHALLOW_ADVICE = "fetch more history to check it (`git fetch --deepen=100`, or `git fetch --unshallow`)"
 
 
+def not_in_shallow_clone(ref: str) -> str:
+    """What a gate says of a Meta ref this shallow clone lacks: it may well exist, so fetch and look."""
+    return f"Meta ref {ref} is not in this shallow clone: {SHALLOW_ADVICE}"
+
+
 class Relation(NamedTuple):
     """Where a Meta ref stands against a commit: current, N behind, not in its history, or unknown here."""
 

@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from gates.domain import journal
-from gates.infra import dataio, fsio, state
+from gates.infra import clock, dataio, fsio, state
 from gates.infra.digest import sha256
 from gates.infra.errors import USAGE, GateError
 from gates.infra.git import Repo
@@ -112,7 +112,8 @@ class Holder(NamedTuple):
     worktree_id: str | None = None
 
 
-def _hostname() -> str:
+def hostname() -> str:
+    """This machine's name, as claims (local and remote) and remote flags record it."""
     return os.uname().nodename
 
 
@@ -146,26 +147,14 @@ def holder_of(repo: Repo, session: str | None) -> Holder:
         git_dir=str(repo.git_dir),
         branch=repo.branch(),
         session=check_session(session),
-        host=_hostname(),
+        host=hostname(),
         worktree_id=worktree_id(repo),
     )
-
-
-def stamp(when: datetime) -> str:
-    """A UTC time; sub-second when it has a fraction, so a TTL is never cut short (or stretched) to whole seconds."""
-    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if when.microsecond else "%Y-%m-%dT%H:%M:%SZ")
 
 
 def _ttl_number(ttl: timedelta) -> int | float:
     seconds = ttl.total_seconds()
     return int(seconds) if seconds == int(seconds) else seconds
-
-
-def _parse_stamp(text: Any) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def claim_path(lay: state.Layout, claim_key: str) -> Path:
@@ -255,8 +244,7 @@ def _same_worktree(record: dict[str, Any], git_dir: str, worktree: str, wt_id: s
 
 def expiry(record: dict[str, Any]) -> datetime | None:
     """When the claim's TTL runs out (None: it has none, or none readable as a UTC time: doubt, so no expiry)."""
-    expires = _parse_stamp(record.get("expires")) if record.get("expires") else None
-    return expires if expires is not None and expires.tzinfo is not None else None
+    return clock.parse_utc(record.get("expires"), zoned=True) if record.get("expires") else None
 
 
 def liveness(record: dict[str, Any], now: datetime, host: str | None = None) -> tuple[bool, str]:
@@ -264,7 +252,7 @@ def liveness(record: dict[str, Any], now: datetime, host: str | None = None) -> 
     expires = expiry(record)
     if expires is not None and now >= expires:
         return False, f"its TTL expired at {record['expires']}"
-    if record.get("host") != (host or _hostname()):
+    if record.get("host") != (host or hostname()):
         return True, f"held from host {record.get('host')}: its worktree cannot be checked from here"
     git_dir, worktree = str(record.get("git_dir", "")), str(record.get("worktree", ""))
     if not os.path.isdir(git_dir):
@@ -347,10 +335,10 @@ def _new_record(claim_key: str, holder: Holder, ttl: timedelta | None, note: str
         "branch": holder.branch,
         "session": holder.session,
         "host": holder.host,
-        "since": stamp(now.replace(microsecond=0)),  # shown to people: to the second
-        "renewed": stamp(now.replace(microsecond=0)),
+        "since": clock.utc_text(now),  # shown to people: to the second
+        "renewed": clock.utc_text(now),
         "ttl_seconds": _ttl_number(ttl) if ttl else None,
-        "expires": stamp(now + ttl) if ttl else None,
+        "expires": clock.utc_text_fine(now + ttl) if ttl else None,
         "note": note,
     }
 
@@ -417,7 +405,7 @@ def _claim(repo: Repo, state_rel: str, holder: Holder, ttl: timedelta | None, no
 
 def _released_name(lay: state.Layout, record: dict[str, Any], now: datetime) -> Path:
     released = state.ensure_dir(lay, lay.claims_released)
-    return released / f"{now:%Y%m%dT%H%M%SZ}-{os.urandom(4).hex()}-{str(record['token'])[:16]}.json"
+    return released / f"{clock.name_text(now)}-{os.urandom(4).hex()}-{str(record['token'])[:16]}.json"
 
 
 def _release(repo: Repo, state_rel: str, holder: Holder, now: datetime, force_reason: str | None) -> Outcome:
@@ -444,9 +432,8 @@ def _move(source: Path, target: Path, token: str) -> None:
     if os.path.lexists(target):
         raise GateError(f"refusing to move {source} over {target}", reason="state-unsafe")
     try:
-        os.rename(source, target)
-        fsio.fsync_dir(source.parent)
-        fsio.fsync_dir(target.parent)
+        if isinstance(failed := fsio.move_aside(source, target), OSError):
+            raise failed
     except OSError as exc:
         raise GateError(f"cannot move {source} to {target}: {exc.strerror}", reason="io-error") from None
     moved = _load(target)
@@ -463,7 +450,7 @@ def _set_aside(lay: state.Layout, path: Path, record: dict[str, Any], action: st
         "kind": "claim",
         "action": action,
         "reason": why,
-        "when": stamp(now),
+        "when": clock.utc_text_fine(now),
         "by": {"worktree": by.worktree, "branch": by.branch, "session": by.session, "host": by.host},
         "items": [{"original": str(path), "moved_to": path.name, "record": record}],
     }
@@ -488,7 +475,7 @@ def list_all(repo: Repo, now: datetime) -> list[dict[str, Any]]:
         if record is None:
             continue  # released meanwhile
         live, why = liveness(record, now)
-        since = _parse_stamp(record.get("since"))
+        since = clock.parse_utc(record.get("since"))
         out.append({**record, "age_seconds": int((now - since).total_seconds()) if since else None,
                     "live": live, "liveness": why})
     return out

@@ -24,7 +24,6 @@ import time
 from gates.domain import claims, handoff, harness, journal
 from gates.domain.ancestry import relation
 from gates.infra import dataio, fsio, state
-from gates.infra.console import say
 from gates.infra.digest import sha256
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
@@ -174,8 +173,10 @@ def decide(repo: Repo, fmt: str, hook: harness.HookInput, session: str | None, d
     return Decision(verdict, before)
 
 
-def journal_verdict(repo: Repo, details: dict[str, Any]) -> None:
+def journal_verdict(repo: Repo, details: dict[str, Any]) -> str | None:
+    """Journal the verdict. Returns the warning to say when it was reached but could not be recorded, else None."""
     try:
         journal.append(repo, "closeout", details)
     except journal.NotJournalled as exc:
-        say(f"gate: the close-out verdict is not journalled: {exc.cause.render()}")
+        return f"gate: the close-out verdict is not journalled: {exc.cause.render()}"
+    return None

@@ -29,11 +29,11 @@ import os
 import re
 import stat
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 from gates.domain import journal
-from gates.infra import dataio, fsio, state
+from gates.infra import clock, dataio, fsio, state
 from gates.infra.catalog import CATALOG, flag_reason
 from gates.infra.digest import sha256
 from gates.infra.errors import USAGE, GateError
@@ -74,14 +74,6 @@ OPEN = "open"  # markers: which (gate, worktree, scope) have an open flag
 RESOLVED = "resolved"
 
 
-def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def stamp(when: datetime) -> str:
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _key(reason: str, message: str, worktree: str) -> str:
     return sha256("\0".join((reason, message, worktree)).encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -117,9 +109,8 @@ def _set_marker(repo: Repo, lay: state.Layout, name: str) -> None:
     folder = state.ensure_dir(lay, lay.flags / OPEN)
     modes = state.shared_modes(repo)
     mode = modes[0] if modes else 0o666 & ~fsio.umask()
-    how = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
     try:
-        os.close(os.open(folder / name, how, mode))
+        os.close(os.open(folder / name, fsio.safe_flags(os.O_WRONLY | os.O_CREAT | os.O_EXCL), mode))
     except FileExistsError:
         return
     except OSError as exc:
@@ -141,7 +132,7 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
         raise ValueError(f"unknown gate {gate!r}")
     lay = state.layout(repo)
     directory = state.ensure_dir(lay, lay.flags)
-    now = now or utc_now()
+    now = now or clock.now()
     seen_ns = observed_ns if observed_ns is not None else time.time_ns()
     message = message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS] + "\n… (cut)"
     worktree = str(repo.toplevel)
@@ -152,22 +143,22 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
             if (record is not None and record.get("key") == key and record.get("reason") == reason
                     and record.get("gate") == gate and record.get("scope") == (scope if gate else None)):
                 record["count"] = int(record.get("count", 1)) + 1
-                record["last_seen"] = stamp(now)
+                record["last_seen"] = clock.utc_text(now)
                 record["seen_ns"] = max(seen_ns, int(record.get("seen_ns") or 0))
                 record["head"] = repo.head
                 _write(repo, path, record)
                 if gate is not None:
                     _set_marker(repo, lay, _marker(gate, worktree, scope))
                 return str(record["id"])
-        flag_id = f"{now:%Y%m%dT%H%M%SZ}-{reason}-{os.urandom(4).hex()}"
+        flag_id = f"{clock.name_text(now)}-{reason}-{os.urandom(4).hex()}"
         record = {
             "version": 1,
             "id": flag_id,
             "reason": reason,
             "message": message,
-            "first_seen": stamp(now),
+            "first_seen": clock.utc_text(now),
             "created_ns": time.time_ns(),  # orders flags raised within one second
-            "last_seen": stamp(now),
+            "last_seen": clock.utc_text(now),
             "count": 1,
             "worktree": worktree,
             "head": repo.head,
@@ -198,7 +189,7 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
     wanted = {gate: name for gate, name in markers.items() if os.path.lexists(lay.flags / OPEN / name)}
     if not wanted:
         return []
-    now = now or utc_now()
+    now = now or clock.now()
     observed = observed_ns if observed_ns is not None else time.time_ns()
     resolved_dir = state.ensure_dir(lay, lay.flags / RESOLVED)
     moved: dict[str, list[str]] = {}
@@ -216,8 +207,8 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
             if int(record.get("seen_ns") or 0) > observed:
                 left.add(gate)  # raised by a run that began after this check: not this check's to resolve
                 continue
-            record["resolved"] = {"time": stamp(now), "command": command, "head": repo.head}
-            _write(repo, resolved_dir / f"{now:%Y%m%dT%H%M%SZ}-{record['id']}.json", record)
+            record["resolved"] = {"time": clock.utc_text(now), "command": command, "head": repo.head}
+            _write(repo, resolved_dir / f"{clock.name_text(now)}-{record['id']}.json", record)
             os.unlink(path)
             moved.setdefault(gate, []).append(str(record["id"]))
         for gate, name in wanted.items():
@@ -314,13 +305,13 @@ def resolved_since(repo: Repo, since: datetime | None) -> list[dict[str, Any]]:
     folder = state.layout(repo).flags / RESOLVED
     if not folder.is_dir():
         return []
-    floor = f"{since:%Y%m%dT%H%M%SZ}" if since else ""
+    floor = clock.name_text(since) if since else ""
     out = []
     for path in _flag_files(folder):
         if path.name[:16] < floor:
             continue
         record, _ = _load(path)
-        if record is not None and str(record.get("last_seen", "")) >= (stamp(since) if since else ""):
+        if record is not None and str(record.get("last_seen", "")) >= (clock.utc_text(since) if since else ""):
             out.append(record)
     return _ordered(out)
 
@@ -337,21 +328,13 @@ def acknowledge(repo: Repo, ids: list[str] | None) -> list[str]:
         if not ID_PATTERN.match(flag_id) or not os.path.lexists(lay.flags / f"{flag_id}.json"):
             raise GateError(f"no such flag: {flag_id[:80]!r} (see `gate flags`)", code=USAGE, reason="usage")
     acked_dir = state.ensure_dir(lay, lay.flags_acked)
-    moved = []
     with _locked(lay.flags):
         names = [f"{i}.json" for i in ids] if ids else [p.name for p in _flag_files(lay.flags)]
-        for name in names:
-            try:
-                os.rename(lay.flags / name, acked_dir / name)
-            except FileNotFoundError:
-                continue  # acknowledged by someone else meanwhile
-            moved.append(name.removesuffix(".json"))
+        moved = [name.removesuffix(".json") for name in fsio.move_names_aside(lay.flags, names, acked_dir)]
         if ids is None and (lay.flags / OPEN).is_dir():  # nothing is open any more: no marker stands for anything
             for marker in os.listdir(lay.flags / OPEN):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(lay.flags / OPEN / marker)
-        fsio.fsync_dir(lay.flags)
-        fsio.fsync_dir(acked_dir)
     if moved:
         journal.append(repo, "flags-acknowledged", {"ids": moved})
     return moved

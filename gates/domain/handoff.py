@@ -39,10 +39,9 @@ def parse_utc(value: str) -> datetime | None:
     """An ISO-8601 UTC time as the Meta block writes it (`Z` or `+00:00`), or None."""
     if not _UTC.match(value):
         return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
+    from gates.infra import clock
+
+    return clock.parse_utc(value)
 
 
 class Item:

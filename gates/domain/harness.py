@@ -159,6 +159,11 @@ def _complete(raw: bytes) -> bool:
 
 # ---- session start ---------------------------------------------------------------------------------------
 
+def unreadable_input(command: str, fmt: str, problem: str, then: str) -> str:
+    """The notice for a hook input that could not be read: which command, which harness, why, what it did instead."""
+    return f"gate {command} --format {fmt}: the harness's hook input was unreadable ({problem}); {then}"
+
+
 def start_envelope(fmt: str, context: str) -> str:
     """The exact document a harness's session-start hook reads context from."""
     if fmt == "claude":

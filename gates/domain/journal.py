@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
-from gates.infra import dataio, fsio, state
+from gates.infra import clock, dataio, fsio, state
 from gates.infra.digest import sha256
 from gates.infra.errors import CANNOT_RUN, GateError
 from gates.infra.git import Repo
@@ -54,7 +54,7 @@ def entry_hash(entry: dict[str, Any]) -> str:
 def append(repo: Repo, action: str, details: dict[str, Any], now: datetime | None = None) -> dict[str, Any]:
     """Record one action. Safe with concurrent writers: the read of the last entry and the append are one step."""
     lay, path, head = _paths(repo)
-    when = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    when = clock.utc_text(now or clock.now())
     appended = False
     try:
         state.ensure_dir(lay, lay.root)
@@ -217,14 +217,11 @@ def repair(repo: Repo, now: datetime | None = None) -> tuple[Path, dict[str, Any
     if verdict.ok:
         return None
     lay, path, head = _paths(repo)
-    when = now or datetime.now(timezone.utc)
+    when = now or clock.now()
     with fsio.locked(lay.root):
         evidence = state.new_evidence_dir(lay, when)
-        for name in (path, head):
-            if os.path.lexists(name):  # whatever is there (a FIFO, a symlink) is moved, never opened
-                os.rename(name, evidence / name.name)
-        fsio.fsync_dir(lay.root)
-        fsio.fsync_dir(evidence)
+        # whatever is there (a FIFO, a symlink) is moved, never opened
+        fsio.move_names_aside(lay.root, [path.name, head.name], evidence)
     entry = append(repo, "journal-restarted", {"problem": verdict.problem, "whole_entries": verdict.entries,
                                                "evidence": str(evidence)}, when)
     return evidence, entry

@@ -18,10 +18,10 @@ import json
 import os
 import stat
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
-from gates.infra import fsio, state
+from gates.infra import clock, fsio, state
 from gates.infra.config import Config
 from gates.infra.digest import sha256
 from gates.infra.git import Repo
@@ -113,7 +113,7 @@ class Moved(NamedTuple):
 
 def move(repo: Repo, found: list[Leftover], now: datetime | None = None) -> Moved:
     """Move every leftover old enough into one fresh lost+found folder, with a manifest; never delete."""
-    when = now or datetime.now(timezone.utc)
+    when = now or clock.now()
     said: list[str] = []
     ready = []
     for item in found:
@@ -134,7 +134,7 @@ def move(repo: Repo, found: list[Leftover], now: datetime | None = None) -> Move
             continue
         entries.append(entry)
         said.append(f"moved {item.shown} to {target / name}")
-    manifest = {"version": 1, "kind": "temp-files", "moved_at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    manifest = {"version": 1, "kind": "temp-files", "moved_at": clock.utc_text(when),
                 "why": "temp files of writers that never finished (killed or crashed); nothing was deleted",
                 "files": entries}
     state.write(repo, target / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
@@ -156,7 +156,7 @@ def _move_one(item: Leftover, target: Path, name: str) -> tuple[dict[str, object
     if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or info.st_uid != os.geteuid():
         return None, "not a regular file of yours with one link: inspect it yourself"
     try:
-        fd = os.open(item.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC)
+        fd = os.open(item.path, fsio.safe_flags(os.O_RDONLY))
     except OSError as exc:
         return None, f"cannot be opened: {exc.strerror}"
     try:
@@ -167,17 +167,13 @@ def _move_one(item: Leftover, target: Path, name: str) -> tuple[dict[str, object
         while chunk := os.read(fd, 1 << 20):
             digest.update(chunk)
         destination = target / name
-        try:
-            os.rename(item.path, destination)
-        except OSError as exc:
-            if exc.errno == errno.EXDEV:
+        moved = fsio.move_aside(item.path, destination, pinned=pinned)
+        if isinstance(moved, OSError):
+            if moved.errno == errno.EXDEV:
                 return None, "on another filesystem than the state dir: move it out of the work tree yourself"
-            return None, f"cannot be moved: {exc.strerror}"
-        arrived = os.lstat(destination)
-        if (arrived.st_dev, arrived.st_ino) != (pinned.st_dev, pinned.st_ino):
+            return None, f"cannot be moved: {moved.strerror}"
+        if not moved:
             return None, f"a different file arrived in {destination}: inspect both"
-        fsio.fsync_dir(item.path.parent)
-        fsio.fsync_dir(target)
     finally:
         os.close(fd)
     return {"from": str(item.path), "shown": item.shown, "name": name, "size": pinned.st_size,

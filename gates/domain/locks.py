@@ -18,11 +18,11 @@ import json
 import os
 import re
 import stat
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 from gates.domain import journal
-from gates.infra import dataio, fsio, state
+from gates.infra import clock, dataio, fsio, state
 from gates.infra.digest import sha256
 from gates.infra.errors import USAGE, VIOLATION, GateError
 from gates.infra.git import Repo
@@ -105,7 +105,7 @@ def _lock(repo: Repo, path: Path) -> Lock:
 def filesystem_now(lay: state.Layout) -> float:
     """The filesystem's own clock: the mtime a file just touched in the state dir gets."""
     probe = state.ensure_dir(lay, lay.root) / ".clock"
-    fd = os.open(probe, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC, 0o644)
+    fd = os.open(probe, fsio.safe_flags(os.O_WRONLY | os.O_CREAT, nonblock=False), 0o644)
     try:
         os.utime(fd, None)
         return os.fstat(fd).st_mtime
@@ -243,7 +243,7 @@ def quarantine(repo: Repo, lock: Lock, threshold: float, when: datetime) -> Move
     folder = state.ensure_dir(lay, lay.lost_found)
     with fsio.locked(folder):
         try:
-            pin = os.open(lock.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            pin = os.open(lock.path, fsio.safe_flags(os.O_RDONLY))
         except FileNotFoundError:
             return Moved(lock, None, None, "gone: moved or released by someone else")
         except OSError as exc:
@@ -264,19 +264,15 @@ def _move_pinned(repo: Repo, lay: state.Layout, lock: Lock, pin: int, threshold:
     evidence_dir = state.new_evidence_dir(lay, when)
     target = evidence_dir / lock.shown
     target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.rename(lock.path, target)
-    except OSError as exc:
+    moved = fsio.move_aside(lock.path, target, pinned=pinned)
+    if isinstance(moved, OSError):
         _remove_empty(target.parent, evidence_dir)  # only the folders made for this move
-        if exc.errno == errno.ENOENT:
+        if moved.errno == errno.ENOENT:
             return Moved(again, None, None, "gone: moved or released by someone else")
-        why = "on another filesystem than lost+found (EXDEV): left in place" if exc.errno == errno.EXDEV else exc.strerror
+        why = "on another filesystem than lost+found (EXDEV): left in place" if moved.errno == errno.EXDEV else moved.strerror
         return Moved(again, None, None, f"cannot be moved: {why}")
-    moved = os.lstat(target)
-    if (moved.st_dev, moved.st_ino) != (pinned.st_dev, pinned.st_ino):
+    if not moved:
         return _put_back(again, evidence_dir, target)
-    fsio.fsync_dir(lock.path.parent)
-    fsio.fsync_dir(target.parent)
     _manifest(repo, evidence_dir, again, target, content, when)
     journal.append(repo, "lock-quarantined", {"path": str(lock.path), "to": str(target), "reason": again.reason}, when)
     return Moved(again, evidence_dir, target)
@@ -305,13 +301,13 @@ def _manifest(repo: Repo, evidence_dir: Path, lock: Lock, target: Path, content:
         "version": 1,
         "kind": "git-lock",
         "action": "quarantined",
-        "when": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "when": clock.utc_text(when),
         "items": [{
             "original": str(lock.path),
             "moved_to": target.relative_to(evidence_dir).as_posix(),
             "size": lock.size,
-            "mtime": datetime.fromtimestamp(lock.mtime, timezone.utc).isoformat(),
-            "ctime": datetime.fromtimestamp(lock.ctime, timezone.utc).isoformat(),
+            "mtime": clock.at(lock.mtime).isoformat(),
+            "ctime": clock.at(lock.ctime).isoformat(),
             "sha256": sha256(content).hexdigest(),
             "reason": lock.reason,
             "evidence": lock.evidence,

@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from gates.domain import handoff, journal
-from gates.infra import fsio, state
+from gates.infra import clock, fsio, state
 from gates.infra.config import Config
 from gates.infra.digest import sha256
 from gates.infra.errors import GateError
@@ -98,7 +98,7 @@ def take(repo: Repo, config: Config, now: datetime, deliver: Callable[[str], Non
 def _keep(repo: Repo, folder: Path, data: bytes, now: datetime) -> Path:
     """A durable copy of the package under a fresh name: it is on disk before anything else happens."""
     for _ in range(100):
-        copy = folder / f"{now:%Y%m%dT%H%M%SZ}-{os.urandom(6).hex()}.md"
+        copy = folder / f"{clock.name_text(now)}-{os.urandom(6).hex()}.md"
         try:
             if state.write(repo, copy, data, exclusive=True):
                 return copy

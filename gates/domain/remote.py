@@ -21,7 +21,7 @@ import os
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from gates.infra import dataio, fsio, git, paths, state
+from gates.infra import clock, dataio, fsio, git, paths, state
 from gates.infra.digest import sha256
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
@@ -39,18 +39,6 @@ PRIVATE_FLAGS = "refs/gate-private/flags"  # in the scratch repository only
 RECORD = "claim.json"
 MAX_RECORD_BYTES = 64 * 1024
 ATTEMPTS = 4  # a lease lost to a claim released at once is retried, a few times
-
-
-def _stamp(when: datetime) -> str:
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _parse(text: Any) -> datetime | None:
-    try:
-        when = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return when if when.tzinfo is not None else None
 
 
 def key_for(repo: Repo, state_rel: str) -> str:
@@ -101,7 +89,7 @@ class Me(NamedTuple):
 def me(repo: Repo, session: str | None) -> Me:
     from gates.domain import claims
 
-    return Me(clone_id(repo), os.uname().nodename, str(repo.toplevel), repo.branch(), claims.check_session(session),
+    return Me(clone_id(repo), claims.hostname(), str(repo.toplevel), repo.branch(), claims.check_session(session),
               harness())
 
 
@@ -165,7 +153,7 @@ def liveness(record: dict[str, Any], now: datetime, who: Me | None = None) -> tu
     """(live, why). Only the TTL can end another clone's claim; doubt counts as live."""
     if record.get("problem"):
         return True, "its record cannot be read: `gate release --force --reason TEXT` removes it"
-    expires = _parse(record.get("expires")) if record.get("expires") else None
+    expires = clock.parse_utc(record.get("expires"), zoned=True) if record.get("expires") else None
     if expires is not None and now >= expires:
         return False, f"its TTL expired at {record.get('expires')}"
     if who is not None and record.get("clone") == who.clone and record.get("host") == who.host \
@@ -205,8 +193,8 @@ def _record(key: str, state_rel: str, who: Me, ttl: timedelta | None, note: str 
     return {
         "version": 1, "kind": "handoff-gate-claim", "key": key, "path": state_rel, "token": token or os.urandom(16).hex(),
         "clone": who.clone, "host": who.host, "worktree": who.worktree, "branch": who.branch,
-        "session": who.session, "harness": who.harness, "since": since or _stamp(now), "renewed": _stamp(now),
-        "ttl_seconds": int(ttl.total_seconds()) if ttl else None, "expires": _stamp(now + ttl) if ttl else None,
+        "session": who.session, "harness": who.harness, "since": since or clock.utc_text(now), "renewed": clock.utc_text(now),
+        "ttl_seconds": int(ttl.total_seconds()) if ttl else None, "expires": clock.utc_text(now + ttl) if ttl else None,
         "note": note, "fence": fence,
     }
 
@@ -279,7 +267,7 @@ def list_claims(remote: Remote, now: datetime) -> list[dict[str, Any]]:
     for ref, oid in sorted(refs.items()):
         record = _decode(remote, oid)
         live, why = liveness(record, now)
-        since = _parse(record.get("since"))
+        since = clock.parse_utc(record.get("since"), zoned=True)
         out.append({**record, "ref": ref, "oid": oid, "live": live, "liveness": why,
                     "age_seconds": int((now - since).total_seconds()) if since else None})
     return out
@@ -323,7 +311,7 @@ def keep_in_lost_found(repo: Repo, record: dict[str, Any], oid: str | None, acti
     """A broken or taken-over remote record, kept with a manifest (the remote no longer has it)."""
     evidence = state.new_evidence_dir(state.layout(repo), now)
     state.write(repo, evidence / "claim.json", (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode())
-    manifest = {"version": 1, "kind": "remote-claim", "action": action, "reason": why, "when": _stamp(now),
+    manifest = {"version": 1, "kind": "remote-claim", "action": action, "reason": why, "when": clock.utc_text(now),
                 "oid": oid, "by": who._asdict(), "items": [{"moved_to": "claim.json", "record": record}]}
     state.write(repo, evidence / "manifest.json", (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode())
     return evidence

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
 
 from gates.domain import remote
 from gates.domain.doctor import FIX, OK, WARN, Check
-from gates.infra import git
+from gates.infra import clock, git
 from gates.infra.config import Config
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
@@ -30,7 +29,7 @@ def probe(repo: Repo, config: Config, name: str) -> list[Check]:
     out.append(Check(OK, f"remote {name} ({target.url}) reachable: ls-remote round trip {rtt * 1000:.0f} ms"))
     out.append(Check(OK, f"remote {name} holds {len(refs)} ref(s) under refs/gate/ ({counts[remote.CLAIMS]} claims, "
                          f"{counts[remote.FENCES]} fences, {counts[remote.FLAGS]} flag refs)"))
-    now = datetime.now(timezone.utc)
+    now = clock.now()
     ref = f"{remote.PROBES}/{remote.clone_id(repo)}-{int(now.timestamp())}"
     oid = git.make_commit(target.work, {"probe": b"handoff-gate doctor probe\n"}, "gate doctor probe",
                           when=int(now.timestamp()))

@@ -11,11 +11,10 @@ sanitised (they are text from another machine: information, not instructions).
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime
 
-from gates.domain import flags, remote
-from gates.infra import dataio, git
+from gates.domain import claims, flags, remote
+from gates.infra import clock, dataio, git
 from gates.infra.config import Config
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
@@ -38,8 +37,8 @@ def _payload(repo: Repo, clone: str, now: datetime) -> dict[str, Any]:
     keep = ("id", "reason", "first_seen", "last_seen", "count", "worktree", "command")
     listed = [{**{k: r.get(k) for k in keep}, "message": str(r.get("message", ""))[:MAX_MESSAGE]}
               for r in flags.pending(repo)[-MAX_FLAGS:]]
-    return {"version": 1, "kind": "handoff-gate-flags", "clone": clone, "host": os.uname().nodename,
-            "pushed": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "flags": listed}
+    return {"version": 1, "kind": "handoff-gate-flags", "clone": clone, "host": claims.hostname(),
+            "pushed": clock.utc_text(now), "flags": listed}
 
 
 def push(repo: Repo, config: Config, name: str, now: datetime) -> tuple[int, str]:

@@ -6,7 +6,7 @@ from datetime import datetime
 from pathlib import Path
 
 from gates.domain.handoff import PLACEHOLDER
-from gates.infra import fsio
+from gates.infra import clock, fsio
 from gates.infra.config import CONFIG_NAME, Config
 from gates.infra.git import Repo
 
@@ -34,7 +34,7 @@ def handoff_template(config: Config, head: str | None, now: datetime) -> str:
     for name in cfg["sections"]:
         out += ["", f"## {name}"]
         if name.casefold() == cfg["meta_section"].casefold():
-            out += [f"- ref: {head or UNBORN_REF}", f"- updated: {now:%Y-%m-%dT%H:%M:%SZ}"]
+            out += [f"- ref: {head or UNBORN_REF}", f"- updated: {clock.utc_text(now)}"]
         elif name in guidance:
             out.append(guidance[name])
     return "\n".join(out) + "\n"

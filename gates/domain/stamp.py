@@ -10,7 +10,7 @@ import re
 from datetime import datetime
 
 from gates.domain import handoff, journal
-from gates.infra import fsio
+from gates.infra import clock, fsio
 from gates.infra.config import Config
 from gates.infra.digest import sha256
 from gates.infra.errors import USAGE, VIOLATION, GateError
@@ -53,7 +53,7 @@ def stamp(repo: Repo, config: Config, now: datetime,
                       "read it again, fold your update in, then stamp")
     if repo.head is None:
         raise _denied("this branch has no commit yet: there is no HEAD to stamp")
-    values = {"ref": repo.head, "updated": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    values = {"ref": repo.head, "updated": clock.utc_text(now)}
     from gates.domain import remote
 
     held = remote.held(repo, cfg["path"])  # the fence of the remote claim this worktree holds (issue 18)

@@ -36,8 +36,22 @@ def umask() -> int:
     return mask
 
 
-_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_ALWAYS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+
+
+def safe_flags(flags: int, *, nonblock: bool = True) -> int:
+    """`flags` for `os.open` with what every open of the gate's carries; the one place they are put together.
+
+    O_NOFOLLOW: a symlink at the last component is refused (ELOOP), not followed (`open_file` refuses
+    one on the way too). O_CLOEXEC: no program the gate runs inherits the descriptor. O_NOCTTY: a
+    terminal planted there never becomes ours. O_NONBLOCK (unless `nonblock=False`): the open of a
+    FIFO planted there returns at once (ENXIO for a writer with no reader) instead of waiting; it
+    changes nothing for a regular file or a folder.
+    """
+    return flags | _ALWAYS | (os.O_NONBLOCK if nonblock else 0)
+
+
+_DIR_FLAGS = safe_flags(os.O_RDONLY | getattr(os, "O_DIRECTORY", 0), nonblock=False)
 
 
 def open_dir(directory: Path | str, *, create: bool = False, mode: int = 0o777) -> int:
@@ -75,7 +89,7 @@ def open_file(path: Path | str, flags: int, mode: int = 0o666) -> int:
     folder, name = os.path.split(os.path.abspath(path))
     dir_fd = open_dir(folder)
     try:
-        return os.open(name, flags | NOFOLLOW, mode, dir_fd=dir_fd)
+        return os.open(name, safe_flags(flags, nonblock=False), mode, dir_fd=dir_fd)
     finally:
         os.close(dir_fd)
 
@@ -86,6 +100,48 @@ def fsync_dir(directory: Path | str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def move_aside(source: Path, target: Path, *, pinned: os.stat_result | None = None, sync: bool = True) -> OSError | bool:
+    """Rename `source` to `target` (a name in a folder of evidence), then fsync both folders: the move is durable.
+
+    `os.rename` moves a symlink or a FIFO itself, never what it names. Returns the rename's OSError when
+    nothing moved (ENOENT: someone moved it first; EXDEV: another filesystem): the caller names it. With
+    `pinned` (the fstat of the file judged, held open), False when a different file arrived: nothing is
+    fsynced, and the caller puts it back or keeps it. True when moved. Errors after the rename are raised.
+    `sync=False` leaves the fsyncs to the caller (`move_names_aside` moves many, then fsyncs once).
+    """
+    try:
+        os.rename(source, target)
+    except OSError as exc:
+        return exc
+    if pinned is not None:
+        arrived = os.lstat(target)
+        if (arrived.st_dev, arrived.st_ino) != (pinned.st_dev, pinned.st_ino):
+            return False
+    if sync:
+        fsync_dir(source.parent)
+        fsync_dir(target.parent)
+    return True
+
+
+def move_names_aside(source_dir: Path, names: list[str], target_dir: Path) -> list[str]:
+    """Move each of `names` from `source_dir` into `target_dir` (same name), then fsync both folders once.
+
+    A name already gone (moved by someone else meanwhile) is skipped; any other error is raised.
+    Returns the names moved.
+    """
+    moved = []
+    for name in names:
+        failed = move_aside(source_dir / name, target_dir / name, sync=False)
+        if isinstance(failed, FileNotFoundError):
+            continue
+        if isinstance(failed, OSError):
+            raise failed
+        moved.append(name)
+    fsync_dir(source_dir)
+    fsync_dir(target_dir)
+    return moved
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -183,7 +239,7 @@ def is_temp_name(filename: str) -> bool:
 
 
 def _mkstemp(dir_fd: int, name: str) -> tuple[int, str]:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW
+    flags = safe_flags(os.O_WRONLY | os.O_CREAT | os.O_EXCL, nonblock=False)
     for _ in range(100):
         candidate = temp_name(name)
         try:
@@ -194,7 +250,7 @@ def _mkstemp(dir_fd: int, name: str) -> tuple[int, str]:
 
 
 def _verify(dir_fd: int, name: str, data: bytes) -> None:
-    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | NOFOLLOW, dir_fd=dir_fd)
+    fd = os.open(name, safe_flags(os.O_RDONLY), dir_fd=dir_fd)
     try:
         back = _read_up_to(fd, len(data) + 1)
     finally:
@@ -239,9 +295,8 @@ class locked:  # noqa: N801 - used as `with fsio.locked(folder):`
     def __enter__(self) -> None:
         import fcntl  # POSIX only: importing this module must still work where the gate refuses to run
 
-        flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK  # never waits on a FIFO, never follows a link
-        try:
-            self.fd = open_file(self.path, flags, 0o666 & ~umask())
+        try:  # never waits on a FIFO, never follows a link
+            self.fd = open_file(self.path, safe_flags(os.O_RDWR | os.O_CREAT), 0o666 & ~umask())
         except OSError as exc:
             raise _io_error("open lock", self.path, exc, "io-error") from None
         try:
@@ -261,9 +316,9 @@ def read_bytes_capped(path: Path | str, cap: int, shown: str, *, dir_fd: int | N
     is resolved first (paths.confined), so a link met here was swapped in since and is refused. With
     `dir_fd` (a folder opened by open_dir), `path` is a name in that folder.
     """
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+    flags = safe_flags(os.O_RDONLY)
     try:
-        fd = open_file(path, flags) if dir_fd is None else os.open(path, flags | NOFOLLOW, dir_fd=dir_fd)
+        fd = open_file(path, flags) if dir_fd is None else os.open(path, flags, dir_fd=dir_fd)
     except FileNotFoundError:
         raise GateError("file not found", reason="input-unreadable", path=shown) from None
     except OSError as exc:
@@ -302,10 +357,9 @@ def read_state_file(path: Path | str, cap: int) -> bytes | None:
     A symlink, a FIFO, a device, a hard-linked file or an oversized file there was planted, not
     written by us: it is refused (`state-unsafe`), never followed, never blocked on.
     """
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
     for attempt in range(20):
         try:
-            fd = open_file(path, flags)
+            fd = open_file(path, safe_flags(os.O_RDONLY))
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -366,9 +420,8 @@ def open_state_fd(path: Path | str, flags: int, mode: int = 0o666) -> int:
     anything else is refused (`state-unsafe`) before a byte is read or written. FileNotFoundError and
     other OSErrors are the caller's to name.
     """
-    flags |= os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
     try:
-        fd = open_file(path, flags, mode)
+        fd = open_file(path, safe_flags(flags), mode)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
             what = "a FIFO or a device" if exc.errno == errno.ENXIO else "a symlink"

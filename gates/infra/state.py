@@ -11,6 +11,7 @@ import stat
 from datetime import datetime
 from pathlib import Path
 
+from gates.infra import clock
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
 
@@ -49,7 +50,7 @@ def new_evidence_dir(lay: Layout, when: datetime) -> Path:
     """A fresh, unguessable folder in lost+found: a move into it can never overwrite anything."""
     parent = ensure_dir(lay, lay.lost_found)
     for _ in range(100):
-        candidate = parent / f"{when:%Y%m%dT%H%M%SZ}-{os.urandom(6).hex()}"
+        candidate = parent / f"{clock.name_text(when)}-{os.urandom(6).hex()}"
         try:
             candidate.mkdir()
         except FileExistsError:

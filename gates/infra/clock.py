@@ -1,0 +1,50 @@
+"""UTC time: the one clock, the one text form (`2026-01-31T12:00:00Z`) and the one parser.
+
+Every record, flag, manifest and Meta line writes time as `utc_text`; claims write sub-second
+times (`utc_text_fine`) so that a TTL is neither cut short nor stretched to whole seconds.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+TEXT = "%Y-%m-%dT%H:%M:%SZ"
+FINE = "%Y-%m-%dT%H:%M:%S.%fZ"
+NAME = "%Y%m%dT%H%M%SZ"  # in file names and ids: sorts as time does, no `:` or `-`
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def utc_text(when: datetime) -> str:
+    """`when` to the second, as `YYYY-MM-DDTHH:MM:SSZ`."""
+    return when.strftime(TEXT)
+
+
+def utc_text_fine(when: datetime) -> str:
+    """`when` with its fraction of a second when it has one (`…SS.ffffffZ`), else as `utc_text`."""
+    return when.strftime(FINE if when.microsecond else TEXT)
+
+
+def name_text(when: datetime) -> str:
+    """`when` to the second for a file name or an id, as `YYYYMMDDTHHMMSSZ`."""
+    return when.strftime(NAME)
+
+
+def at(seconds: float) -> datetime:
+    """A POSIX timestamp (an mtime) as a UTC time."""
+    return datetime.fromtimestamp(seconds, timezone.utc)
+
+
+def parse_utc(text: object, *, zoned: bool = False) -> datetime | None:
+    """What `datetime.fromisoformat` reads, with `Z` read as `+00:00`; None when it is not a time.
+
+    With `zoned`, a time that names no offset is None as well. Any value is accepted (it is read as
+    `str(text)`): records are hostile input, and a wrong type is simply not a time.
+    """
+    try:
+        when = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return None if zoned and when.tzinfo is None else when
