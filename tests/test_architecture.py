@@ -189,3 +189,46 @@ def test_nothing_below_the_commands_prints() -> None:
             assert speaking(source) == [], f"{module} writes to the terminal: {speaking(source)}"
     planted = "import sys\nfrom gates.infra.console import say\nprint(1)\nsys.stderr.write('x')\nsay('y')\n"
     assert len(speaking(planted)) == 4, speaking(planted)
+
+
+def test_the_walk_through_adds_a_gate_with_its_module_and_a_registry_line(tmp_path: Path) -> None:
+    """docs/architecture.md's walk-through, done: the page's own module and one catalog line make a gate that
+    `gate check` selects by default, runs, reports and flags; nothing else of the package is touched."""
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    from conftest import commit_all, handoff_text, init_repo
+
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    module = textwrap_dedent(re.search(r"```python\n(.*?)```", page, re.S).group(1))  # type: ignore[union-attr]
+    copy = tmp_path / "copy"
+    shutil.copytree(PACKAGE, copy / "gates", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "schemas", copy / "schemas")
+    (copy / "gates" / "checks" / "handoff_owner.py").write_text(module)
+    catalog = copy / "gates" / "infra" / "catalog.py"
+    text = catalog.read_text()
+    assert text.count("\n)}") == 1
+    catalog.write_text(text.replace("\n)}", '\n    Gate("handoff-owner", "the Meta block names an owner", None),\n)}'))
+    work = init_repo(tmp_path / "work")
+    (work / "README").write_text("x\n")
+    head = commit_all(work, "first")
+    (work / "HANDOFF.md").write_text(handoff_text(head))
+    env = {**__import__("os").environ, "PYTHONPATH": str(copy)}
+    proc = subprocess.run([sys.executable, "-m", "gates", "check"], cwd=work, env=env, capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout == ("HANDOFF.md:1: [handoff-owner] no owner: add `owner:` to the Meta block\n"
+                           "gate check: failed: 1 error (handoff-owner: 1; 10 gates on HANDOFF.md)\n")
+    flags = subprocess.run([sys.executable, "-m", "gates", "flags"], cwd=work, env=env, capture_output=True, text=True)
+    assert "handoff-owner" in flags.stdout  # flagged under its own id, as the registry line says
+    (work / "HANDOFF.md").write_text(handoff_text(head).replace("## Meta\n", "## Meta\n- owner: ada\n"))
+    proc = subprocess.run([sys.executable, "-m", "gates", "check", "--only", "handoff-owner"], cwd=work, env=env,
+                          capture_output=True, text=True)
+    assert (proc.returncode, proc.stdout) == (0, "gate check: passed (1 gate on HANDOFF.md)\n"), proc.stderr
+
+
+def textwrap_dedent(text: str) -> str:
+    import textwrap
+
+    return textwrap.dedent(text)

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _ITEM = re.compile(r"^([ \t]*)([-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$")
-_CHECKBOX = re.compile(r"^\[([ xX])\](?:[ \t]+(.*))?$")
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 _META = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*)[ \t]*:[ \t]*(.*)$")
 _THEMATIC = re.compile(r"^ {0,3}([-*_])([ \t]*\1){2,}[ \t]*$")
@@ -212,6 +211,20 @@ class _Parser:
             self.section.text_lines.append(number)
         self._touch(number)
 
+    def run(self, lines: list[str]) -> None:
+        """Feed every line. An item line outside a fence, a comment and a conflict (most of a long hand-over)
+        takes the short way to _item: what feed would find about it is decided by its first character."""
+        item, thematic, slow, add = _ITEM.match, _THEMATIC.match, self.feed, self._item
+        for number, raw in enumerate(lines, start=1):
+            if self.fence is None and not self.comment_line and not self.in_conflict \
+                    and raw[:1] not in _CONFLICT_FIRST and "<!--" not in raw:
+                first = raw.lstrip(" \t")[:1]
+                if first and (first in "-*+" or first.isdigit()) and (match := item(raw)) \
+                        and not (first in "-*" and thematic(raw)):
+                    add(number, match)
+                    continue
+            slow(number, raw)
+
     def _in_fence(self, number: int, raw: str) -> None:
         assert self.fence is not None
         char, length, _ = self.fence
@@ -254,14 +267,12 @@ class _Parser:
 
     def _item(self, number: int, match: re.Match[str]) -> None:
         lead, marker, rest = match.groups()
-        indent = _indent(lead)
-        body = (rest or "").rstrip()
+        indent = len(lead) if "\t" not in lead else _indent(lead)
+        body = rest.rstrip() if rest else ""
         checked: bool | None = None
-        box = _CHECKBOX.match(body) if body[:1] == "[" else None
-        if box:
-            mark, rest = box.groups()
-            checked = mark in "xX"
-            body = (rest or "").rstrip()
+        if body[:1] == "[" and body[2:3] == "]" and body[1] in " xX" and body[3:4] in ("", " ", "\t"):
+            checked = body[1] != " "  # `[ ]`, `[x]`, `[X]`, then nothing or blanks before the text
+            body = body[3:].lstrip(" \t")
         item = Item(number, indent, marker, checked, body, number, len(match.group(0).strip()))
         chain = self.open_items
         while chain and chain[-1].indent >= indent:
@@ -333,8 +344,7 @@ def parse(lines: list[str], path: str) -> Document:
     collecting = gc.isenabled()
     gc.disable()  # the model holds no cycle; without this, collections over its growing heap took half the time
     try:
-        for number, raw in enumerate(lines, start=1):
-            parser.feed(number, raw)
+        parser.run(lines)
     finally:
         if collecting:
             gc.enable()

@@ -13,6 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from gates.infra import dataio, fsio, paths, schemas
+from gates.infra.catalog import CATALOG
 from gates.infra.errors import CANNOT_RUN, USAGE, GateError
 from gates.infra.git import Repo
 from gates.infra.text import excerpt
@@ -55,19 +56,7 @@ DEFAULTS: dict[str, Any] = {
     "locks": {"quarantine": True, "threshold": "15m", "deep": False},
     "fresh": {"max_behind": 3, "fresh_days": 7, "strict": False},
     "closeout": {"max_blocks": 3},
-    "gates": {
-        "handoff-structure": True,
-        "handoff-no-checked-items": True,
-        "handoff-fresh": True,
-        "handoff-claim": True,
-        "handoff-claim-remote": False,  # push time only: `gate check --remote` and its hook run it
-        "git-stale-locks": True,
-        "append-only": True,
-        "records-immutable": True,
-        "handoff-tables": True,
-        "mailbox": True,
-        "heartbeat": False,
-    },
+    "gates": {gate.id: gate.on for gate in CATALOG.values()},  # the catalog says which run by default
 }
 
 

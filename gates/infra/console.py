@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 
@@ -26,7 +27,7 @@ class GuardedStdout:
     own flush at exit included) fails again; further writes raise, a flush does nothing."""
 
     def __init__(self, stream: Any) -> None:
-        self.stream = stream
+        self.stream = _Closed() if stream is None else stream  # None: started with fd 1 closed
         self.broken: StdoutError | None = None
 
     def write(self, text: str) -> int:
@@ -52,6 +53,16 @@ class GuardedStdout:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
+
+
+class _Closed:
+    """The stdout of a process started with descriptor 1 closed (Python's sys.stdout is then None)."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "stdout is closed (descriptor 1 was not open)")
+
+    def flush(self) -> None:
+        pass  # nothing was written, so nothing is lost
 
 
 def silence_stdout(stream: Any = None) -> None:

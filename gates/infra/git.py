@@ -30,6 +30,7 @@ GIT_OPTIONAL_LOCKS=0 keeps a read from taking git's locks.
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found,unused-ignore]  # signal itself builds enums at import
 import os
 from pathlib import Path
 
@@ -135,7 +136,28 @@ class Output:
 
 
 # Python ignores these two at start-up and a spawned child would inherit that; git gets the defaults.
-_DEFAULT_SIGNALS = (13, 25) if os.uname().sysname == "Linux" else (13, 31)  # SIGPIPE; SIGXFSZ (Linux, BSD/macOS)
+_DEFAULT_SIGNALS = (_signal.SIGPIPE, _signal.SIGXFSZ)
+_OURS_ONLY: list[bool] = []  # set once the descriptors this process was given are kept from git
+
+
+def _keep_inherited_descriptors() -> None:
+    """Mark every descriptor above 2 that this process inherited close-on-exec, once: a pipe, a lock or a file
+    that a hook's or harness's parent passed the gate reaches no git it starts (subprocess closed them all)."""
+    if _OURS_ONLY:
+        return
+    try:
+        listed = os.listdir("/dev/fd")  # Linux and macOS; the descriptor of the listing itself is gone by now
+    except OSError:
+        listed = []
+    for name in listed:
+        fd = int(name) if name.isdigit() else -1
+        if fd > 2:
+            try:
+                if os.get_inheritable(fd):
+                    os.set_inheritable(fd, False)
+            except OSError:
+                pass  # closed meanwhile (the listing's own)
+    _OURS_ONLY.append(True)
 
 
 def _run(args: list[str], cwd: Path, env: Mapping[str, str], stdin: bytes | None = None) -> Raw:
@@ -146,6 +168,7 @@ def _run(args: list[str], cwd: Path, env: Mapping[str, str], stdin: bytes | None
     applies before it reads any GIT_* path of the environment, as a start in that folder would.
     """
     argv = [git_program(), "-C", str(cwd), *_SAFE_ARGS, *args]
+    _keep_inherited_descriptors()
     out_r, out_w = os.pipe()  # every end is close-on-exec: dup2 gives the child its own
     err_r, err_w = os.pipe()
     given = os.pipe() if stdin is not None else None

@@ -21,6 +21,8 @@ else:
                 return super().__new__(mcs, name, bases, namespace)
             fields = list(namespace.get("__annotations__", {}))
             defaults = [namespace[field] for field in fields if field in namespace]
+            if any(field not in namespace for field in fields[len(fields) - len(defaults):]):
+                raise TypeError(f"{name}: a field without a default follows one with a default")
             base = namedtuple(name, fields, defaults=defaults, module=namespace.get("__module__"))
             body = {key: value for key, value in namespace.items() if key not in fields and key != "__annotations__"}
             return type(name, (base,), {**body, "__slots__": ()})
