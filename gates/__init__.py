@@ -1,3 +1,3 @@
 """handoff-gate: keeps a project's hand-over file (HANDOFF.md) trustworthy."""
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"

@@ -29,7 +29,7 @@ def check(ctx: Context) -> list[Finding]:
             if item.checked:
                 findings.append(Finding(
                     loaded.doc.path, item.line, ID,
-                    f"checked item '{excerpt(item.text)}' — completed items move to {archive}",
+                    f"checked item '{excerpt(item.text)}' — completed items move to {archive} (`gate archive`)",
                 ))
     return findings
 

@@ -1,7 +1,8 @@
 """records-immutable: a closed record is history; records are valid and their supersession is reciprocal.
 
 A change that edits, renames or deletes a record whose committed version is closed or superseded
-is a violation (closing a record is its last allowed edit). Every record's front matter follows
+is a violation: closing a record is its last edit but one, and that one is marking a closed record
+superseded (`status: superseded` and a `superseded_by:` line, every other byte the same). Every record's front matter follows
 `schemas/record.schema.json`, and when A is superseded by B, B lists A in `supersedes` (and the
 other way round).
 """
@@ -38,8 +39,11 @@ def _judge_change(change: Change, relative: str, validate: bool) -> Iterator[Fin
         if not path.endswith(".md"):
             continue
         if status in ("M", "D"):
-            before = _parse(change.before(path), path)
-            if before is not None and before.status in records.FINAL:
+            old = change.before(path)
+            before = _parse(old, path)
+            if status == "M" and before is not None and _superseding(old, change.after(path)):
+                pass  # a closed record's one later edit: it is superseded (reciprocity is judged below)
+            elif before is not None and before.status in records.FINAL:
                 verb = "edits" if status == "M" else "deletes or renames"
                 yield Finding(path, 1, ID, f"{change.label} {verb} record {before.meta.get('id')}, which is "
                               f"{before.status}: a closed record is history — write a new record that supersedes it")
@@ -50,6 +54,20 @@ def _judge_change(change: Change, relative: str, validate: bool) -> Iterator[Fin
             else:
                 yield from (Finding(path, line, ID, f"in {change.label}: {message}")
                             for line, message in records.problems(after))
+
+
+def _superseding(old: bytes | None, new: bytes | None) -> bool:
+    """Whether `new` is the closed record `old` marked superseded and nothing else: `status: closed` became
+    `status: superseded`, a `superseded_by:` line was added, and every other byte is the same."""
+    if old is None or new is None:
+        return False
+    before, after = old.split(b"\n"), new.split(b"\n")
+    if b"status: closed" not in before or b"status: superseded" not in after \
+            or any(line.startswith(b"superseded_by:") for line in before):
+        return False
+    kept = [line for line in after if not line.startswith(b"superseded_by:")]
+    return len(kept) == len(after) - 1 and kept == [b"status: superseded" if line == b"status: closed" else line
+                                                    for line in before]
 
 
 def _parse(data: bytes | None, shown: str) -> records.Record | None:

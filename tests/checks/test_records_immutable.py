@@ -63,3 +63,25 @@ def test_invalid_front_matter_is_named_at_its_line(repo: Path) -> None:
         f"{rel}:5: [records-immutable] unknown key 'owner' (allowed: date, id, status, superseded_by, supersedes, tags, title)",
         "gate check: failed: 2 errors (records-immutable: 2; 1 gate on HANDOFF.md)",
     ]
+
+
+def test_a_closed_record_can_be_superseded_and_nothing_more(repo: Path) -> None:
+    """The one edit a closed record takes: marked superseded by a new record that lists it, every other byte kept."""
+    old, old_id = record(repo, "First idea")
+    _set_status(old, "closed")
+    commit_all(repo, "closed")
+    new, new_id = record(repo, "Better idea")
+    new.write_text(new.read_text().replace("status: open", f"status: open\nsupersedes: [{old_id}]", 1))
+    closed = old.read_text()
+    old.write_text(closed.replace("status: closed", f"status: superseded\nsuperseded_by: {new_id}", 1))
+    git(repo, "add", "-A")
+    proc = run_gate(repo, "check", "--only", "records-immutable")
+    assert (proc.returncode, proc.stdout) == (0, "gate check: passed (1 gate on HANDOFF.md)\n"), proc.stdout
+    old.write_text(old.read_text().replace("title: 'First idea'", "title: 'First idea, reworded'", 1))
+    git(repo, "add", "-A")
+    edit = run_gate(repo, "check", "--only", "records-immutable")
+    assert edit.returncode == 1 and f"edits record {old_id}, which is closed" in edit.stdout
+    commit_all(repo, "superseded")  # as if the hook were skipped: a superseded record is final
+    old.write_text(old.read_text().replace(f"superseded_by: {new_id}", "superseded_by: D-other", 1))
+    git(repo, "add", "-A")
+    assert f"edits record {old_id}, which is superseded" in run_gate(repo, "check", "--only", "records-immutable").stdout

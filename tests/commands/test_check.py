@@ -67,7 +67,7 @@ def test_text_output_is_one_line_per_finding_then_a_summary(repo: Path) -> None:
     proc = run_gate(repo, "check")
     assert proc.returncode == 1
     assert proc.stdout.splitlines() == [
-        "HANDOFF.md:11: [handoff-no-checked-items] checked item 'done' — completed items move to ARCHIVE.md",
+        "HANDOFF.md:11: [handoff-no-checked-items] checked item 'done' — completed items move to ARCHIVE.md (`gate archive`)",
         "HANDOFF.md:15: [handoff-structure] missing section '## Verified' — add it before '## Assumed'",
         "gate check: failed: 2 errors (handoff-no-checked-items: 1, handoff-structure: 1; 9 gates on HANDOFF.md)",
     ]
@@ -84,7 +84,7 @@ def test_json_output_follows_its_schema(repo: Path) -> None:
     assert document["counts"] == {"error": 2, "warning": 0}
     assert document["findings"][0] == {
         "path": "HANDOFF.md", "line": 11, "gate": "handoff-no-checked-items", "severity": "error",
-        "message": "checked item 'done' — completed items move to ARCHIVE.md",
+        "message": "checked item 'done' — completed items move to ARCHIVE.md (`gate archive`)",
     }
 
 
@@ -147,10 +147,11 @@ def test_github_annotations(repo: Path) -> None:
     proc = run_gate(repo, "check", "--format", "github")
     assert proc.returncode == 1
     assert proc.stdout.splitlines()[0] == ("::error file=HANDOFF.md,line=11,title=handoff-no-checked-items::"
-                                           "checked item '100%25 done, ok: yes' — completed items move to ARCHIVE.md")
+                                           "checked item '100%25 done, ok: yes' — completed items move to "
+                                           "ARCHIVE.md (`gate archive`)")
     assert proc.stdout.splitlines() == [  # the whole output: one annotation per finding, then the summary
         "::error file=HANDOFF.md,line=11,title=handoff-no-checked-items::"
-        "checked item '100%25 done, ok: yes' — completed items move to ARCHIVE.md",
+        "checked item '100%25 done, ok: yes' — completed items move to ARCHIVE.md (`gate archive`)",
         "gate check: failed: 1 error (handoff-no-checked-items: 1; 9 gates on HANDOFF.md)",
     ]
     env = {**os.environ, "GITHUB_ACTIONS": "true"}

@@ -23,7 +23,8 @@ from gates.infra.git import discover
 GATE = "handoff-no-checked-items"
 
 
-MESSAGE = "HANDOFF.md:11: [handoff-no-checked-items] checked item 'done' — completed items move to ARCHIVE.md"
+MESSAGE = ("HANDOFF.md:11: [handoff-no-checked-items] checked item 'done' — completed items move to ARCHIVE.md "
+           "(`gate archive`)")
 
 
 def _break(repo: Path, item: str = "done") -> None:
@@ -278,7 +279,8 @@ def test_a_violation_writes_a_flag_with_everything_the_next_session_needs(repo: 
     proc = run_gate(repo, "check", "--only", "handoff-no-checked-items")
     assert proc.returncode == 1
     [record] = flag_records(repo / ".git")
-    message = "HANDOFF.md:11: [handoff-no-checked-items] checked item 'done' — completed items move to ARCHIVE.md"
+    message = ("HANDOFF.md:11: [handoff-no-checked-items] checked item 'done' — completed items move to "
+               "ARCHIVE.md (`gate archive`)")
     assert record["message"] == message
     assert record["reason"] == "handoff-no-checked-items"
     assert record["count"] == 1
