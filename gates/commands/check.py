@@ -20,11 +20,12 @@ if TYPE_CHECKING:
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     from gates.checks import GATES
+    from gates.infra.report import RENDERERS
 
     parser.epilog = "gate ids (for --only and --skip): " + ", ".join(GATES)
     parser.add_argument("--only", type=ids, default=[], metavar="ID[,ID]", help="run only these gates")
     parser.add_argument("--skip", type=ids, default=[], metavar="ID[,ID]", help="do not run these gates")
-    parser.add_argument("--format", choices=("text", "json", "github", "sarif", "junit"),
+    parser.add_argument("--format", choices=tuple(RENDERERS),
                        default="github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text",
                        help="default: github when GITHUB_ACTIONS=true, else text")
     parser.add_argument("--fix", action="store_true", help="archive checked items and render tables, then exit 1 if "
@@ -97,14 +98,9 @@ def _run_gates(run: Run, args: argparse.Namespace) -> tuple[CheckResult, list[tu
 
 
 def _render(report: Any, fmt: str, result: Any, code: int, error: GateError | None) -> str:
-    if fmt == "json":
-        return str(report.as_json(result, code, error))
-    if fmt == "github":
-        return str(report.github(result, error))
-    if fmt == "sarif":
+    def describe(gate_id: str) -> str:  # SARIF's rule descriptions: the gate's docstring
         from gates.checks import GATES
 
-        return str(report.sarif(result, code, error, describe=lambda gate_id: GATES[gate_id].__doc__ or ""))
-    if fmt == "junit":
-        return str(report.junit(result, error))
-    return str(report.text(result)) if result is not None else ""
+        return GATES[gate_id].__doc__ or ""
+
+    return str(report.RENDERERS[fmt](result, code, error, describe))

@@ -178,3 +178,14 @@ def junit(result: CheckResult | None, error: GateError | None = None) -> str:
     suite.set("failures", str(failures))
     suite.set("errors", "1" if error is not None else "0")
     return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+
+
+# The renderers by name, as `gate check --format NAME` chooses one: (result, exit code, error, describe) -> text.
+# A new format is one function above and one line here; --format's choices are this table's keys.
+RENDERERS: dict[str, Callable[[CheckResult | None, int, GateError | None, Callable[[str], str]], str]] = {
+    "text": lambda result, code, error, describe: text(result) if result is not None else "",
+    "json": lambda result, code, error, describe: as_json(result, code, error),
+    "github": lambda result, code, error, describe: github(result, error),
+    "sarif": sarif,
+    "junit": lambda result, code, error, describe: junit(result, error),
+}
