@@ -15,7 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from types import ModuleType
-    from typing import Any
+    from typing import Any, NoReturn
 
     from gates.commands.invocation import Run
 
@@ -27,7 +27,21 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     """The parser; with `selected`, only that command's own parser is built (the others are never needed)."""
     import argparse
 
-    parser = argparse.ArgumentParser(
+    class Parser(argparse.ArgumentParser):
+        """argparse, with a usage error in one line naming the command, and no abbreviated options."""
+
+        def error(self, message: str) -> NoReturn:
+            self.exit(USAGE, f"{self.prog}: error: {message} (`{self.prog} --help` lists what it takes)\n")
+
+        def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+            parsed, extras = self.parse_known_args(args, namespace)
+            owner = vars(parsed).pop("parser", None)  # the command's own parser, set as a default below
+            if extras:  # said by the command's parser, not gate's: `gate check --bogus` is check's mistake
+                (owner or self).error(f"unrecognized arguments: {' '.join(extras)}")
+            return parsed
+
+    parser = Parser(
+        allow_abbrev=False,
         prog="gate",
         description="Keep a project's hand-over file trustworthy.",
         epilog="Exit codes: 0 clean; 1 violations or request denied; 2 usage error; 3 cannot run; "
@@ -41,8 +55,8 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
         if selected is not None and name != selected:
             continue  # its module is not even imported
         module = commands.module(name)
-        command = sub.add_parser(name, help=help_text, description=help_text)
-        command.set_defaults(func=module.run)
+        command = sub.add_parser(name, help=help_text, description=help_text, allow_abbrev=False)
+        command.set_defaults(func=module.run, parser=command)
         module.add_arguments(command, name)
         for action in command._actions:  # argparse tells a hidden option by identity with its own SUPPRESS
             if action.help == commands.HIDDEN:

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from gates.cli import main  # the command's entry point
 from gates.infra.git import REPO_ENV_VARS
+from gates.main import main  # the command's entry point
 
 # The fixtures of the topic helper modules (worktrees for claims, liveness sources for locks, real remotes)
 # serve tests in more than one folder (a gate's, a command's, the domain's), so they are plugins of the suite.

@@ -25,7 +25,7 @@ HEAVY = ("dataclasses", "inspect", "jsonschema", "ruamel.yaml", "git", "pre_comm
 PROBE = f"""
 import sys
 already = set(sys.modules)
-from gates.cli import main
+from gates.main import main
 code = main(["check"])
 print("LOADED=" + ",".join(m for m in {HEAVY!r} if m in sys.modules and m not in already), "CODE=%d" % code)
 """

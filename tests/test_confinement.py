@@ -110,7 +110,7 @@ def test_a_git_dir_behind_a_gitfile_or_a_symlink(tmp_path: Path, kind: str) -> N
 @pytest.mark.parametrize(("name", "title_ok"), [("../../etc/passwd", True), ("a/b", True), ("x\x00y", False),
                                                ("evil\u202etxt.md", False), ("..", True)])
 def test_names_from_arguments_never_become_paths(repo: Path, tmp_path: Path, name: str, title_ok: bool) -> None:
-    from gates.cli import main
+    from gates.main import main
 
     allowed = _allowed(repo) + [repo / "decisions"]
     before = snapshot(tmp_path, allowed)

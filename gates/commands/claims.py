@@ -60,7 +60,9 @@ def _claim(args: argparse.Namespace, run: Run) -> int:
     if outcome.kind == "denied":
         message = (f"denied: {state_rel} is claimed by {claims.describe(outcome.record)} — the first mover wins: "
                    "fold your update into a later session")
-        return run.deny("claim-denied", message)
+        run.scoped_as_check()  # the flag resolves once this worktree holds the claim (or handoff-claim passes here)
+        return run.deny("claim-denied", message, gate="handoff-claim")
+    run.judged_as_check("handoff-claim")  # this worktree holds the claim: its denials (and the gate's) are over
     if outcome.kind == "taken-over":
         assert outcome.previous is not None
         message = (f"took over the claim on {state_rel}: the previous claim by {claims.describe(outcome.previous)} was "

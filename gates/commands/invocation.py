@@ -74,11 +74,24 @@ class Run:
         """An event the next session must hear of even though the run succeeds (a claim broken, say)."""
         self.events.append((reason, message))
 
-    def deny(self, reason: str, message: str) -> int:
-        """A request refused: say why on stdout, flag it, exit 1."""
+    def deny(self, reason: str, message: str, *, gate: str | None = None) -> int:
+        """A request refused: say why on stdout, flag it, exit 1; with `gate`, the flag resolves as that gate's."""
         print(message)
-        self.fail(reason, message)
+        self.fail(reason, message, gate=gate)
         return VIOLATION
+
+    def scoped_as_check(self) -> None:
+        """Flag this run's gate-tagged failures in the scope of a plain `gate check` of this worktree."""
+        from gates.domain import flags
+
+        handoff = self.repo().toplevel / self.config().section("handoff")["path"]
+        self.scope = flags.scope_of(self.repo(), [], None, handoff)
+
+    def judged_as_check(self, gate: str) -> None:
+        """This run settled what `gate` judges in a plain `gate check` of this worktree: the flags its failures
+        raised (and denials tagged with it) resolve when the run ends, as they do when that gate passes."""
+        self.scoped_as_check()
+        self.passed.append(gate)
 
     def announce(self, reason: str, message: str) -> None:
         """Something the next session must hear of, said now and flagged."""

@@ -220,7 +220,7 @@ def test_a_state_file_outside_the_repository_is_refused(trees: list[Path]) -> No
 
 DRIVER = """
 import sys
-from gates.cli import main
+from gates.main import main
 print("ready", flush=True)
 sys.stdin.readline()
 sys.exit(main(["claim", "--session", sys.argv[1]]))
@@ -437,3 +437,27 @@ def test_a_record_from_before_worktree_ids_survives_a_move_too(trees: list[Path]
     info = (admin / "commondir").stat()
     assert record["worktree_id"] == f"{info.st_ino}:{info.st_ctime_ns}"
     assert not [p.name for p in admin.iterdir() if "gate" in p.name]  # identity is read from git's files, never written
+
+
+def test_a_denial_is_over_once_this_worktree_holds_the_claim(trees: list[Path]) -> None:
+    """The turn-taking the docs show (denied, the holder releases, claimed) leaves the brief quiet: the denial's
+    flag resolves when this worktree is granted the claim, as the handoff-claim gate's own flags do."""
+    main, other, _ = trees
+    assert run_gate(main, "claim").returncode == 0
+    assert run_gate(other, "claim").returncode == 1
+    assert [r["reason"] for r in flag_records(main / ".git")] == ["claim-denied"]
+    assert run_gate(main, "release").returncode == 0
+    granted = run_gate(other, "claim")
+    assert granted.returncode == 0 and granted.stdout.startswith("claimed HANDOFF.md"), granted.stderr
+    assert flag_records(main / ".git") == []
+    assert "No unacknowledged flags." in run_gate(other, "brief").stdout
+    assert "No unacknowledged flags." in run_gate(main, "brief").stdout
+
+
+def test_a_denial_stays_while_the_claim_is_held_elsewhere(trees: list[Path]) -> None:
+    main, other, third = trees
+    assert run_gate(main, "claim").returncode == 0
+    assert run_gate(other, "claim").returncode == 1
+    assert run_gate(third, "claim").returncode == 1
+    assert run_gate(main, "claim").returncode == 0  # the holder renews: the others' denials stand
+    assert sorted(r["reason"] for r in flag_records(main / ".git")) == ["claim-denied", "claim-denied"]

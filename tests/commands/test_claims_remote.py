@@ -134,7 +134,7 @@ def test_a_remote_that_never_answers_is_denied_within_the_time_bound(scheme: str
 
 DRIVER = """
 import sys
-from gates.cli import main
+from gates.main import main
 print("ready", flush=True)
 sys.stdin.readline()
 sys.exit(main(["claim", "--session", sys.argv[1]]))
