@@ -35,7 +35,7 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
 
         def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
             parsed, extras = self.parse_known_args(args, namespace)
-            owner = vars(parsed).pop("parser", None)  # the command's own parser, set as a default below
+            owner = parsed.__dict__.pop("parser", None)  # the command's own parser, set as a default below
             if extras:  # said by the command's parser, not gate's: `gate check --bogus` is check's mistake
                 (owner or self).error(f"unrecognized arguments: {' '.join(extras)}")
             return parsed
