@@ -198,11 +198,12 @@ def test_the_walk_through_adds_a_gate_with_its_module_and_a_registry_line(tmp_pa
     import shutil
     import subprocess
     import sys
+    import textwrap
 
     from conftest import commit_all, handoff_text, init_repo
 
     page = (ROOT / "docs" / "architecture.md").read_text()
-    module = textwrap_dedent(re.search(r"```python\n(.*?)```", page, re.S).group(1))  # type: ignore[union-attr]
+    module = textwrap.dedent(re.search(r"```python\n(.*?)```", page, re.S).group(1))  # type: ignore[union-attr]
     copy = tmp_path / "copy"
     shutil.copytree(PACKAGE, copy / "gates", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "schemas", copy / "schemas")
@@ -226,9 +227,3 @@ def test_the_walk_through_adds_a_gate_with_its_module_and_a_registry_line(tmp_pa
     proc = subprocess.run([sys.executable, "-m", "gates", "check", "--only", "handoff-owner"], cwd=work, env=env,
                           capture_output=True, text=True)
     assert (proc.returncode, proc.stdout) == (0, "gate check: passed (1 gate on HANDOFF.md)\n"), proc.stderr
-
-
-def textwrap_dedent(text: str) -> str:
-    import textwrap
-
-    return textwrap.dedent(text)

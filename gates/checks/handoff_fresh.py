@@ -63,7 +63,7 @@ def _history(ctx: Context) -> Iterator[Finding]:
         refs[change.new] = ref
         if ref is None or not ref.value or change.new == ctx.repo.head:
             continue
-        found = relation(ctx.repo, ctx.config, ref.value, tip=change.new, exact=False,
+        found = relation(ctx.repo, ctx.config, ref.value, tip=change.new, exact=False, span=len(ctx.changes),
                          read=functools.partial(change.history.blob, path=path))
         if found.kind == "elsewhere":
             yield Finding(path, ref.line, ID, f"{change.label}: its Meta ref {ref.value} is not in its history")

@@ -66,7 +66,7 @@ def meta_ref(data: bytes | None, config: Config) -> handoff.MetaEntry | None:
 
 
 def relation(repo: Repo, config: Config, ref: str, *, tip: str | None = None, pending: bool | None = None,
-             exact: bool = True, read: Callable[[str], bytes | None] | None = None) -> Relation:
+             exact: bool = True, read: Callable[[str], bytes | None] | None = None, span: int = 0) -> Relation:
     """How far `tip` (HEAD by default) is past the hand-over that names `ref`.
 
     `pending`: None when no commit is being made; else whether the commit being made on top of
@@ -74,6 +74,8 @@ def relation(repo: Repo, config: Config, ref: str, *, tip: str | None = None, pe
     `exact`: False lets a count that is within `fresh.max_behind` either way stay an upper bound.
     `read`: the hand-over file at a commit (by default one `git cat-file`), for the rare history
     where the hand-over changed again after its close-out.
+    `span`: under --range, how many commits the range has: HEAD's last span + max_behind + 2
+    first-parent commits are read once and place every tip's Meta ref without a git call.
     """
     tip = tip or repo.head
     if tip is None:
@@ -82,7 +84,7 @@ def relation(repo: Repo, config: Config, ref: str, *, tip: str | None = None, pe
     if commit is None:
         return Relation("shallow" if repo.is_shallow() else "elsewhere")
     limit = config.section("fresh")["max_behind"]
-    found = _position(repo, tip, commit)
+    found = _position(repo, tip, commit, reach=span + limit + 2 if span else 0)
     if found is None:
         return Relation("elsewhere", 0, commit)
     position, child = found  # the commits after the Meta ref on tip's first-parent line, and the first of them
@@ -101,11 +103,13 @@ def relation(repo: Repo, config: Config, ref: str, *, tip: str | None = None, pe
     return Relation("current" if behind == 0 else "behind", behind, commit, closed)
 
 
-def _position(repo: Repo, tip: str, commit: str) -> tuple[int, str | None] | None:
-    """(first-parent commits from `commit` to `tip`, the first of them), or None when `commit` is not in tip's history."""
+def _position(repo: Repo, tip: str, commit: str, reach: int = 0) -> tuple[int, str | None] | None:
+    """(first-parent commits from `commit` to `tip`, the first of them), or None when `commit` is not in tip's history.
+
+    `reach`: how many of HEAD's first-parent commits may be read once for every tip of a range (0: none)."""
     if tip == repo.head:
         chain = repo.recent()
-    elif tip in (line := repo.first_parent_line())[1] and commit in line[1]:  # --range on HEAD's line: no git call
+    elif reach and tip in (line := repo.first_parent_line(reach))[1] and commit in line[1]:  # --range: no git call
         at = line[1][commit] - line[1][tip]
         if at < 0:
             return None  # after tip on the line: not in its history

@@ -368,13 +368,15 @@ class Repo:
                 at += 1
         return out
 
-    def first_parent_line(self) -> tuple[list[str], dict[str, int]]:
-        """HEAD's whole first-parent line, newest first, and each commit's distance from HEAD (for --range: read once)."""
-        if "line" not in self.memo:
-            proc = self.git("rev-list", "--first-parent", "HEAD", "--") if self.head else None
+    def first_parent_line(self, count: int) -> tuple[list[str], dict[str, int]]:
+        """HEAD's last `count` first-parent commits, newest first, and each one's distance from HEAD (--range reads
+        them once, not a rev-list per commit; a commit further back is asked of git as before)."""
+        key = f"line:{count}"
+        if key not in self.memo:
+            proc = self.git("rev-list", "--first-parent", f"--max-count={count}", "HEAD", "--") if self.head else None
             chain = proc.stdout.split() if proc is not None and proc.returncode == 0 else []
-            self.memo["line"] = (chain, {sha: at for at, sha in enumerate(chain)})
-        found: tuple[list[str], dict[str, int]] = self.memo["line"]
+            self.memo[key] = (chain, {sha: at for at, sha in enumerate(chain)})
+        found: tuple[list[str], dict[str, int]] = self.memo[key]
         return found
 
     def commits(self, spec: str) -> list[tuple[str, str | None, str]]:
