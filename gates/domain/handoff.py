@@ -167,6 +167,15 @@ def _indent(prefix: str) -> int:
     return len(prefix.expandtabs(4)) if "\t" in prefix else len(prefix)
 
 
+def _item_line(first: str, visible: str) -> re.Match[str] | None:
+    """The list item a visible line is, given its first non-blank character; None when it is none (or a
+    thematic break, which looks like one). The patterns run only where that character allows a match."""
+    if not first or not (first in "-*+" or first.isdigit()):
+        return None
+    item = _ITEM.match(visible)
+    return None if item is None or first in "-*" and _THEMATIC.match(visible) else item
+
+
 class _Parser:
     def __init__(self, doc: Document) -> None:
         self.doc = doc
@@ -203,8 +212,7 @@ class _Parser:
         heading = _HEADING.match(visible) if first == "#" else None
         if heading:
             self._heading(number, len(heading.group(1)), (heading.group(2) or "").strip())
-        elif (first in "-*+" or first.isdigit()) and (item := _ITEM.match(visible)) \
-                and not (first in "-*" and _THEMATIC.match(visible)):
+        elif item := _item_line(first, visible):
             self._item(number, item)
         elif not self._continue(number, visible, blocks=False):
             self.open_items.clear()
@@ -214,13 +222,12 @@ class _Parser:
     def run(self, lines: list[str]) -> None:
         """Feed every line. An item line outside a fence, a comment and a conflict (most of a long hand-over)
         takes the short way to _item: what feed would find about it is decided by its first character."""
-        item, thematic, slow, add = _ITEM.match, _THEMATIC.match, self.feed, self._item
+        slow, add = self.feed, self._item
         for number, raw in enumerate(lines, start=1):
             if self.fence is None and not self.comment_line and not self.in_conflict \
                     and raw[:1] not in _CONFLICT_FIRST and "<!--" not in raw:
-                first = raw.lstrip(" \t")[:1]
-                if first and (first in "-*+" or first.isdigit()) and (match := item(raw)) \
-                        and not (first in "-*" and thematic(raw)):
+                match = _item_line(raw.lstrip(" \t")[:1], raw)
+                if match:
                     add(number, match)
                     continue
             slow(number, raw)
@@ -267,7 +274,7 @@ class _Parser:
 
     def _item(self, number: int, match: re.Match[str]) -> None:
         lead, marker, rest = match.groups()
-        indent = len(lead) if "\t" not in lead else _indent(lead)
+        indent = _indent(lead)
         body = rest.rstrip() if rest else ""
         checked: bool | None = None
         if body[:1] == "[" and body[2:3] == "]" and body[1] in " xX" and body[3:4] in ("", " ", "\t"):

@@ -105,8 +105,14 @@ def _lock(repo: Repo, path: Path) -> Lock:
 def filesystem_now(lay: state.Layout) -> float:
     """The filesystem's own clock: the mtime a file just touched in the state dir gets."""
     probe = state.ensure_dir(lay, lay.root) / ".clock"
-    fd = os.open(probe, fsio.safe_flags(os.O_WRONLY | os.O_CREAT, nonblock=False), 0o644)
+    try:  # a FIFO planted there: refused at once (ENXIO), never waited on
+        fd = os.open(probe, fsio.safe_flags(os.O_WRONLY | os.O_CREAT), 0o644)
+    except OSError as exc:
+        raise GateError(f"refusing {probe}: {exc.strerror} (the clock probe is a regular file the gate writes)",
+                        reason="state-unsafe") from None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise GateError(f"refusing {probe}: not a regular file", reason="state-unsafe")
         os.utime(fd, None)
         return os.fstat(fd).st_mtime
     finally:

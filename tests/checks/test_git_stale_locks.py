@@ -90,3 +90,21 @@ def test_a_git_dir_that_cannot_be_listed_stops_the_gate(repo: Path, capsys: pyte
     code, _, err = call_gate(repo, "check", "--only", "git-stale-locks", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 3
     assert err.startswith("gate: cannot look for git lock files in ") and err.endswith(": Permission denied\n")
+
+
+def test_a_fifo_planted_as_the_clock_probe_is_refused_not_waited_on(repo: Path) -> None:
+    """The attack: a FIFO at the state dir's `.clock`, where judging a lock writes to learn the filesystem's
+    time. Opened for writing without a reader, it would wait forever and wedge every commit."""
+    import os
+
+    fast(repo)
+    aged(repo / ".git" / "index.lock")
+    (repo / ".git" / "gate").mkdir(exist_ok=True)
+    os.mkfifo(repo / ".git" / "gate" / ".clock")
+    before = sorted(p.name for p in (repo / ".git").iterdir())
+    proc = run_gate(repo, "check", timeout=30)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert proc.stderr.startswith("gate: refusing ") and ".clock: " in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert (repo / ".git" / "index.lock").exists()  # nothing moved on a judgement that could not be made
+    assert sorted(p.name for p in (repo / ".git").iterdir()) == before
