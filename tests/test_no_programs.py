@@ -40,9 +40,12 @@ class Canaries:
         self.bin.mkdir()
         self.markers.mkdir()
 
-    def __call__(self, name: str) -> str:
+    def __call__(self, name: str, *, drain: bool = False) -> str:
+        """The script for `name`; `drain` reads its stdin to the end first, so that git, still writing to
+        it, meets no closed pipe (git dies of SIGPIPE there, and stops before the next canary it would reach)."""
         path = self.bin / name.replace("/", "-")
-        path.write_text(f'#!/bin/sh\ntouch "{self.markers}/ran-{name.replace("/", "-")}"\nexit 0\n')
+        read = "cat >/dev/null\n" if drain else ""
+        path.write_text(f'#!/bin/sh\n{read}touch "{self.markers}/ran-{name.replace("/", "-")}"\nexit 0\n')
         path.chmod(0o755)
         return str(path)
 
@@ -120,7 +123,7 @@ def hostile_repository(tmp_path: Path, canary: Canaries) -> tuple[Path, str, str
     allowed_signers = tmp_path / "allowed_signers"
     allowed_signers.write_text("")
     included = tmp_path / "included.gitconfig"
-    included.write_text("".join(f"[{key.rpartition('.')[0]}]\n\t{key.rpartition('.')[2]} = {canary(key)}\n"
+    included.write_text("".join(f"[{key.rpartition('.')[0]}]\n\t{key.rpartition('.')[2]} = {canary(key, drain=True)}\n"
                                 for key in SIGNATURES)
                         + f"[gpg \"ssh\"]\n\tallowedSignersFile = {allowed_signers}\n[log]\n\tshowSignature = true\n")
     config = {
