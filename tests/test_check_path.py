@@ -19,9 +19,11 @@ from conftest import commit_all, git, handoff_text, run_gate
 
 # The parsers and GitPython, and the standard modules a hook's check does without (docs/performance.md):
 # typing (NamedTuple: gates/infra/plain.py), argparse and the shutil it pulls in (a plain invocation is
-# parsed by gates/cli.py), subprocess (git by posix_spawn), hashlib (OpenSSL: gates/infra/digest.py), copy.
+# parsed by gates/cli.py), subprocess (git by posix_spawn), hashlib (OpenSSL: gates/infra/digest.py), copy,
+# json (the C scanner and encoder: gates/infra/jsonio.py), datetime's Python half (gates/infra/clock.py),
+# shlex (gates/infra/text.shell_quote).
 HEAVY = ("dataclasses", "inspect", "jsonschema", "ruamel.yaml", "git", "pre_commit",
-         "typing", "argparse", "shutil", "subprocess", "hashlib", "copy")
+         "typing", "argparse", "shutil", "subprocess", "hashlib", "copy", "json", "datetime", "shlex")
 PROBE = f"""
 import sys
 already = set(sys.modules)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from gates.domain.changes import Change
 from gates.domain.handoff import Loaded
+from gates.infra.clock import datetime
 from gates.infra.config import Config
 from gates.infra.git import Repo
 

@@ -9,10 +9,9 @@ warning with a `lock-held-live` flag. Only the top-level lock locations are look
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from gates.checks.context import Context
 from gates.domain import locks
+from gates.infra.clock import datetime
 from gates.infra.config import parse_duration
 from gates.infra.findings import WARNING, Finding
 

@@ -9,11 +9,11 @@ path, so it is found however this branch's config spells the path.
 from __future__ import annotations
 
 import posixpath
-from datetime import datetime
 
 from gates.checks.context import Context
 from gates.domain import claims
 from gates.infra import state
+from gates.infra.clock import datetime
 from gates.infra.findings import WARNING, Finding
 
 ID = "handoff-claim"

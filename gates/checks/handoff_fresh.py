@@ -12,12 +12,12 @@ is a warning that says how to fetch more history.
 from __future__ import annotations
 
 import functools
-from datetime import datetime
 
 from gates.checks.context import OVER_CAP, Context
 from gates.domain import handoff
 from gates.domain.ancestry import meta_ref, not_in_shallow_clone, relation
 from gates.domain.handoff import Loaded
+from gates.infra.clock import datetime
 from gates.infra.errors import GateError
 from gates.infra.findings import WARNING, Finding
 

@@ -6,10 +6,9 @@ writes there from the records; an unknown NAME or a region without its end marke
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from gates.checks.context import OVER_CAP, Context
 from gates.domain import records, tables
+from gates.infra.clock import datetime
 from gates.infra.config import Config
 from gates.infra.findings import Finding
 from gates.infra.git import Repo

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 
 from gates.checks import GATES
@@ -10,6 +9,7 @@ from gates.checks.context import Context
 from gates.domain import changes
 from gates.domain.handoff import load_handoff
 from gates.infra import clock
+from gates.infra.clock import datetime
 from gates.infra.config import Config
 from gates.infra.errors import USAGE, GateError
 from gates.infra.findings import ENVIRONMENT, ERROR, WARNING, CheckResult, Finding

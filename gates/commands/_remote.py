@@ -8,10 +8,9 @@ the local claim only, marked unverified (`claim-unverified`).
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-
 from gates.domain import claims, journal, remote
 from gates.infra import git
+from gates.infra.clock import datetime, timedelta
 from gates.infra.errors import OK, USAGE, VIOLATION, GateError
 
 TYPE_CHECKING = False

@@ -9,12 +9,11 @@ an `input-unreadable` flag says why.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
 from gates.domain import brief, harness, journal, sessions
-from gates.infra import clock
+from gates.infra import clock, jsonio
 from gates.infra.errors import OK, GateError
 
 TYPE_CHECKING = False
@@ -70,7 +69,7 @@ def command(args: argparse.Namespace, run: Run) -> int:
     if fmt == "json":
         document = {"version": 1, "first_line": lines[0], "sections": [{"title": p.title, "text": p.body} for p in parts],
                     "text": full}
-        sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(jsonio.dumps(document, indent=2, ensure_ascii=False) + "\n")
     elif fmt in harness.HOOK_START_FORMATS:
         budget = harness.START_BUDGET[fmt]
         assert budget is not None

@@ -13,9 +13,9 @@ from gates.infra.git import Repo
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from datetime import datetime
 
     from gates.domain.claims import Holder
+    from gates.infra.clock import datetime
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:

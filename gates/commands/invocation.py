@@ -14,9 +14,9 @@ from gates.infra.git import Repo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from datetime import datetime
     from typing import Any
 
+    from gates.infra.clock import datetime
     from gates.infra.config import Config
 
 
@@ -38,9 +38,9 @@ class Run:
     @property
     def command(self) -> str:
         """The command line as a shell would take it back, for flags and the journal."""
-        import shlex
+        from gates.infra.text import shell_join
 
-        return shlex.join(["gate", *self.argv])
+        return shell_join(["gate", *self.argv])
 
     def repo(self) -> Repo:
         if self._repo is None:

@@ -26,9 +26,8 @@ def run(args: argparse.Namespace, run: Run) -> int:
 
 
 def _journal(args: argparse.Namespace, run: Run) -> int:
-    import json
-
     from gates.domain import journal
+    from gates.infra import jsonio
 
     repo = run.repo()
     if args.repair:
@@ -58,5 +57,5 @@ def _journal(args: argparse.Namespace, run: Run) -> int:
             print(f"line {number}: (not an entry) {raw[:200]}")
         else:
             print(f"{entry.get('seq'):>5} {entry.get('time')} {entry.get('action')} "
-                  f"{json.dumps(entry.get('details'), ensure_ascii=False)}")
+                  f"{jsonio.dumps(entry.get('details'), ensure_ascii=False)}")
     return OK

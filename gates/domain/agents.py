@@ -15,7 +15,6 @@ puts them back exactly when nothing else changed since; otherwise it removes onl
 from __future__ import annotations
 
 import base64
-import json
 import os
 import re
 import shlex
@@ -23,10 +22,11 @@ import sys
 from pathlib import Path
 
 from gates.domain import hooks
-from gates.infra import dataio, fsio, paths, state
+from gates.infra import dataio, fsio, jsonio, paths, state
 from gates.infra.digest import sha256
 from gates.infra.errors import CANNOT_RUN, GateError
 from gates.infra.git import Repo
+from gates.infra.text import shell_quote
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ AGENTS_BLOCK = f"""{BEGIN}
 
 def command_line(kind: str, fmt: str) -> str:
     """`<python> -I -c '…' brief --format X`: no shim looked up, nothing imported from the repository."""
-    return f"{shlex.quote(sys.executable)} -I -c {shlex.quote(hooks.ENTRY)} {kind} --format {fmt}"
+    return f"{shell_quote(sys.executable)} -I -c {shell_quote(hooks.ENTRY)} {kind} --format {fmt}"
 
 
 def is_ours(command: object, kind: str | None = None) -> bool:
@@ -110,7 +110,7 @@ def _command_of(agent: str, entry: dict[str, Any]) -> str | None:
 
 def _merge(agent: str, doc: dict[str, Any]) -> dict[str, Any]:
     """`doc` with our entries present exactly once, each where it was (replaced) or appended."""
-    doc = json.loads(json.dumps(doc))
+    doc = jsonio.loads(jsonio.dumps(doc))
     if agent in ("copilot", "cursor"):
         doc.setdefault("version", 1)
     table = doc.setdefault("hooks", {})
@@ -144,7 +144,7 @@ def _replace(agent: str, listed: list[Any], entry: dict[str, Any], kind: str) ->
 
 def _strip(agent: str, doc: dict[str, Any]) -> dict[str, Any]:
     """`doc` without our entries; lists, groups and the hooks table they leave empty go too."""
-    doc = json.loads(json.dumps(doc))
+    doc = jsonio.loads(jsonio.dumps(doc))
     table = doc.get("hooks")
     if not isinstance(table, dict):
         return doc
@@ -180,7 +180,7 @@ def _dump(doc: dict[str, Any], like: str | None) -> bytes:
         found = re.search(r"\n([ \t]+)\S", like)
         if found:
             indent = found.group(1) if "\t" in found.group(1) else len(found.group(1))
-    text = json.dumps(doc, indent=indent, ensure_ascii=False)
+    text = jsonio.dumps(doc, indent=indent, ensure_ascii=False)
     return (text + ("\n" if like is None or like.endswith("\n") else "")).encode("utf-8")
 
 
@@ -291,7 +291,7 @@ def install(repo: Repo, agent: str) -> list[str]:
                   "created_dirs": [os.path.relpath(d, repo.toplevel) for d in target.missing_dirs()]}
     record["written"] = _digest(after)
     target.write(after)
-    state.write(repo, _record_path(repo, agent), (json.dumps(record) + "\n").encode())
+    state.write(repo, _record_path(repo, agent), (jsonio.dumps(record) + "\n").encode())
     return [f"{'updated' if before is not None else 'wrote'} {target.shown}: {_what(agent)}", *_notes(repo, agent)]
 
 

@@ -8,11 +8,11 @@ an item in both files, never in neither.
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 
 from gates.domain import handoff, journal
 from gates.infra import fsio
+from gates.infra.clock import datetime
 from gates.infra.config import Config
 from gates.infra.errors import GateError
 from gates.infra.git import Repo

@@ -10,13 +10,12 @@ session-start hook must never wedge a session.
 from __future__ import annotations
 
 import functools
-import json
-from datetime import datetime
 
 from gates.domain import claims, flags, handoff, locks, sessions
 from gates.domain.ancestry import relation
 from gates.domain.handoff import Loaded, load_handoff
-from gates.infra import state
+from gates.infra import jsonio, state
+from gates.infra.clock import datetime
 from gates.infra.config import Config, parse_duration
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
@@ -234,7 +233,7 @@ def fit(parts: list[Section], header: str, limit: int, pointer: str) -> str:
 
 
 def claude_envelope(text: str) -> str:
-    return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}},
+    return jsonio.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}},
                       ensure_ascii=False)
 
 

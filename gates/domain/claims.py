@@ -22,20 +22,19 @@ The gate writes nothing outside its state dir to know this.
 
 from __future__ import annotations
 
-import json
 import os
 import posixpath
-import re
 import stat
-from datetime import datetime, timedelta
 from pathlib import Path
 
 from gates.domain import journal
-from gates.infra import clock, dataio, fsio, state
+from gates.infra import clock, dataio, fsio, jsonio, state
+from gates.infra.clock import datetime, timedelta
 from gates.infra.digest import sha256
 from gates.infra.errors import USAGE, GateError
 from gates.infra.git import Repo
 from gates.infra.plain import NamedTuple
+from gates.infra.text import Pattern
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,7 +42,7 @@ if TYPE_CHECKING:
 
 MAX_RECORD_BYTES = 64 * 1024
 MAX_NOTE_CHARS = 500
-_SESSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}$")
+_SESSION = Pattern(r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}$")
 MAIN_WORKTREE = "main"  # the worktree_id of the main worktree: git cannot move or remove it
 RECORD_VERSION = 2  # 2: `path` is the canonical key and the holder carries `worktree_id`; 1: `path` as configured
 
@@ -344,7 +343,7 @@ def _new_record(claim_key: str, holder: Holder, ttl: timedelta | None, note: str
 
 
 def _encode(record: dict[str, Any]) -> bytes:
-    return (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    return (jsonio.dumps(record, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def claim(repo: Repo, state_rel: str, holder: Holder, ttl: timedelta | None, note: str | None, now: datetime) -> Outcome:

@@ -17,13 +17,12 @@ same session by another format a moment earlier (a block, at the same HEAD) is n
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
 from gates.domain import claims, handoff, harness, journal
 from gates.domain.ancestry import relation
-from gates.infra import dataio, fsio, state
+from gates.infra import dataio, fsio, jsonio, state
 from gates.infra.digest import sha256
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
@@ -169,7 +168,7 @@ def decide(repo: Repo, fmt: str, hook: harness.HookInput, session: str | None, d
             verdict, after = "block", before + 1
         new = {"session": session, "format": fmt, "blocks": after, "time_ns": now_ns, "head": repo.head,
                "verdict": verdict}
-        state.write(repo, path, (json.dumps(new) + "\n").encode())
+        state.write(repo, path, (jsonio.dumps(new) + "\n").encode())
     return Decision(verdict, before)
 
 

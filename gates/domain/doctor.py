@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from pathlib import Path
 
 from gates.domain import flags, hooks, journal, leftovers, locks
 from gates.infra import config as config_module
-from gates.infra import state
+from gates.infra import jsonio, state
 from gates.infra.catalog import CATALOG
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
@@ -142,7 +141,7 @@ def _claude(repo: Repo) -> list[Check]:
         if not path.is_file():
             continue
         try:
-            settings = json.loads(path.read_text())
+            settings = jsonio.loads(path.read_text())
         except (OSError, ValueError) as exc:
             broken.append(Check(FIX, f".claude/{name} cannot be read as JSON ({exc}): Claude Code ignores it too"))
             continue

@@ -24,20 +24,19 @@ planted there is refused (`state-unsafe`), never followed, never blocked on.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import re
 import stat
 import time
-from datetime import datetime
 from pathlib import Path
 
 from gates.domain import journal
-from gates.infra import clock, dataio, fsio, state
+from gates.infra import clock, dataio, fsio, jsonio, state
 from gates.infra.catalog import CATALOG, flag_reason
+from gates.infra.clock import datetime
 from gates.infra.digest import sha256
 from gates.infra.errors import USAGE, GateError
 from gates.infra.git import Repo
+from gates.infra.text import Pattern
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,7 +66,7 @@ EVENT_REASONS = frozenset({
     "claim-unverified",
 })
 REASONS = frozenset(CATALOG) | EVENT_REASONS
-ID_PATTERN = re.compile(r"^\d{8}T\d{6}Z-[a-z][a-z+-]{0,63}-[0-9a-f]{8}$")
+ID_PATTERN = Pattern(r"^\d{8}T\d{6}Z-[a-z][a-z+-]{0,63}-[0-9a-f]{8}$")
 MAX_FLAG_BYTES = 1 << 20
 MAX_MESSAGE_CHARS = 64 * 1024
 OPEN = "open"  # markers: which (gate, worktree, scope) have an open flag
@@ -89,7 +88,7 @@ def scope_of(repo: Repo, files: list[Path], range_spec: str | None, default_file
 
 
 def _marker(gate: str, worktree: str, scope: dict[str, Any] | None) -> str:
-    digest = sha256(json.dumps([worktree, scope], sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
+    digest = sha256(jsonio.dumps([worktree, scope], sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
     return f"{gate}.{digest[:24]}"
 
 
@@ -232,7 +231,7 @@ def _reason_of(name: str) -> str:
 
 
 def _write(repo: Repo, path: Path, record: dict[str, Any]) -> None:
-    state.write(repo, path, (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape"))
+    state.write(repo, path, (jsonio.dumps(record, indent=2, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape"))
 
 
 def _load(path: Path) -> tuple[dict[str, Any] | None, GateError | None]:

@@ -6,10 +6,9 @@ skipped; a line's visible text is what is left outside comments.
 
 from __future__ import annotations
 
-import re
-from datetime import datetime
 from pathlib import Path
 
+from gates.infra.clock import datetime
 from gates.infra.plain import NamedTuple
 
 TYPE_CHECKING = False
@@ -20,14 +19,82 @@ if TYPE_CHECKING:
     from gates.infra.config import Config
     from gates.infra.git import Repo
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
-_ITEM = re.compile(r"^([ \t]*)([-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$")
-_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
-_META = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*)[ \t]*:[ \t]*(.*)$")
-_THEMATIC = re.compile(r"^ {0,3}([-*_])([ \t]*\1){2,}[ \t]*$")
-_CONFLICT = re.compile(r"^(<{7}|>{7}|\|{7})(?: |$)")
+# The line shapes below are read with string methods, not regular expressions: `re` costs a commit
+# about 10 ms to import. tests/domain/test_handoff_lines.py holds each shape as the regular expression
+# it was first written as and checks that the two agree on every line it generates.
+_BLANK = " \t"
 _CONFLICT_FIRST = ("<", ">", "|")
-_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|\+00:00)$")
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_KEY_CHARS = _LETTERS + "0123456789_-"
+
+
+def heading_line(visible: str) -> tuple[int, str] | None:
+    """(level, text) of an ATX heading: up to 3 spaces, 1 to 6 `#`, then nothing or blanks and the text,
+    less a closing run of `#` that follows a blank; None when the line is no heading."""
+    spaces = len(visible) - len(visible.lstrip(" "))
+    body = visible[spaces:]
+    level = len(body) - len(body.lstrip("#"))
+    rest = body[level:]
+    if spaces > 3 or not 1 <= level <= 6 or rest[:1] not in ("", " ", "\t"):
+        return None
+    text = rest.strip(_BLANK)
+    opening = text.rstrip("#")
+    if opening[-1:] in (" ", "\t"):  # `## Title ##`: the closing run goes
+        text = opening.rstrip(_BLANK)
+    return level, text.strip()
+
+
+def item_line(visible: str) -> tuple[str, str, str | None] | None:
+    """(indent, marker, rest) of a list item: blanks, then `-`, `*`, `+` or 1 to 9 digits and `.` or `)`,
+    then the end of the line or blanks and the rest (None when nothing follows the marker)."""
+    body = visible.lstrip(_BLANK)
+    if body[:1] in ("-", "*", "+"):
+        marker = body[0]
+    else:
+        digits = 0
+        while digits < 10 and body[digits:digits + 1].isdecimal():
+            digits += 1
+        if not 1 <= digits <= 9 or body[digits:digits + 1] not in (".", ")"):
+            return None
+        marker = body[:digits + 1]
+    after = body[len(marker):]
+    if after and after[0] not in _BLANK:
+        return None
+    return visible[: len(visible) - len(body)], marker, after.lstrip(_BLANK) if after else None
+
+
+def thematic_line(visible: str) -> bool:
+    """A thematic break: up to 3 spaces, then three or more of one of `-`, `*`, `_`, with blanks between."""
+    spaces = len(visible) - len(visible.lstrip(" "))
+    body = visible[spaces:]
+    char = body[:1]
+    return spaces <= 3 and char in ("-", "*", "_") and body.count(char) >= 3 \
+        and not body.replace(char, "").replace(" ", "").replace("\t", "")
+
+
+def conflict_line(raw: str) -> bool:
+    """A merge conflict marker: seven `<`, `>` or `|` that start the line, then a space or its end."""
+    char = raw[:1]
+    return char in _CONFLICT_FIRST and raw[:7] == char * 7 and raw[7:8] in ("", " ")
+
+
+def meta_line(text: str) -> tuple[str, str] | None:
+    """(key, value) of a Meta item `key: value`: the key an ASCII letter and then letters, digits, `_`, `-`."""
+    if text[:1] not in _LETTERS or len(text[:1]) != 1:
+        return None
+    key = text[: len(text) - len(text.lstrip(_KEY_CHARS))]
+    rest = text[len(key):].lstrip(_BLANK)
+    return (key, rest[1:].lstrip(_BLANK)) if rest[:1] == ":" else None
+
+
+def utc_shape(value: str) -> bool:
+    """`YYYY-MM-DDTHH:MM`, then optionally `:SS` and a fraction of 1 to 9 digits, then `Z` or `+00:00`."""
+    zone = "Z" if value.endswith("Z") else "+00:00" if value.endswith("+00:00") else ""
+    stamp, dot, fraction = value[: len(value) - len(zone)].partition(".")
+    if not zone or dot and (len(stamp) != 19 or not 1 <= len(fraction) <= 9 or not fraction.isdecimal()):
+        return False
+    shape = "dddd-dd-ddTdd:dd:dd"[: len(stamp)]
+    return len(stamp) in (16, 19) and all(c.isdecimal() if s == "d" else c == s for c, s in zip(stamp, shape, strict=True))
 
 
 # What `gate init` writes where a person must write: recognised by this marker, never by guessing at wording.
@@ -36,7 +103,7 @@ PLACEHOLDER = "<!-- gate:placeholder -->"
 
 def parse_utc(value: str) -> datetime | None:
     """An ISO-8601 UTC time as the Meta block writes it (`Z` or `+00:00`), or None."""
-    if not _UTC.match(value):
+    if not utc_shape(value):
         return None
     from gates.infra import clock
 
@@ -116,9 +183,9 @@ class Document:
         entries = []
         for section in self.section(section_name)[:1]:
             for item in section.items:
-                match = _META.match(item.text)
-                if match and item.checked is None:
-                    entries.append(MetaEntry(match.group(1), _unquote(match.group(2)), item.line))
+                pair = meta_line(item.text)
+                if pair and item.checked is None:
+                    entries.append(MetaEntry(pair[0], _unquote(pair[1]), item.line))
         return entries
 
     def meta_value(self, section_name: str, key: str) -> MetaEntry | None:
@@ -167,13 +234,13 @@ def _indent(prefix: str) -> int:
     return len(prefix.expandtabs(4)) if "\t" in prefix else len(prefix)
 
 
-def _item_line(first: str, visible: str) -> re.Match[str] | None:
+def _item_line(first: str, visible: str) -> tuple[str, str, str | None] | None:
     """The list item a visible line is, given its first non-blank character; None when it is none (or a
-    thematic break, which looks like one). The patterns run only where that character allows a match."""
-    if not first or not (first in "-*+" or first.isdigit()):
+    thematic break, which looks like one). The shapes are read only where that character allows one."""
+    if not first or not (first in "-*+" or first.isdecimal()):
         return None
-    item = _ITEM.match(visible)
-    return None if item is None or first in "-*" and _THEMATIC.match(visible) else item
+    item = item_line(visible)
+    return None if item is None or first in "-*" and thematic_line(visible) else item
 
 
 class _Parser:
@@ -187,11 +254,11 @@ class _Parser:
         self.last_item_line = 0
         self.in_conflict = False
 
-    # Each pattern is tried only on a line whose first visible character it needs: on a hand-over of
-    # 200,000 lines the regular expressions were most of the time, and almost every line fails them.
+    # Each shape is tried only on a line whose first visible character it needs: on a hand-over of
+    # 200,000 lines almost every line fails them.
     def feed(self, number: int, raw: str) -> None:
         # Conflict markers first: a merge leaves them wherever it likes, fences included.
-        if raw[:1] in _CONFLICT_FIRST and _CONFLICT.match(raw) or (self.in_conflict and raw.rstrip() == "======="):
+        if conflict_line(raw) or (self.in_conflict and raw.rstrip() == "======="):
             self.doc.conflict_markers.append(number)
             self.in_conflict = not raw.startswith(">")
             return
@@ -203,17 +270,17 @@ class _Parser:
         if not lead.strip():
             return
         first = lead[:1]
-        fence = _FENCE.match(visible) if lead[:3] in ("```", "~~~") else None
-        if fence and not (fence.group(1)[0] == "`" and "`" in fence.group(2)):
-            self.fence = (fence.group(1)[0], len(fence.group(1)), number)
+        run = len(lead) - len(lead.lstrip(first)) if lead[:3] in ("```", "~~~") else 0
+        if run and not (first == "`" and "`" in lead[run:]):  # a backtick fence's info string holds no backtick
+            self.fence = (first, run, number)
             self.fence_in_item = self._continue(number, visible, blocks=True)
             self._touch(number)
             return
-        heading = _HEADING.match(visible) if first == "#" else None
+        heading = heading_line(visible) if first == "#" else None
         if heading:
-            self._heading(number, len(heading.group(1)), (heading.group(2) or "").strip())
+            self._heading(number, *heading)
         elif item := _item_line(first, visible):
-            self._item(number, item)
+            self._item(number, item, visible)
         elif not self._continue(number, visible, blocks=False):
             self.open_items.clear()
             self.section.text_lines.append(number)
@@ -226,9 +293,9 @@ class _Parser:
         for number, raw in enumerate(lines, start=1):
             if self.fence is None and not self.comment_line and not self.in_conflict \
                     and raw[:1] not in _CONFLICT_FIRST and "<!--" not in raw:
-                match = _item_line(raw.lstrip(" \t")[:1], raw)
-                if match:
-                    add(number, match)
+                shape = _item_line(raw.lstrip(" \t")[:1], raw)
+                if shape:
+                    add(number, shape, raw)
                     continue
             slow(number, raw)
 
@@ -272,15 +339,15 @@ class _Parser:
             self.section.text_lines.append(number)
         self._touch(number)
 
-    def _item(self, number: int, match: re.Match[str]) -> None:
-        lead, marker, rest = match.groups()
+    def _item(self, number: int, shape: tuple[str, str, str | None], visible: str) -> None:
+        lead, marker, rest = shape
         indent = _indent(lead)
         body = rest.rstrip() if rest else ""
         checked: bool | None = None
         if body[:1] == "[" and body[2:3] == "]" and body[1] in " xX" and body[3:4] in ("", " ", "\t"):
             checked = body[1] != " "  # `[ ]`, `[x]`, `[X]`, then nothing or blanks before the text
             body = body[3:].lstrip(" \t")
-        item = Item(number, indent, marker, checked, body, number, len(match.group(0).strip()))
+        item = Item(number, indent, marker, checked, body, number, len(visible.strip()))
         chain = self.open_items
         while chain and chain[-1].indent >= indent:
             chain.pop()

@@ -25,13 +25,12 @@ Sources, checked against each harness's own documentation or schema (see docs/ag
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import sys
 import time
 
-from gates.infra import dataio
+from gates.infra import dataio, jsonio
 from gates.infra.plain import NamedTuple
 from gates.infra.text import excerpt
 
@@ -151,7 +150,7 @@ def _read_bounded(fd: int, limit: int, seconds: float) -> tuple[bytes, bool, str
 
 def _complete(raw: bytes) -> bool:
     try:
-        json.loads(raw.decode("utf-8", "replace").lstrip("\ufeff"))
+        jsonio.loads(raw.decode("utf-8", "replace").lstrip("\ufeff"))
     except ValueError:
         return False
     return True
@@ -175,7 +174,7 @@ def start_envelope(fmt: str, context: str) -> str:
         document = {"hookSpecificOutput": {"additionalContext": context}}
     else:
         raise ValueError(fmt)
-    return json.dumps(document, ensure_ascii=False)
+    return jsonio.dumps(document, ensure_ascii=False)
 
 
 # ---- stop ------------------------------------------------------------------------------------------------
@@ -191,7 +190,7 @@ def block_envelope(fmt: str, reason: str) -> str:
         document = {"followup_message": reason}
     else:
         raise ValueError(fmt)
-    return json.dumps(document, ensure_ascii=False)
+    return jsonio.dumps(document, ensure_ascii=False)
 
 
 def allow_envelope(fmt: str) -> str:
@@ -207,7 +206,7 @@ def schema(name: str) -> dict[str, Any]:
     """A shipped schema of a harness document (schemas/harness/NAME.schema.json), written from its documentation."""
     from gates.infra.schemas import _schema_dir
 
-    loaded: dict[str, Any] = json.loads((_schema_dir() / "harness" / f"{name}.schema.json").read_text(encoding="utf-8"))
+    loaded: dict[str, Any] = jsonio.loads((_schema_dir() / "harness" / f"{name}.schema.json").read_text(encoding="utf-8"))
     return loaded
 
 

@@ -10,14 +10,13 @@ chained: it moves to `<name>.pre-gate` and runs first. The hooks folder is git's
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from pathlib import Path
 
 from gates.infra import fsio
 from gates.infra.errors import VIOLATION, GateError
 from gates.infra.git import Repo
-from gates.infra.text import excerpt
+from gates.infra.text import excerpt, shell_quote
 
 MARK = "# installed by handoff-gate: `gate install-hooks` (remove with `gate install-hooks --uninstall`)"
 CHAINED = ".pre-gate"
@@ -47,11 +46,11 @@ def hooks_dir(repo: Repo) -> Path:
 
 
 def script(kind: str) -> str:
-    interpreter = shlex.quote(sys.executable)
+    interpreter = shell_quote(sys.executable)
     return (f"#!/bin/sh\n{MARK}\n"
             f'chained="$(dirname "$0")/{kind}{CHAINED}"\n'
             f'if [ -x "$chained" ]; then "$chained" "$@" || exit $?; fi\n'
-            f"exec {interpreter} -I -c {shlex.quote(ENTRY)} check{PUSH_ARGS if kind == 'pre-push' else ''}\n")
+            f"exec {interpreter} -I -c {shell_quote(ENTRY)} check{PUSH_ARGS if kind == 'pre-push' else ''}\n")
 
 
 def is_ours(path: Path) -> bool:

@@ -7,12 +7,11 @@ that entries cut from the end are detected as well as edited, removed or reorder
 
 from __future__ import annotations
 
-import json
 import os
-from datetime import datetime
 from pathlib import Path
 
-from gates.infra import clock, dataio, fsio, state
+from gates.infra import clock, dataio, fsio, jsonio, state
+from gates.infra.clock import datetime
 from gates.infra.digest import sha256
 from gates.infra.errors import CANNOT_RUN, GateError
 from gates.infra.git import Repo
@@ -47,7 +46,7 @@ def _paths(repo: Repo) -> tuple[state.Layout, Path, Path]:
 
 def entry_hash(entry: dict[str, Any]) -> str:
     body = {key: value for key, value in entry.items() if key != "hash"}
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = jsonio.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -61,7 +60,7 @@ def append(repo: Repo, action: str, details: dict[str, Any], now: datetime | Non
         with fsio.locked(lay.root):
             entry = _append_locked(repo, path, action, details, when)
             appended = True
-            state.write(repo, head, (json.dumps({"seq": entry["seq"], "hash": entry["hash"]}) + "\n").encode())
+            state.write(repo, head, (jsonio.dumps({"seq": entry["seq"], "hash": entry["hash"]}) + "\n").encode())
     except GateError as exc:
         raise NotJournalled(action, exc, appended) from None
     return entry
@@ -79,7 +78,7 @@ def _append_locked(repo: Repo, path: Path, action: str, details: dict[str, Any],
         "prev": last["hash"] if last else GENESIS,
     }
     entry["hash"] = entry_hash(entry)
-    line = ("\n" if torn else "") + json.dumps(entry, ensure_ascii=False) + "\n"
+    line = ("\n" if torn else "") + jsonio.dumps(entry, ensure_ascii=False) + "\n"
     modes = state.shared_modes(repo) if not os.path.lexists(path) else None
     fsio.append_line(path, line.encode("utf-8", "surrogateescape"), reason="journal-broken",
                      mode=modes[0] if modes else None)

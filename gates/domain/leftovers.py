@@ -14,14 +14,13 @@ milliseconds of a write and an fsync).
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat
 import time
-from datetime import datetime
 from pathlib import Path
 
-from gates.infra import clock, fsio, state
+from gates.infra import clock, fsio, jsonio, state
+from gates.infra.clock import datetime
 from gates.infra.config import Config
 from gates.infra.digest import sha256
 from gates.infra.git import Repo
@@ -137,7 +136,7 @@ def move(repo: Repo, found: list[Leftover], now: datetime | None = None) -> Move
     manifest = {"version": 1, "kind": "temp-files", "moved_at": clock.utc_text(when),
                 "why": "temp files of writers that never finished (killed or crashed); nothing was deleted",
                 "files": entries}
-    state.write(repo, target / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
+    state.write(repo, target / "manifest.json", (jsonio.dumps(manifest, indent=2) + "\n").encode())
     if entries:
         from gates.domain import journal
 

@@ -14,19 +14,18 @@ checks that the very file it judged moved, and writes a manifest.
 from __future__ import annotations
 
 import errno
-import json
 import os
-import re
 import stat
-from datetime import datetime
 from pathlib import Path
 
 from gates.domain import journal
-from gates.infra import clock, dataio, fsio, state
+from gates.infra import clock, dataio, fsio, jsonio, state
+from gates.infra.clock import datetime
 from gates.infra.digest import sha256
 from gates.infra.errors import USAGE, VIOLATION, GateError
 from gates.infra.git import Repo
 from gates.infra.plain import NamedTuple
+from gates.infra.text import Pattern
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,8 +36,8 @@ KNOWN_TOP = frozenset({
     "index.lock", "HEAD.lock", "ORIG_HEAD.lock", "FETCH_HEAD.lock", "MERGE_HEAD.lock", "CHERRY_PICK_HEAD.lock",
     "REVERT_HEAD.lock", "AUTO_MERGE.lock", "config.lock", "config.worktree.lock", "packed-refs.lock", "shallow.lock",
 })
-COMPANION = re.compile(r"^(?P<base>.+)~pid\.lock$")
-_PID_LINE = re.compile(r"^pid (\d{1,10})\s*$")
+COMPANION = Pattern(r"^(?P<base>.+)~pid\.lock$")
+_PID_LINE = Pattern(r"^pid (\d{1,10})\s*$")
 FRESH, LIVE, STALE, INELIGIBLE = "fresh", "live", "stale", "ineligible"
 
 
@@ -319,10 +318,10 @@ def _manifest(repo: Repo, evidence_dir: Path, lock: Lock, target: Path, content:
             "evidence": lock.evidence,
         }],
     }
-    state.write(repo, evidence_dir / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
+    state.write(repo, evidence_dir / "manifest.json", (jsonio.dumps(manifest, indent=2) + "\n").encode())
 
 
-_EVIDENCE_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{12}$")
+_EVIDENCE_ID = Pattern(r"^\d{8}T\d{6}Z-[0-9a-f]{12}$")
 
 
 def restore(repo: Repo, evidence_id: str) -> list[str]:
@@ -367,7 +366,7 @@ def restore(repo: Repo, evidence_id: str) -> list[str]:
             os.unlink(source)
             restored.append(str(original))
         manifest["action"] = "restored"
-        state.write(repo, folder / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
+        state.write(repo, folder / "manifest.json", (jsonio.dumps(manifest, indent=2) + "\n").encode())
     journal.append(repo, "lock-restored", {"quarantine": evidence_id, "paths": restored})
     return restored
 

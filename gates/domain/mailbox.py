@@ -12,11 +12,11 @@ output, or in the kept copy. A missing file is an empty mailbox.
 from __future__ import annotations
 
 import os
-from datetime import datetime
 from pathlib import Path
 
 from gates.domain import handoff, journal
 from gates.infra import clock, fsio, state
+from gates.infra.clock import datetime
 from gates.infra.config import Config
 from gates.infra.digest import sha256
 from gates.infra.errors import GateError

@@ -15,10 +15,11 @@ there every git process of this user is doubt.
 from __future__ import annotations
 
 import os
-import re
 import stat
 import subprocess
 from pathlib import Path
+
+from gates.infra.text import Pattern
 
 PROC = Path("/proc")
 LSOF = ("/usr/sbin/lsof", "/usr/bin/lsof", "/sbin/lsof", "/bin/lsof")
@@ -370,8 +371,8 @@ def pid_alive(pid: int) -> bool | None:
 
 NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "lustre", "gpfs",
               "davfs", "sshfs", "fuse", "afpfs", "webdav")
-_MOUNT_LINUX = re.compile(r"^.+? on (.+) type (\S+) \(.*\)$")  # util-linux: `dev on /dir type ext4 (rw,...)`
-_MOUNT_BSD = re.compile(r"^.+? on (.+) \(([^,()]+)(?:, [^()]*)?\)$")  # macOS: `dev on /dir (apfs, local, ...)`
+_MOUNT_LINUX = Pattern(r"^.+? on (.+) type (\S+) \(.*\)$")  # util-linux: `dev on /dir type ext4 (rw,...)`
+_MOUNT_BSD = Pattern(r"^.+? on (.+) \(([^,()]+)(?:, [^()]*)?\)$")  # macOS: `dev on /dir (apfs, local, ...)`
 
 
 def _mounts() -> list[tuple[str, str]] | None:

@@ -9,18 +9,18 @@ branches or concurrent writers.
 from __future__ import annotations
 
 import os
-import re
 import stat
 import time
-from datetime import datetime
 from pathlib import Path
 
 from gates.domain import journal
 from gates.infra import dataio, fsio, paths, schemas
+from gates.infra.clock import datetime
 from gates.infra.config import Config
 from gates.infra.digest import sha256
 from gates.infra.errors import USAGE, GateError
 from gates.infra.git import Repo
+from gates.infra.text import Pattern
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 MAX_RECORD_BYTES = 1 << 20
 FINAL = ("closed", "superseded")
-_SLUG = re.compile(r"[^a-z0-9]+")
+_SLUG = Pattern(r"[^a-z0-9]+")
 
 
 class Record:

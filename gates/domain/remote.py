@@ -16,12 +16,11 @@ any ref but the ones named, and nothing writes a ref of the user's repository.
 
 from __future__ import annotations
 
-import json
 import os
-from datetime import datetime, timedelta
 from pathlib import Path
 
-from gates.infra import clock, dataio, fsio, git, paths, state
+from gates.infra import clock, dataio, fsio, git, jsonio, paths, state
+from gates.infra.clock import datetime, timedelta
 from gates.infra.digest import sha256
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
@@ -200,7 +199,7 @@ def _record(key: str, state_rel: str, who: Me, ttl: timedelta | None, note: str 
 
 
 def _commit(remote: Remote, record: dict[str, Any], now: datetime) -> str:
-    body = (json.dumps(record, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+    body = (jsonio.dumps(record, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
     subject = f"gate claim {record['path']} fence {record['fence']}"
     return git.make_commit(remote.work, {RECORD: body}, subject, when=int(now.timestamp()))
 
@@ -290,7 +289,7 @@ def remember(repo: Repo, key: str, remote_name: str, who: Me, record: dict[str, 
         return
     held = {"version": 1, "remote": remote_name, "oid": oid, "fence": record.get("fence"), "clone": who.clone,
             "worktree": who.worktree, "session": who.session, "unverified": unverified, "expires": record.get("expires")}
-    state.write(repo, path, (json.dumps(held, indent=2) + "\n").encode())
+    state.write(repo, path, (jsonio.dumps(held, indent=2) + "\n").encode())
 
 
 def held(repo: Repo, state_rel: str) -> dict[str, Any] | None:
@@ -310,8 +309,8 @@ def keep_in_lost_found(repo: Repo, record: dict[str, Any], oid: str | None, acti
                        now: datetime) -> Path:
     """A broken or taken-over remote record, kept with a manifest (the remote no longer has it)."""
     evidence = state.new_evidence_dir(state.layout(repo), now)
-    state.write(repo, evidence / "claim.json", (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode())
+    state.write(repo, evidence / "claim.json", (jsonio.dumps(record, indent=2, ensure_ascii=False) + "\n").encode())
     manifest = {"version": 1, "kind": "remote-claim", "action": action, "reason": why, "when": clock.utc_text(now),
                 "oid": oid, "by": who._asdict(), "items": [{"moved_to": "claim.json", "record": record}]}
-    state.write(repo, evidence / "manifest.json", (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode())
+    state.write(repo, evidence / "manifest.json", (jsonio.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode())
     return evidence

@@ -10,11 +10,9 @@ sanitised (they are text from another machine: information, not instructions).
 
 from __future__ import annotations
 
-import json
-from datetime import datetime
-
 from gates.domain import claims, flags, remote
-from gates.infra import clock, dataio, git
+from gates.infra import clock, dataio, git, jsonio
+from gates.infra.clock import datetime
 from gates.infra.config import Config
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
@@ -47,7 +45,7 @@ def push(repo: Repo, config: Config, name: str, now: datetime) -> tuple[int, str
     clone = remote.clone_id(repo)
     ref = f"{remote.FLAGS}/{clone}"
     payload = _payload(repo, clone, now)
-    body = (json.dumps(payload, indent=2, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape")
+    body = (jsonio.dumps(payload, indent=2, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape")
     for _ in range(remote.ATTEMPTS):
         current = git.ls_remote(target.work, target.url, [ref]).get(ref)
         if current:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 
 from gates.domain.handoff import PLACEHOLDER
 from gates.infra import clock, fsio
+from gates.infra.clock import datetime
 from gates.infra.config import CONFIG_NAME, Config
 from gates.infra.git import Repo
 

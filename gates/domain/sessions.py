@@ -12,7 +12,6 @@ the list is labelled as facts, not instructions.
 from __future__ import annotations
 
 import os
-import re
 
 from gates.domain import flags, journal
 from gates.domain.ancestry import Relation
@@ -31,7 +30,7 @@ MAX_COMMITS = 15
 MAX_FILES_PER_COMMIT = 6
 MAX_PATHS = 25
 CLOSEOUT_MISSING = "closeout-missing"
-_SHA = re.compile(r"^[0-9a-f]{40,64}$")
+_SHA = "0123456789abcdef"  # a commit id: 40 (SHA-1) to 64 (SHA-256) of these
 
 
 def tail_entries(repo: Repo, size: int = TAIL_BYTES) -> list[dict[str, Any]]:
@@ -168,7 +167,7 @@ def _parse_log(text: str) -> list[tuple[str, str, list[str]]]:
     out = []
     for record in text.split("\x1e")[1:]:
         parts = record.split("\x1f", 2)
-        if len(parts) != 3 or not _SHA.match(parts[0]):
+        if len(parts) != 3 or not 40 <= len(parts[0]) <= 64 or parts[0].strip(_SHA):
             return []
         names = [name for name in parts[2].strip("\0\n").split("\0") if name.strip("\n")]
         out.append((parts[0], parts[1], [name.strip("\n") for name in names]))

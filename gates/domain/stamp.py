@@ -6,17 +6,16 @@ a value) is kept. With an expected content hash, a writer working from a stale r
 
 from __future__ import annotations
 
-import re
-from datetime import datetime
-
 from gates.domain import handoff, journal
 from gates.infra import clock, fsio
+from gates.infra.clock import datetime
 from gates.infra.config import Config
 from gates.infra.digest import sha256
 from gates.infra.errors import USAGE, VIOLATION, GateError
 from gates.infra.git import Repo
+from gates.infra.text import Pattern
 
-_VALUE = re.compile(r"^(?P<lead>\s*(?:[-*+]|\d{1,9}[.)])\s+)(?P<key>[A-Za-z][A-Za-z0-9_-]*)(?P<sep>\s*:\s*)"
+_VALUE = Pattern(r"^(?P<lead>\s*(?:[-*+]|\d{1,9}[.)])\s+)(?P<key>[A-Za-z][A-Za-z0-9_-]*)(?P<sep>\s*:\s*)"
                     r"(?P<quote>`?)(?P<value>.*?)(?P=quote)(?P<trail>\s*)$")
 
 
@@ -28,7 +27,7 @@ def _denied(message: str) -> GateError:
     return GateError(message, code=VIOLATION, reason="stamp-denied")
 
 
-_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
+_SHA256 = Pattern(r"[0-9a-fA-F]{64}")
 
 
 def check_expect(expect: str | None) -> None:

@@ -7,20 +7,19 @@ NAME `decisions` lists the open records; `decisions-closed` the closed and super
 
 from __future__ import annotations
 
-import re
-
 from gates.domain import handoff, journal, records
 from gates.infra import fsio
 from gates.infra.config import Config
 from gates.infra.git import Repo
 from gates.infra.plain import NamedTuple
+from gates.infra.text import Pattern
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable
 
-_START = re.compile(r"^\s*<!--\s*gate:table\s+([A-Za-z0-9_-]{1,40})\s*-->\s*$")
-_END = re.compile(r"^\s*<!--\s*/gate:table\s*-->\s*$")
+_START = Pattern(r"^\s*<!--\s*gate:table\s+([A-Za-z0-9_-]{1,40})\s*-->\s*$")
+_END = Pattern(r"^\s*<!--\s*/gate:table\s*-->\s*$")
 SELECT: dict[str, Callable[[records.Record], bool]] = {
     "decisions": lambda r: r.status == "open",
     "decisions-closed": lambda r: r.status in records.FINAL,

@@ -11,13 +11,12 @@ a cache entry is not evidence, and a removed one is rebuilt the next time it is 
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
 
 from gates import __version__
-from gates.infra import fsio, state
+from gates.infra import fsio, jsonio, state
 from gates.infra.digest import sha256
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
@@ -43,14 +42,14 @@ def get(repo: Repo, name: str) -> Any:
     path = state.layout(repo).cache / f"{name}.json"
     try:
         data = fsio.read_state_file(path, MAX_ENTRY_BYTES)
-        return None if data is None else json.loads(data)
-    except (GateError, ValueError, OSError):
+        return None if data is None else jsonio.loads(data.decode("utf-8"))
+    except (GateError, ValueError, OSError):  # UnicodeDecodeError and json's errors are ValueErrors
         return None
 
 
 def put(repo: Repo, name: str, value: Any) -> None:
     try:
-        data = json.dumps(value, separators=(",", ":")).encode()
+        data = jsonio.dumps(value, separators=(",", ":")).encode()
     except (TypeError, ValueError):
         return
     put_raw(repo, f"{name}.json", data)

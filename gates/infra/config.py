@@ -6,17 +6,15 @@ imported only when the file exists.
 
 from __future__ import annotations
 
-import json
 import os
-import re
-from datetime import timedelta
 from pathlib import Path
 
-from gates.infra import dataio, fsio, paths, schemas
+from gates.infra import dataio, fsio, jsonio, paths, schemas
 from gates.infra.catalog import CATALOG
+from gates.infra.clock import timedelta
 from gates.infra.errors import CANNOT_RUN, USAGE, GateError
 from gates.infra.git import Repo
-from gates.infra.text import excerpt
+from gates.infra.text import Pattern, excerpt
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -76,7 +74,7 @@ def _bad(message: str, shown: str, line: int | None) -> GateError:
     return GateError(message, code=CANNOT_RUN, reason="config-invalid", path=shown, line=line)
 
 
-_DEFAULTS_JSON = json.dumps(DEFAULTS)
+_DEFAULTS_JSON = jsonio.dumps(DEFAULTS)
 
 # Every key that names a file or folder: resolved and confined at load, then kept in canonical form.
 PATH_KEYS = (("handoff", "path"), ("handoff", "schema"), ("archive", "path"), ("records", "path"),
@@ -84,7 +82,7 @@ PATH_KEYS = (("handoff", "path"), ("handoff", "schema"), ("archive", "path"), ("
 
 
 def load(repo: Repo) -> Config:
-    config = Config(json.loads(_DEFAULTS_JSON))  # a fresh copy (copy.deepcopy costs an import on every commit)
+    config = Config(jsonio.loads(_DEFAULTS_JSON))  # a fresh copy (copy.deepcopy costs an import on every commit)
     path = repo.toplevel / CONFIG_NAME
     if os.path.lexists(path):
         _read(repo, config, path)
@@ -188,7 +186,7 @@ def _check_sections(config: Config, lines: dict[tuple[object, ...], int], shown:
             raise _bad(f"handoff.{key} '{handoff[key]}' is not one of handoff.sections", shown, line)
 
 
-_DURATION = re.compile(r"^(?:(\d{1,6})d)?(?:(\d{1,6})h)?(?:(\d{1,6})m)?(?:(\d{1,7})s)?$")
+_DURATION = Pattern(r"^(?:(\d{1,6})d)?(?:(\d{1,6})h)?(?:(\d{1,6})m)?(?:(\d{1,7})s)?$")
 MAX_DURATION = timedelta(days=30)
 
 

@@ -92,6 +92,6 @@ def say(line: str) -> None:
 
 
 def emit_json(document: object) -> None:
-    import json
+    from gates.infra import jsonio
 
-    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.write(jsonio.dumps(document, indent=2, ensure_ascii=False) + "\n")

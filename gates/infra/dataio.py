@@ -7,8 +7,7 @@ NaN and deep nesting are refused with the line where they stand.
 
 from __future__ import annotations
 
-import json
-
+from gates.infra import jsonio
 from gates.infra.text import excerpt
 
 TYPE_CHECKING = False
@@ -189,12 +188,12 @@ def load_json(text: str) -> Any:
         return _bounded(int(raw))
 
     try:
-        data = json.loads(text, object_pairs_hook=pairs, parse_constant=constant, parse_float=number,
+        data = jsonio.loads(text, object_pairs_hook=pairs, parse_constant=constant, parse_float=number,
                           parse_int=integer)
         if "\\ud" in text or "\\uD" in text:  # a lone surrogate escape (`"\ud800"`) decodes to no character
-            json.dumps(data, ensure_ascii=False).encode("utf-8")
-    except json.JSONDecodeError as exc:
-        raise DataError(f"invalid JSON: {exc.msg}", exc.lineno) from None
+            jsonio.dumps(data, ensure_ascii=False).encode("utf-8")
+    except ValueError as exc:  # json.JSONDecodeError: named by its fields, so `json` is imported only on this path
+        raise DataError(f"invalid JSON: {getattr(exc, 'msg', exc)}", getattr(exc, "lineno", 0)) from None
     except RecursionError:
         raise DataError("invalid JSON: nested too deeply") from None
     except UnicodeEncodeError:

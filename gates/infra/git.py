@@ -698,9 +698,9 @@ def _programs(url: str) -> list[str]:
     if url.startswith("file://"):
         # A local push runs receive-pack here: with the far repository's hooks off as well.
         # core.alternateRefsCommand (the far repository's config) would run a program of its choosing: `true` instead.
-        import shlex
+        from gates.infra.text import shell_quote
 
-        far = (f"{shlex.quote(git_program())} -c core.hooksPath=/dev/null -c core.alternateRefsCommand=true "
+        far = (f"{shell_quote(git_program())} -c core.hooksPath=/dev/null -c core.alternateRefsCommand=true "
                "-c core.fsmonitor=false")
         return [f"--receive-pack={far} -c receive.autogc=false receive-pack", f"--upload-pack={far} upload-pack"]
     return ["--receive-pack=git-receive-pack", "--upload-pack=git-upload-pack"]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 from gates import __version__
+from gates.infra import jsonio
 from gates.infra.errors import GateError
 from gates.infra.findings import ENVIRONMENT, ERROR, WARNING, CheckResult
 
@@ -58,7 +58,7 @@ def as_json(result: CheckResult | None, exit_code: int, error: GateError | None 
         "findings": [f.to_json() for f in findings],
         "error": None if error is None else {"reason": error.reason, "message": error.render()},
     }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return jsonio.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
 def _escape_data(text: str) -> str:
@@ -151,7 +151,7 @@ def sarif(result: CheckResult | None, exit_code: int, error: GateError | None = 
             "results": results,
         }],
     }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return jsonio.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
 def junit(result: CheckResult | None, error: GateError | None = None) -> str:

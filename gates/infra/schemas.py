@@ -5,10 +5,10 @@ jsonschema is imported only when something is validated: it is the slowest impor
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 
+from gates.infra import jsonio
 from gates.infra.text import excerpt
 
 TYPE_CHECKING = False
@@ -34,7 +34,7 @@ def schema_path(name: str) -> Path:
 
 @lru_cache(maxsize=None)
 def load(name: str) -> dict[str, Any]:
-    schema: dict[str, Any] = json.loads(schema_path(name).read_text(encoding="utf-8"))
+    schema: dict[str, Any] = jsonio.loads(schema_path(name).read_text(encoding="utf-8"))
     return schema
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 import stat
-from datetime import datetime
 from pathlib import Path
 
 from gates.infra import clock
+from gates.infra.clock import datetime
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
 
