@@ -46,6 +46,25 @@ def clean_git_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
         monkeypatch.delenv(name, raising=False)
 
 
+def bare_python(code: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`code` in a new interpreter started without `site` (-S), as a plain install's hook meets it: this test
+    environment's editable install loads pathlib, re and more through its import hook before any line of ours
+    runs. The package and its dependencies are found on the path `code` is given instead."""
+    import site
+
+    prelude = f"import sys\nsys.path[:0] = {[str(ROOT), *site.getsitepackages()]!r}\n"
+    return subprocess.run([sys.executable, "-S", "-c", prelude + code], cwd=cwd, capture_output=True, text=True)
+
+
+def imported_by(code: str, watched: tuple[str, ...]) -> list[str]:
+    """Which of the `watched` modules running `code` imports, in a bare interpreter (see bare_python)."""
+    probe = (f"import sys\nbefore = set(sys.modules)\n{code}\n"
+             f"print(','.join(m for m in {watched!r} if m in set(sys.modules) - before))")
+    proc = bare_python(probe)
+    assert proc.returncode == 0, proc.stderr
+    return [name for name in proc.stdout.strip().split(",") if name]
+
+
 def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
     proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env)
     assert proc.returncode == 0, f"git {' '.join(args)} failed: {proc.stderr}"

@@ -10,20 +10,20 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from conftest import commit_all, git, handoff_text, run_gate
+from conftest import bare_python, commit_all, git, handoff_text, run_gate
 
 # The parsers and GitPython, and the standard modules a hook's check does without (docs/performance.md):
 # typing (NamedTuple: gates/infra/plain.py), argparse and the shutil it pulls in (a plain invocation is
 # parsed by gates/cli.py), subprocess (git by posix_spawn), hashlib (OpenSSL: gates/infra/digest.py), copy,
 # json (the C scanner and encoder: gates/infra/jsonio.py), datetime's Python half (gates/infra/clock.py),
-# shlex (gates/infra/text.shell_quote).
+# shlex (gates/infra/text.shell_quote), pathlib (paths are str), re with the enum and functools it loads
+# (string methods, or infra/text.Pattern on first use), collections and contextlib.
 HEAVY = ("dataclasses", "inspect", "jsonschema", "ruamel.yaml", "git", "pre_commit",
-         "typing", "argparse", "shutil", "subprocess", "hashlib", "copy", "json", "datetime", "shlex")
+         "typing", "argparse", "shutil", "subprocess", "hashlib", "copy", "json", "datetime", "shlex",
+         "pathlib", "re", "enum", "functools", "collections", "contextlib", "fnmatch", "urllib")
 PROBE = f"""
 import sys
 already = set(sys.modules)
@@ -34,7 +34,7 @@ print("LOADED=" + ",".join(m for m in {HEAVY!r} if m in sys.modules and m not in
 
 
 def _probe(repo: Path) -> str:
-    proc = subprocess.run([sys.executable, "-c", PROBE], cwd=repo, capture_output=True, text=True)
+    proc = bare_python(PROBE, cwd=repo)
     return next(line for line in proc.stdout.splitlines() if line.startswith("LOADED="))
 
 

@@ -8,15 +8,19 @@ report) can read the ids without importing a gate.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from types import ModuleType
+from _collections_abc import Mapping  # what collections.abc re-exports, without `collections` itself
 
 from gates.infra.catalog import CATALOG, Gate, flag_reason
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from types import ModuleType
 
 __all__ = ["CATALOG", "GATES", "Gate", "flag_reason"]
 
 
-class _Modules(Mapping[str, ModuleType]):
+class _Modules(Mapping[str, "ModuleType"]):
     """id -> the gate's module, imported on first use."""
 
     def __getitem__(self, gate_id: str) -> ModuleType:

@@ -9,6 +9,8 @@ warning with a `lock-held-live` flag. Only the top-level lock locations are look
 
 from __future__ import annotations
 
+import os
+
 from gates.checks.context import Context
 from gates.domain import locks
 from gates.infra.clock import datetime
@@ -50,7 +52,7 @@ def _stale(ctx: Context, lock: locks.Lock, shown: str, quarantine: bool, thresho
     if moved.target is not None and not moved.problem:
         assert moved.evidence_dir is not None
         message = (f"stale lock moved to {moved.target} (it was {int(lock.age)}s old; {lock.reason}); "
-                   f"`gate locks --restore {moved.evidence_dir.name}` puts it back")
+                   f"`gate locks --restore {os.path.basename(moved.evidence_dir)}` puts it back")
         ctx.events.append(("stale-lock-quarantined", f"{shown}: {message}"))
         return Finding(shown, 1, ID, message, WARNING)
     if moved.problem.startswith("gone"):

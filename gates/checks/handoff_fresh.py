@@ -11,8 +11,6 @@ is a warning that says how to fetch more history.
 
 from __future__ import annotations
 
-import functools
-
 from gates.checks.context import OVER_CAP, Context
 from gates.domain import handoff
 from gates.domain.ancestry import meta_ref, not_in_shallow_clone, relation
@@ -23,7 +21,9 @@ from gates.infra.findings import WARNING, Finding
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Iterator
+    from typing import Any, Callable, Iterator
+
+    from gates.infra.git import History
 
 ID = "handoff-fresh"
 
@@ -64,12 +64,17 @@ def _history(ctx: Context) -> Iterator[Finding]:
         if ref is None or not ref.value or change.new == ctx.repo.head:
             continue
         found = relation(ctx.repo, ctx.config, ref.value, tip=change.new, exact=False, span=len(ctx.changes),
-                         read=functools.partial(change.history.blob, path=path))
+                         read=_reader(change.history, path))
         if found.kind == "elsewhere":
             yield Finding(path, ref.line, ID, f"{change.label}: its Meta ref {ref.value} is not in its history")
         elif found.kind == "behind" and found.behind > limit:
             yield Finding(path, ref.line, ID, f"{change.label}: its Meta ref {ref.value} is {found.behind} commits "
                           f"behind it, more than fresh.max_behind ({limit}): committed without updating the hand-over")
+
+
+def _reader(history: History, path: str) -> Callable[[str], bytes | None]:
+    """`path` as each commit of the history holds it."""
+    return lambda commit: history.blob(commit, path=path)
 
 
 def _pending(ctx: Context) -> bool | None:

@@ -195,7 +195,7 @@ def load_project_schema(ctx: Context, relative: str) -> dict[str, Any]:
     from gates.infra import dataio, fsio, schemas
     from gates.infra.errors import GateError
 
-    data = fsio.read_bytes_capped(ctx.repo.toplevel / relative, 1 << 20, relative)
+    data = fsio.read_bytes_capped(ctx.repo.path(relative), 1 << 20, relative)
     if isinstance(data, int):
         raise GateError(f"schema is {data:,} bytes, over the 1 MiB cap", reason="config-invalid", path=relative)
     try:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from gates.checks import GATES
 from gates.checks.context import Context
 from gates.domain import changes
@@ -33,12 +31,14 @@ def select(config: Config, only: list[str], skip: list[str]) -> list[str]:
     return [gate_id for gate_id in chosen if gate_id not in skip]
 
 
-def run(repo: Repo, config: Config, gate_ids: list[str], files: list[Path], now: datetime | None = None,
-        range_spec: str | None = None, push: list[Any] | None = None) -> CheckResult:
+def run(repo: Repo, config: Config, gate_ids: list[str], files: list[str], now: datetime | None = None,
+        range_spec: str | None = None, push: list[Any] | None = None, fixed: bool = False) -> CheckResult:
+    """Judge the hand-over as the commit will record it: staged, its staged content. After `--fix` mended it in
+    the work tree (`fixed`), the work tree's: that is what the user stages again, and the commit is stopped anyway."""
     history = repo.history()
     found = changes.in_range(repo, history, range_spec) if range_spec else changes.staged(repo, history)
-    paths = files or [repo.toplevel / config.section("handoff")["path"]]
-    staged = found if not files and range_spec is None else None
+    paths = files or [repo.path(config.section("handoff")["path"])]
+    staged = found if not files and range_spec is None and not fixed else None
     loaded = [load_handoff(repo, config, path, staged) for path in paths]
     ctx = Context(repo=repo, config=config, handoffs=loaded, now=now or clock.now(), changes=found,
                   range_spec=range_spec, push=push)
@@ -69,14 +69,14 @@ def _nothing(repo: Repo, config: Config, now: datetime) -> list[str]:
     return []
 
 
-def environment(repo: Repo, config: Config, changed: list[list[tuple[str, str]]], paths: list[Path]) -> list[Finding]:
+def environment(repo: Repo, config: Config, changed: list[list[tuple[str, str]]], paths: list[str]) -> list[Finding]:
     """What a passing check must still mention. Only looks: nothing is created, the state dir included."""
     from gates.domain import leftovers
     from gates.infra import state
 
     out = []
     for folder, why in state.unsafe(state.layout(repo)):
-        out.append(Finding(str(folder), 1, ENVIRONMENT, f"state dir {folder}: {why}: commands that write "
+        out.append(Finding(folder, 1, ENVIRONMENT, f"state dir {folder}: {why}: commands that write "
                            "(flags, claims, stamps, the journal) refuse it — `gate doctor` says what to fix", WARNING))
     committed = sorted({path for pairs in changed for path in leftovers.staged(pairs)})
     for path in committed:

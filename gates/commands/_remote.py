@@ -139,10 +139,11 @@ def release(args: argparse.Namespace, run: Run, name: str, state_rel: str, holde
         return run.deny("release-denied", f"not released on remote {name}: this worktree does not hold the claim on "
                         f"{state_rel}; {remote.describe(outcome.record)} does — `gate release --force --reason TEXT` "
                         "breaks it if that session is gone")
-    if outcome.kind == "none" and local.kind in ("none", "not-holder"):
-        return run.deny("release-denied", f"not released: nobody holds a claim on {state_rel} here or on remote {name}"
-                        if local.kind == "none" else f"not released: this worktree does not hold the claim on "
-                        f"{state_rel} in this clone, and remote {name} has none")
+    if outcome.kind == "none" and local.kind == "none":
+        print(f"nothing to release: nobody holds a claim on {state_rel} here or on remote {name}")
+    elif outcome.kind == "none" and local.kind == "not-holder":
+        return run.deny("release-denied", f"not released: this worktree does not hold the claim on {state_rel} in "
+                        f"this clone, and remote {name} has none")
     return OK
 
 

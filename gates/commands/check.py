@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 from gates.commands import HIDDEN, invocation
 from gates.commands.invocation import Run, ids
@@ -83,8 +82,12 @@ def _run_gates(run: Run, args: argparse.Namespace) -> tuple[CheckResult, list[tu
     repo, config = run.repo(), run.config()
     gate_ids = check.select(config, args.only, args.skip)
     fixed = check.fix(repo, config, gate_ids, invocation.now()) if args.fix else []  # what pre-commit fixers do
-    files = [Path(f).absolute() for f in args.files]
-    run.scope = flags.scope_of(repo, files, args.range, repo.toplevel / config.section("handoff")["path"])
+    files = [os.path.abspath(f) for f in args.files]
+    for given, path in zip(args.files, files, strict=True):  # a slip of the hand: said now, nothing to flag
+        if not os.path.lexists(path):
+            raise GateError(f"{given}: no such file — name an existing hand-over file, or none to check the "
+                            "configured one", code=USAGE, reason="usage")
+    run.scope = flags.scope_of(repo, files, args.range, repo.path(config.section("handoff")["path"]))
     push = None
     if args.remote or args.pre_push or "handoff-claim-remote" in gate_ids and os.environ.get("PRE_COMMIT_TO_REF") \
             or "handoff-claim-remote" in args.only:  # at push time (issue 18)
@@ -93,7 +96,7 @@ def _run_gates(run: Run, args: argparse.Namespace) -> tuple[CheckResult, list[tu
         push = handoff_claim_remote.updates(repo, sys.stdin if args.pre_push else None, os.environ)
         if "handoff-claim-remote" not in gate_ids and "handoff-claim-remote" not in args.skip:
             gate_ids.append("handoff-claim-remote")
-    result = check.run(repo, config, gate_ids, files, range_spec=args.range, push=push)
+    result = check.run(repo, config, gate_ids, files, range_spec=args.range, push=push, fixed=bool(fixed))
     return result, fixed
 
 

@@ -46,5 +46,5 @@ def _config(args: argparse.Namespace, run: Run) -> int:
 def _schema(args: argparse.Namespace, run: Run) -> int:
     from gates.infra import schemas
 
-    sys.stdout.write(schemas.schema_path(args.name).read_text(encoding="utf-8"))
+    sys.stdout.write(schemas.schema_bytes(args.name).decode("utf-8"))
     return OK

@@ -84,7 +84,7 @@ class Run:
         """Flag this run's gate-tagged failures in the scope of a plain `gate check` of this worktree."""
         from gates.domain import flags
 
-        handoff = self.repo().toplevel / self.config().section("handoff")["path"]
+        handoff = self.repo().path(self.config().section("handoff")["path"])
         self.scope = flags.scope_of(self.repo(), [], None, handoff)
 
     def judged_as_check(self, gate: str) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from gates.commands import invocation
 from gates.commands.invocation import Run
 from gates.infra.console import emit_json
@@ -59,7 +61,7 @@ def _report_moves(moves: list[Moved], run: Run, quiet: bool) -> int:
     for moved in moves:
         if moved.target is not None and moved.evidence_dir is not None and not moved.problem:
             message = (f"moved {moved.lock.path} to {moved.target}; "
-                       f"`gate locks --restore {moved.evidence_dir.name}` puts it back")
+                       f"`gate locks --restore {os.path.basename(moved.evidence_dir)}` puts it back")
             run.notice("stale-lock-quarantined", message)
         elif moved.problem.startswith("gone"):
             message = f"{moved.lock.path}: {moved.problem}"

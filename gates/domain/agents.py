@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import os
 import re
-import shlex
 import sys
 from pathlib import Path
 
@@ -69,6 +68,8 @@ def is_ours(command: object, kind: str | None = None) -> bool:
 
 
 def interpreter_of(command: str) -> str:
+    import shlex  # only a command to judge needs it (its `re` costs every other run)
+
     try:
         words = shlex.split(command)
     except ValueError:
@@ -217,7 +218,7 @@ def _without_block(text: str) -> str:
 class _File:
     def __init__(self, repo: Repo, agent: str) -> None:
         self.repo, self.agent, self.shown = repo, agent, FILES[agent]
-        self.path = Path(paths.confined(repo, repo.toplevel / self.shown, self.shown, reason="input-unreadable"))
+        self.path = Path(paths.confined(repo, repo.path(self.shown), self.shown, reason="input-unreadable"))
 
     def read(self) -> bytes | None:
         if not os.path.lexists(self.path):
@@ -242,7 +243,7 @@ class _File:
 
     def missing_dirs(self) -> list[Path]:
         out, folder = [], self.path.parent
-        while not os.path.lexists(folder) and folder != self.repo.toplevel:
+        while not os.path.lexists(folder) and folder != Path(self.repo.toplevel):
             out.append(folder)
             folder = folder.parent
         return out
@@ -251,11 +252,11 @@ class _File:
         fsio.write_atomic(self.path, data, parents=True)
 
 
-def _record_path(repo: Repo, agent: str) -> Path:
+def _record_path(repo: Repo, agent: str) -> str:
     lay = state.layout(repo)
-    folder = state.ensure_dir(lay, lay.root / "agents")
+    folder = state.ensure_dir(lay, os.path.join(lay.root, "agents"))
     key = sha256(f"{repo.toplevel}\0{FILES[agent]}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
-    return folder / f"{key}.json"
+    return os.path.join(folder, f"{key}.json")
 
 
 def _read_record(repo: Repo, agent: str) -> dict[str, Any] | None:
@@ -302,7 +303,7 @@ def uninstall(repo: Repo, agent: str) -> list[str]:
     record_path = _record_path(repo, agent)
     # A link here (planted, or the user's own) leads to a file the gate did not create: it is never deleted,
     # only our hooks are taken out of it.
-    linked = os.path.islink(target.repo.toplevel / target.shown)
+    linked = os.path.islink(target.repo.path(target.shown))
     ours = record is not None and current is not None and record.get("written") == _digest(current)
     if ours and record is not None and not (record.get("original") is None and linked):
         original = record.get("original")
@@ -342,7 +343,7 @@ def uninstall(repo: Repo, agent: str) -> list[str]:
 
 
 def _rmdir_if_empty(repo: Repo, relative: str) -> None:
-    folder = Path(paths.confined(repo, repo.toplevel / relative, relative, reason="input-unreadable"))
+    folder = paths.confined(repo, repo.path(relative), relative, reason="input-unreadable")
     try:
         os.rmdir(folder)
     except OSError:
@@ -415,7 +416,7 @@ def doctor(repo: Repo) -> list[tuple[str, str]]:
     out = []
     for agent in AGENTS:
         shown = FILES[agent]
-        if not os.path.lexists(repo.toplevel / shown):
+        if not os.path.lexists(repo.path(shown)):
             continue
         try:
             target = _File(repo, agent)

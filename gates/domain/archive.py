@@ -8,7 +8,7 @@ an item in both files, never in neither.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from gates.domain import handoff, journal
 from gates.infra import fsio
@@ -64,7 +64,7 @@ def archive(repo: Repo, config: Config, now: datetime) -> list[Move]:
     moves = plan(handoff.parse(source.lines, shown))
     if not moves:
         return []
-    archive_path = repo.toplevel / config.section("archive")["path"]
+    archive_path = repo.path(config.section("archive")["path"])
     _append_to_archive(repo, archive_path, _block(source.lines, moves, repo.head, now))
     gone = {index for move in moves for index in move.span}
     fsio.write_atomic(path, source.encode([line for i, line in enumerate(source.lines) if i not in gone]))
@@ -73,10 +73,10 @@ def archive(repo: Repo, config: Config, now: datetime) -> list[Move]:
     return moves
 
 
-def _append_to_archive(repo: Repo, path: Path, block: list[str]) -> None:
+def _append_to_archive(repo: Repo, path: str, block: list[str]) -> None:
     """Add `block` at the end: the old bytes stay, byte for byte, a prefix of the new ones (append-only)."""
     shown = repo.relpath(path)
-    if path.exists() or path.is_symlink():
+    if os.path.lexists(path):
         data = fsio.read_bytes_capped(path, MAX_ARCHIVE_BYTES, shown)
         if isinstance(data, int):
             raise GateError(f"{shown} is {data:,} bytes, over the {MAX_ARCHIVE_BYTES:,}-byte cap: not archived",

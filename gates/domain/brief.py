@@ -9,7 +9,7 @@ session-start hook must never wedge a session.
 
 from __future__ import annotations
 
-import functools
+import os
 
 from gates.domain import claims, flags, handoff, locks, sessions
 from gates.domain.ancestry import relation
@@ -49,7 +49,13 @@ def _guard(title: str, build: Callable[[], str]) -> Section:
 
 def sections(repo: Repo, config: Config, now: datetime) -> list[Section]:
     # Read the hand-over file once for the two sections that need it (a failure is simply read again).
-    handoff_file = functools.cache(lambda: load_handoff(repo, config, repo.toplevel / config.section("handoff")["path"]))
+    read: list[Loaded] = []
+
+    def handoff_file() -> Loaded:
+        if not read:
+            read.append(load_handoff(repo, config, repo.path(config.section("handoff")["path"])))
+        return read[0]
+
     return [
         _guard("1. Flags", lambda: _flags(repo, config, handoff_file) + _other_clones(repo, config)),
         _guard("2. Tripwire: does the hand-over agree with git?", lambda: _tripwire(repo, config, handoff_file())),
@@ -241,6 +247,6 @@ def save_full(repo: Repo, text: str) -> str:
     """Keep the full brief where a cut one can point to."""
 
     lay = state.layout(repo)
-    path = state.ensure_dir(lay, lay.root) / "brief.md"
+    path = os.path.join(state.ensure_dir(lay, lay.root), "brief.md")
     state.write(repo, path, text.encode("utf-8", "surrogateescape"))
-    return str(path)
+    return path

@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 import posixpath
 import stat
-from pathlib import Path
 
 from gates.domain import journal
 from gates.infra import clock, dataio, fsio, jsonio, state
@@ -156,10 +155,10 @@ def _ttl_number(ttl: timedelta) -> int | float:
     return int(seconds) if seconds == int(seconds) else seconds
 
 
-def claim_path(lay: state.Layout, claim_key: str) -> Path:
+def claim_path(lay: state.Layout, claim_key: str) -> str:
     """Where the claim on `claim_key` (a `key()`) is published: the same name as before keys were canonical."""
     digest = sha256(claim_key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
-    return lay.claims / f"{digest}.json"
+    return os.path.join(lay.claims, f"{digest}.json")
 
 
 def _canonical(lay: state.Layout, state_rel: str) -> str:
@@ -172,21 +171,21 @@ def read(lay: state.Layout, state_rel: str) -> dict[str, Any] | None:
     return found[1] if found else None
 
 
-def _find(lay: state.Layout, claim_key: str) -> tuple[Path, dict[str, Any]] | None:
+def _find(lay: state.Layout, claim_key: str) -> tuple[str, dict[str, Any]] | None:
     """The record at the key's name; failing that, a version-1 record published under another spelling.
 
     Records written before keys were canonical sit at the hash of the path as configured
     (`./HANDOFF.md`, say). They still hold their file: found here, they are renewed, released or
     taken over like any other, and a renewal republishes them under the canonical name.
     """
-    if not lay.claims.is_dir():
+    if not os.path.isdir(lay.claims):
         return None
     path = claim_path(lay, claim_key)
     record = _load(path)
     if record is not None:
         return path, record
-    for other in sorted(lay.claims.glob("*.json")):
-        if other.name.startswith(".") or other == path:
+    for other in fsio.listing(lay.claims, ".json"):
+        if other == path:
             continue
         try:
             legacy = _load(other)
@@ -202,12 +201,12 @@ def _find(lay: state.Layout, claim_key: str) -> tuple[Path, dict[str, Any]] | No
     return None
 
 
-def _load(path: Path) -> dict[str, Any] | None:
+def _load(path: str) -> dict[str, Any] | None:
     data = fsio.read_state_file(path, MAX_RECORD_BYTES)
     if data is None:
         return None
     try:
-        record = dataio.load_json(fsio.decode_text(data, str(path)))
+        record = dataio.load_json(fsio.decode_text(data, path))
     except (dataio.DataError, GateError) as exc:
         raise GateError(f"claim record {path} is unreadable ({exc}): inspect it, then move it aside with "
                         "`gate release --force --reason TEXT`", reason="state-unsafe") from None
@@ -282,7 +281,7 @@ def liveness(record: dict[str, Any], now: datetime, host: str | None = None) -> 
 def _located(git_dir: str) -> str | None:
     """Where a linked worktree is now: git's admin dir records it in `gitdir` (`<worktree>/.git`), moves included."""
     try:
-        data = fsio.read_state_file(Path(git_dir) / "gitdir", 8192)
+        data = fsio.read_state_file(os.path.join(git_dir, "gitdir"), 8192)
     except GateError:
         return None
     if not data:
@@ -320,7 +319,7 @@ class Outcome(NamedTuple):
     record: dict[str, Any] | None = None
     previous: dict[str, Any] | None = None
     why: str = ""
-    evidence: Path | None = None
+    evidence: str | None = None
 
 
 def _new_record(claim_key: str, holder: Holder, ttl: timedelta | None, note: str | None, now: datetime) -> dict[str, Any]:
@@ -402,9 +401,9 @@ def _claim(repo: Repo, state_rel: str, holder: Holder, ttl: timedelta | None, no
         return Outcome("taken-over" if current else "granted", record, previous=current, why=why, evidence=evidence)
 
 
-def _released_name(lay: state.Layout, record: dict[str, Any], now: datetime) -> Path:
+def _released_name(lay: state.Layout, record: dict[str, Any], now: datetime) -> str:
     released = state.ensure_dir(lay, lay.claims_released)
-    return released / f"{clock.name_text(now)}-{os.urandom(4).hex()}-{str(record['token'])[:16]}.json"
+    return os.path.join(released, f"{clock.name_text(now)}-{os.urandom(4).hex()}-{str(record['token'])[:16]}.json")
 
 
 def _release(repo: Repo, state_rel: str, holder: Holder, now: datetime, force_reason: str | None) -> Outcome:
@@ -426,7 +425,7 @@ def _release(repo: Repo, state_rel: str, holder: Holder, now: datetime, force_re
         return Outcome("broken", current, why=force_reason, evidence=evidence)
 
 
-def _move(source: Path, target: Path, token: str) -> None:
+def _move(source: str, target: str, token: str) -> None:
     """Rename a record aside (never over anything) and check it is the record we judged."""
     if os.path.lexists(target):
         raise GateError(f"refusing to move {source} over {target}", reason="state-unsafe")
@@ -440,10 +439,11 @@ def _move(source: Path, target: Path, token: str) -> None:
         raise GateError(f"the record moved to {target} is not the one judged: inspect it", reason="state-unsafe")
 
 
-def _set_aside(lay: state.Layout, path: Path, record: dict[str, Any], action: str, why: str, by: Holder,
-               now: datetime) -> Path:
+def _set_aside(lay: state.Layout, path: str, record: dict[str, Any], action: str, why: str, by: Holder,
+               now: datetime) -> str:
     evidence = state.new_evidence_dir(lay, now)
-    _move(path, evidence / path.name, str(record["token"]))
+    name = os.path.basename(path)
+    _move(path, os.path.join(evidence, name), str(record["token"]))
     manifest = {
         "version": 1,
         "kind": "claim",
@@ -451,22 +451,18 @@ def _set_aside(lay: state.Layout, path: Path, record: dict[str, Any], action: st
         "reason": why,
         "when": clock.utc_text_fine(now),
         "by": {"worktree": by.worktree, "branch": by.branch, "session": by.session, "host": by.host},
-        "items": [{"original": str(path), "moved_to": path.name, "record": record}],
+        "items": [{"original": path, "moved_to": name, "record": record}],
     }
     assert lay.repo is not None
-    state.write(lay.repo, evidence / "manifest.json", _encode(manifest))
+    state.write(lay.repo, os.path.join(evidence, "manifest.json"), _encode(manifest))
     return evidence
 
 
 def list_all(repo: Repo, now: datetime) -> list[dict[str, Any]]:
     """Every published claim, with its age and liveness."""
     lay = state.layout(repo)
-    if not lay.claims.is_dir():
-        return []
     out = []
-    for path in sorted(lay.claims.glob("*.json")):
-        if path.name.startswith("."):
-            continue
+    for path in fsio.listing(lay.claims, ".json"):
         try:
             record = _load(path)
         except GateError as exc:

@@ -90,7 +90,7 @@ def judge(repo: Repo, config: Config, session: str | None, errors: list[str]) ->
 def _meta_ref(repo: Repo, config: Config) -> str | None:
     cfg = config.section("handoff")
     try:
-        _, shown, data = handoff.read(repo, config, repo.toplevel / cfg["path"])
+        _, shown, data = handoff.read(repo, config, repo.path(cfg["path"]))
         if isinstance(data, int):
             return None
         entry = handoff.parse(handoff.Source.decode(data, shown).lines, shown).meta_value(cfg["meta_section"], "ref")
@@ -125,9 +125,9 @@ def reason_text(steps: list[str]) -> str:
 
 def _counter_path(repo: Repo, session: str | None) -> Any:
     lay = state.layout(repo)
-    folder = state.ensure_dir(lay, lay.root / "closeout")
+    folder = state.ensure_dir(lay, os.path.join(lay.root, "closeout"))
     key = sha256(f"{repo.toplevel}\0{session or ''}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
-    return folder, folder / f"{key}.json"
+    return folder, os.path.join(folder, f"{key}.json")
 
 
 def _read_counter(path: Any) -> dict[str, Any]:

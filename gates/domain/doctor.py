@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 
 from gates.domain import flags, hooks, journal, leftovers, locks
 from gates.infra import config as config_module
@@ -85,11 +84,11 @@ def _config(repo: Repo) -> list[Check]:
 def _commit_hooks(repo: Repo) -> list[Check]:
     out = []
     framework = _framework_hooks(repo)
-    native = hooks.hooks_dir(repo) / "pre-commit"
+    native = os.path.join(hooks.hooks_dir(repo), "pre-commit")
     installed = os.path.lexists(native)
     if framework:
         out.append(Check(OK, f".pre-commit-config.yaml runs {', '.join(sorted(framework))}"))
-        text = native.read_text(errors="replace") if installed else ""
+        text = hooks.read_hook(native) if installed else ""
         if "pre-commit" not in text and not hooks.is_ours(native):
             out.append(Check(FIX, "the pre-commit framework is not installed in this clone: run `pre-commit install`"))
     if hooks.is_ours(native):
@@ -100,31 +99,31 @@ def _commit_hooks(repo: Repo) -> list[Check]:
     return out
 
 
-def _native_hook(native: Path) -> Check:
+def _native_hook(native: str) -> Check:
     """Our hook runs an interpreter by absolute path: it breaks when that environment is removed, and a hook
     written by another version of the gate may lack what this one writes (the `-c` entry of the no-change path)."""
     import shlex
 
-    text = native.read_text(errors="replace")
+    text = hooks.read_hook(native)
     words = shlex.split(text.splitlines()[-1]) if text.strip() else []
     interpreter = words[1] if len(words) > 1 and words[0] == "exec" else ""
     if not os.access(interpreter, os.X_OK):
         return Check(FIX, f"native hook {native} runs {interpreter or 'no interpreter'}, which is gone: every commit "
                           "fails — run `gate install-hooks` again from the environment the gate is installed in")
-    if text != hooks.script(native.name):
+    if text != hooks.script(os.path.basename(native)):
         return Check(WARN, f"native hook {native} was written by another installation or version of the gate: "
                            "`gate install-hooks` rewrites it for this one")
     return Check(OK, f"native hook {native} runs the gate")
 
 
 def _framework_hooks(repo: Repo) -> set[str]:
-    path = repo.toplevel / ".pre-commit-config.yaml"
-    if not path.is_file():
+    path = repo.path(".pre-commit-config.yaml")
+    if not os.path.isfile(path):
         return set()
     from pre_commit.clientlib import InvalidConfigError, load_config
 
     try:
-        loaded = load_config(str(path))
+        loaded = load_config(path)
     except InvalidConfigError as exc:
         raise GateError(f".pre-commit-config.yaml is not valid: {str(exc).splitlines()[0]}",
                         reason="config-invalid") from None
@@ -132,16 +131,17 @@ def _framework_hooks(repo: Repo) -> set[str]:
 
 
 def _claude(repo: Repo) -> list[Check]:
-    folder = repo.toplevel / ".claude"
-    if not folder.is_dir():
+    folder = repo.path(".claude")
+    if not os.path.isdir(folder):
         return [Check(OK, "Claude Code settings not checked: no .claude/ here")]
     commands, broken = [], []
     for name in ("settings.json", "settings.local.json"):
-        path = folder / name
-        if not path.is_file():
+        path = os.path.join(folder, name)
+        if not os.path.isfile(path):
             continue
         try:
-            settings = jsonio.loads(path.read_text())
+            with open(path, encoding="utf-8") as handle:
+                settings = jsonio.loads(handle.read())
         except (OSError, ValueError) as exc:
             broken.append(Check(FIX, f".claude/{name} cannot be read as JSON ({exc}): Claude Code ignores it too"))
             continue

@@ -23,11 +23,9 @@ planted there is refused (`state-unsafe`), never followed, never blocked on.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 import time
-from pathlib import Path
 
 from gates.domain import journal
 from gates.infra import clock, dataio, fsio, jsonio, state
@@ -77,7 +75,7 @@ def _key(reason: str, message: str, worktree: str) -> str:
     return sha256("\0".join((reason, message, worktree)).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def scope_of(repo: Repo, files: list[Path], range_spec: str | None, default_file: Path) -> dict[str, Any]:
+def scope_of(repo: Repo, files: list[str], range_spec: str | None, default_file: str) -> dict[str, Any]:
     """What a check judged: the hand-over files it read (the configured one when none is named) and its range.
 
     `gate check HANDOFF.md` and `gate check` have the same scope; `gate check OTHER.md` and a
@@ -92,28 +90,28 @@ def _marker(gate: str, worktree: str, scope: dict[str, Any] | None) -> str:
     return f"{gate}.{digest[:24]}"
 
 
-def _locked(directory: Path) -> fsio.locked:
+def _locked(directory: str) -> fsio.locked:
     """The folder's flock, refusing a lock file planted as anything but a regular file."""
     try:
-        info = os.lstat(directory / ".lock")
+        info = os.lstat(os.path.join(directory, ".lock"))
     except FileNotFoundError:
         pass
     else:
         if not stat.S_ISREG(info.st_mode):
-            raise GateError(f"refusing {directory / '.lock'}: not a regular file", reason="state-unsafe")
+            raise GateError(f"refusing {os.path.join(directory, '.lock')}: not a regular file", reason="state-unsafe")
     return fsio.locked(directory)
 
 
 def _set_marker(repo: Repo, lay: state.Layout, name: str) -> None:
-    folder = state.ensure_dir(lay, lay.flags / OPEN)
+    folder = state.ensure_dir(lay, os.path.join(lay.flags, OPEN))
     modes = state.shared_modes(repo)
     mode = modes[0] if modes else 0o666 & ~fsio.umask()
     try:
-        os.close(os.open(folder / name, fsio.safe_flags(os.O_WRONLY | os.O_CREAT | os.O_EXCL), mode))
+        os.close(os.open(os.path.join(folder, name), fsio.safe_flags(os.O_WRONLY | os.O_CREAT | os.O_EXCL), mode))
     except FileExistsError:
         return
     except OSError as exc:
-        raise GateError(f"cannot write {folder / name}: {exc.strerror}", reason="io-error") from None
+        raise GateError(f"cannot write {os.path.join(folder, name)}: {exc.strerror}", reason="io-error") from None
     fsio.fsync_dir(folder)
 
 
@@ -168,7 +166,7 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
             "scope": scope if gate else None,
             "seen_ns": seen_ns,
         }
-        _write(repo, directory / f"{flag_id}.json", record)
+        _write(repo, os.path.join(directory, f"{flag_id}.json"), record)
         if gate is not None:  # after the flag: a marker may outlive its flags, never the other way round
             _set_marker(repo, lay, _marker(gate, worktree, scope))
     journal.append(repo, "flag-raised", {"id": flag_id, "reason": reason, "command": command}, now)
@@ -185,18 +183,18 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
     lay = state.layout(repo)
     worktree = str(repo.toplevel)
     markers = {gate: _marker(gate, worktree, scope) for gate in gates if gate in CATALOG}
-    wanted = {gate: name for gate, name in markers.items() if os.path.lexists(lay.flags / OPEN / name)}
+    wanted = {gate: name for gate, name in markers.items() if os.path.lexists(os.path.join(lay.flags, OPEN, name))}
     if not wanted:
         return []
     now = now or clock.now()
     observed = observed_ns if observed_ns is not None else time.time_ns()
-    resolved_dir = state.ensure_dir(lay, lay.flags / RESOLVED)
+    resolved_dir = state.ensure_dir(lay, os.path.join(lay.flags, RESOLVED))
     moved: dict[str, list[str]] = {}
     with _locked(lay.flags):
         left = set()
         reasons = {_reason_for(g) for g in wanted} | {"autofix-applied"}
         for path in _flag_files(lay.flags):
-            if _reason_of(path.name) not in reasons:
+            if _reason_of(os.path.basename(path)) not in reasons:
                 continue  # only the flags these gates can have raised are read
             record, _ = _load(path)
             if record is None or record.get("gate") not in wanted or record.get("worktree") != worktree \
@@ -207,18 +205,24 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
                 left.add(gate)  # raised by a run that began after this check: not this check's to resolve
                 continue
             record["resolved"] = {"time": clock.utc_text(now), "command": command, "head": repo.head}
-            _write(repo, resolved_dir / f"{clock.name_text(now)}-{record['id']}.json", record)
+            _write(repo, os.path.join(resolved_dir, f"{clock.name_text(now)}-{record['id']}.json"), record)
             os.unlink(path)
             moved.setdefault(gate, []).append(str(record["id"]))
         for gate, name in wanted.items():
             if gate not in left:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(lay.flags / OPEN / name)
+                _unlink_if_there(os.path.join(lay.flags, OPEN, name))
         fsio.fsync_dir(lay.flags)
         fsio.fsync_dir(resolved_dir)
     for gate, ids in moved.items():
         journal.append(repo, "flags-resolved", {"ids": ids, "gate": gate, "command": command}, now)
     return [i for ids in moved.values() for i in ids]
+
+
+def _unlink_if_there(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass  # removed meanwhile
 
 
 def _reason_for(gate: str) -> str:
@@ -230,17 +234,17 @@ def _reason_of(name: str) -> str:
     return name[17:-14] if len(name) > 31 else ""
 
 
-def _write(repo: Repo, path: Path, record: dict[str, Any]) -> None:
+def _write(repo: Repo, path: str, record: dict[str, Any]) -> None:
     state.write(repo, path, (jsonio.dumps(record, indent=2, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape"))
 
 
-def _load(path: Path) -> tuple[dict[str, Any] | None, GateError | None]:
+def _load(path: str) -> tuple[dict[str, Any] | None, GateError | None]:
     """The flag at `path`, or None and why not: a planted file (`state-unsafe`) is never followed or blocked on."""
     try:
         data = fsio.read_state_file(path, MAX_FLAG_BYTES)
         if data is None:
             return None, None
-        record = dataio.load_json(fsio.decode_text(data, path.name))
+        record = dataio.load_json(fsio.decode_text(data, os.path.basename(path)))
     except GateError as exc:
         return None, exc
     except dataio.DataError:
@@ -248,24 +252,24 @@ def _load(path: Path) -> tuple[dict[str, Any] | None, GateError | None]:
     return (record, None) if isinstance(record, dict) else (None, None)
 
 
-def _read(path: Path) -> dict[str, Any] | None:
+def _read(path: str) -> dict[str, Any] | None:
     return _load(path)[0]
 
 
-def _flag_files(folder: Path, reason: str | None = None) -> list[Path]:
-    """The flag files of a folder; a writer's temp files (dot names) are not flags."""
-    pattern = f"*-{reason}-*.json" if reason else "*.json"
-    return sorted(p for p in folder.glob(pattern) if not p.name.startswith("."))
+def _flag_files(folder: str, reason: str | None = None) -> list[str]:
+    """The flag files of a folder (`*.json`, or `*-<reason>-*.json`); a writer's temp files (dot names) are not flags."""
+    part = f"-{reason}-" if reason else ""
+    return [path for path in fsio.listing(folder, ".json") if part in os.path.basename(path)[:-5]]
 
 
-def _records(folder: Path, status: str) -> list[dict[str, Any]]:
+def _records(folder: str, status: str) -> list[dict[str, Any]]:
     """The flags of a folder, each marked with `status`; one that cannot be read is shown as one, never dropped."""
-    if not folder.is_dir():
+    if not os.path.isdir(folder):
         return []
     out = []
     for path in _flag_files(folder):
         record, problem = _load(path)
-        flag_id = path.stem
+        flag_id = os.path.basename(path)[:-5]
         if record is None or not isinstance(record.get("message"), str):
             if problem is not None and problem.reason == "state-unsafe":
                 record = {"id": flag_id, "reason": "state-unsafe", "count": 1, "first_seen": "", "last_seen": "",
@@ -291,7 +295,7 @@ def pending(repo: Repo) -> list[dict[str, Any]]:
 def every(repo: Repo) -> list[dict[str, Any]]:
     """Open, resolved and acknowledged flags, oldest first, each with its `status`."""
     lay = state.layout(repo)
-    return _ordered(_records(lay.flags, "open") + _records(lay.flags / RESOLVED, "resolved")
+    return _ordered(_records(lay.flags, "open") + _records(os.path.join(lay.flags, RESOLVED), "resolved")
                     + _records(lay.flags_acked, "acknowledged"))
 
 
@@ -301,13 +305,13 @@ def resolved_since(repo: Repo, since: datetime | None) -> list[dict[str, Any]]:
     A resolved flag's file name begins with its resolution time, never earlier than its last
     sighting: only the files resolved since `since` are read.
     """
-    folder = state.layout(repo).flags / RESOLVED
-    if not folder.is_dir():
+    folder = os.path.join(state.layout(repo).flags, RESOLVED)
+    if not os.path.isdir(folder):
         return []
     floor = clock.name_text(since) if since else ""
     out = []
     for path in _flag_files(folder):
-        if path.name[:16] < floor:
+        if os.path.basename(path)[:16] < floor:
             continue
         record, _ = _load(path)
         if record is not None and str(record.get("last_seen", "")) >= (clock.utc_text(since) if since else ""):
@@ -318,22 +322,22 @@ def resolved_since(repo: Repo, since: datetime | None) -> list[dict[str, Any]]:
 def acknowledge(repo: Repo, ids: list[str] | None) -> list[str]:
     """Move the named flags (all when `ids` is None) to flags/acked/; returns the ids moved."""
     lay = state.layout(repo)
-    if not lay.flags.is_dir():
+    if not os.path.isdir(lay.flags):
         if ids:
             raise GateError(f"no such flag: {ids[0]}", code=USAGE, reason="usage")
         return []
     for flag_id in ids or []:
         # lexists, not is_file: a planted FIFO or symlink shown as a flag can be moved aside like one
-        if not ID_PATTERN.match(flag_id) or not os.path.lexists(lay.flags / f"{flag_id}.json"):
+        if not ID_PATTERN.match(flag_id) or not os.path.lexists(os.path.join(lay.flags, f"{flag_id}.json")):
             raise GateError(f"no such flag: {flag_id[:80]!r} (see `gate flags`)", code=USAGE, reason="usage")
     acked_dir = state.ensure_dir(lay, lay.flags_acked)
     with _locked(lay.flags):
-        names = [f"{i}.json" for i in ids] if ids else [p.name for p in _flag_files(lay.flags)]
+        names = [f"{i}.json" for i in ids] if ids else [os.path.basename(p) for p in _flag_files(lay.flags)]
         moved = [name.removesuffix(".json") for name in fsio.move_names_aside(lay.flags, names, acked_dir)]
-        if ids is None and (lay.flags / OPEN).is_dir():  # nothing is open any more: no marker stands for anything
-            for marker in os.listdir(lay.flags / OPEN):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(lay.flags / OPEN / marker)
+        markers = os.path.join(lay.flags, OPEN)
+        if ids is None and os.path.isdir(markers):  # nothing is open any more: no marker stands for anything
+            for marker in os.listdir(markers):
+                _unlink_if_there(os.path.join(markers, marker))
     if moved:
         journal.append(repo, "flags-acknowledged", {"ids": moved})
     return moved

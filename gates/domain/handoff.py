@@ -6,8 +6,6 @@ skipped; a line's visible text is what is left outside comments.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from gates.infra.clock import datetime
 from gates.infra.plain import NamedTuple
 
@@ -291,12 +289,21 @@ class _Parser:
         takes the short way to _item: what feed would find about it is decided by its first character."""
         slow, add = self.feed, self._item
         for number, raw in enumerate(lines, start=1):
-            if self.fence is None and not self.comment_line and not self.in_conflict \
-                    and raw[:1] not in _CONFLICT_FIRST and "<!--" not in raw:
-                shape = _item_line(raw.lstrip(" \t")[:1], raw)
-                if shape:
-                    add(number, shape, raw)
-                    continue
+            if self.fence is None and not self.comment_line and not self.in_conflict and "<!--" not in raw:
+                body = raw.lstrip(" \t")  # `raw` itself when it starts with its marker
+                first = body[:1]
+                if (first == "-" or first == "*" or first == "+") and body[1:2] in (" ", "\t"):
+                    rest = body[1:].lstrip(" \t")
+                    # A thematic break is made of its marker and blanks: a line whose text starts otherwise is no
+                    # break; one that starts with its marker again is left to feed.
+                    if rest and rest[0] != first:
+                        add(number, (raw[: len(raw) - len(body)], first, rest), raw)
+                        continue
+                elif first.isdecimal() and raw[:1] not in _CONFLICT_FIRST:
+                    shape = item_line(raw)
+                    if shape:
+                        add(number, shape, raw)
+                        continue
             slow(number, raw)
 
     def _in_fence(self, number: int, raw: str) -> None:
@@ -341,7 +348,7 @@ class _Parser:
 
     def _item(self, number: int, shape: tuple[str, str, str | None], visible: str) -> None:
         lead, marker, rest = shape
-        indent = _indent(lead)
+        indent = len(lead) if "\t" not in lead else _indent(lead)
         body = rest.rstrip() if rest else ""
         checked: bool | None = None
         if body[:1] == "[" and body[2:3] == "]" and body[1] in " xX" and body[3:4] in ("", " ", "\t"):
@@ -351,9 +358,12 @@ class _Parser:
         chain = self.open_items
         while chain and chain[-1].indent >= indent:
             chain.pop()
-        (chain[-1].children if chain else self.section.items).append(item)
-        for ancestor in chain:
-            ancestor.end_line = number  # a child is part of its parent's span
+        if chain:
+            chain[-1].children.append(item)
+            for ancestor in chain:
+                ancestor.end_line = number  # a child is part of its parent's span
+        else:
+            self.section.items.append(item)
         chain.append(item)
         self.last_item_line = number
         self.section.end_line = number
@@ -426,24 +436,23 @@ def parse(lines: list[str], path: str) -> Document:
     return doc
 
 
-def read(repo: Repo, config: Config, path: Path | None = None) -> tuple[Path, str, bytes | int]:
+def read(repo: Repo, config: Config, path: str | None = None) -> tuple[str, str, bytes | int]:
     """The hand-over file (the configured one unless `path`) as (path, shown, bytes), or its size in place of
     the bytes when it is over handoff.max_bytes: it is then never read. A missing file is refused."""
     import os
-    from pathlib import Path
 
     from gates.infra import fsio, paths
     from gates.infra.errors import GateError
 
-    path = path if path is not None else repo.toplevel / config.section("handoff")["path"]
+    path = path if path is not None else repo.path(config.section("handoff")["path"])
     shown = repo.relpath(path)
     if not os.path.lexists(path):
         raise GateError("file not found — create it with `gate init`", reason="input-unreadable", path=shown)
-    real = Path(paths.confined(repo, path, shown))  # a hand-over that leads outside the work tree is never read
+    real = paths.confined(repo, path, shown)  # a hand-over that leads outside the work tree is never read
     return real, shown, fsio.read_bytes_capped(real, config.section("handoff")["max_bytes"], shown)
 
 
-def read_for_rewrite(repo: Repo, config: Config, verb: str) -> tuple[Path, str, bytes, Source]:
+def read_for_rewrite(repo: Repo, config: Config, verb: str) -> tuple[str, str, bytes, Source]:
     """The configured hand-over file for a command that rewrites it; one over its size cap is refused."""
     from gates.infra.errors import GateError
 
@@ -462,7 +471,7 @@ class Loaded(NamedTuple):
     doc: Document | None
 
 
-def load_handoff(repo: Repo, config: Config, path: Path, staged: list[Change] | None = None) -> Loaded:
+def load_handoff(repo: Repo, config: Config, path: str, staged: list[Change] | None = None) -> Loaded:
     """The hand-over as the gates judge it: the work-tree file, or, when the commit being made stages it,
     the staged content (what the commit will record, as CI will later see it)."""
     _, shown, data = read(repo, config, path)

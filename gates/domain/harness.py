@@ -204,9 +204,10 @@ def allow_envelope(fmt: str) -> str:
 
 def schema(name: str) -> dict[str, Any]:
     """A shipped schema of a harness document (schemas/harness/NAME.schema.json), written from its documentation."""
-    from gates.infra.schemas import _schema_dir
+    from gates.infra.schemas import schema_dir
 
-    loaded: dict[str, Any] = jsonio.loads((_schema_dir() / "harness" / f"{name}.schema.json").read_text(encoding="utf-8"))
+    with open(os.path.join(schema_dir(), "harness", f"{name}.schema.json"), encoding="utf-8") as handle:
+        loaded: dict[str, Any] = jsonio.loads(handle.read())
     return loaded
 
 

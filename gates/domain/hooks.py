@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 from gates.infra import fsio
 from gates.infra.errors import VIOLATION, GateError
@@ -27,14 +26,13 @@ ENTRIES = (ENTRY, "import sys; from gates.cli import main; sys.exit(main())")
 PUSH_ARGS = " --remote --pre-push"  # the pushed refs on stdin; handoff-claim-remote judges them when claims.remote is set
 
 
-def hooks_dir(repo: Repo) -> Path:
+def hooks_dir(repo: Repo) -> str:
     """Where git runs hooks from. A `core.hooksPath` set by the repository's own config (which anyone who
     shaped the repository may have written) must lead into the repository; the user's global one is theirs."""
     proc = repo.git("rev-parse", "--git-path", "hooks")
     if proc.returncode != 0:
         raise GateError(f"cannot find the hooks folder: {proc.stderr.strip()[:200]}", reason="io-error")
-    path = Path(proc.stdout.strip())
-    path = path if path.is_absolute() else repo.toplevel / path
+    path = os.path.join(repo.toplevel, proc.stdout.strip())  # as git prints it: absolute, or from the top
     scope = repo.git("config", "--show-scope", "--get", "core.hooksPath").stdout.split("\t", 1)[0]
     if scope in ("local", "worktree", "command"):
         real = os.path.realpath(path)
@@ -53,20 +51,26 @@ def script(kind: str) -> str:
             f"exec {interpreter} -I -c {shell_quote(ENTRY)} check{PUSH_ARGS if kind == 'pre-push' else ''}\n")
 
 
-def is_ours(path: Path) -> bool:
+def read_hook(path: str) -> str:
+    """A hook file's text ('' when it cannot be read)."""
     try:
-        return MARK in path.read_text(errors="replace")
+        with open(path, "rb") as handle:
+            return handle.read(1 << 20).decode(errors="replace")
     except OSError:
-        return False
+        return ""
+
+
+def is_ours(path: str) -> bool:
+    return MARK in read_hook(path)
 
 
 def install(repo: Repo, kinds: list[str]) -> list[str]:
     folder = hooks_dir(repo)
-    folder.mkdir(parents=True, exist_ok=True)
+    os.makedirs(folder, exist_ok=True)
     said = []
     for kind in kinds:
-        path = folder / kind
-        chained = folder / f"{kind}{CHAINED}"
+        path = os.path.join(folder, kind)
+        chained = os.path.join(folder, f"{kind}{CHAINED}")
         if os.path.lexists(path) and not is_ours(path):
             if os.path.lexists(chained):
                 raise GateError(f"{path} exists and so does {chained}: move one of them yourself", code=VIOLATION,
@@ -84,11 +88,11 @@ def uninstall(repo: Repo, kinds: list[str]) -> list[str]:
     folder = hooks_dir(repo)
     said = []
     for kind in kinds:
-        path = folder / kind
-        chained = folder / f"{kind}{CHAINED}"
+        path = os.path.join(folder, kind)
+        chained = os.path.join(folder, f"{kind}{CHAINED}")
         ours = os.path.lexists(path) and is_ours(path)
         if ours:
-            path.unlink()  # our own generated file
+            os.unlink(path)  # our own generated file
         if os.path.lexists(chained):
             if os.path.lexists(path):
                 said.append(f"left your {kind} hook at {chained}: {path} is not ours, so it stays where it is")

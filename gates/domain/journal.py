@@ -8,7 +8,6 @@ that entries cut from the end are detected as well as edited, removed or reorder
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from gates.infra import clock, dataio, fsio, jsonio, state
 from gates.infra.clock import datetime
@@ -39,9 +38,9 @@ class NotJournalled(GateError):
         self.appended = appended
 
 
-def _paths(repo: Repo) -> tuple[state.Layout, Path, Path]:
+def _paths(repo: Repo) -> tuple[state.Layout, str, str]:
     lay = state.layout(repo)
-    return lay, lay.root / "journal.jsonl", lay.root / "journal.head"
+    return lay, os.path.join(lay.root, "journal.jsonl"), os.path.join(lay.root, "journal.head")
 
 
 def entry_hash(entry: dict[str, Any]) -> str:
@@ -66,7 +65,7 @@ def append(repo: Repo, action: str, details: dict[str, Any], now: datetime | Non
     return entry
 
 
-def _append_locked(repo: Repo, path: Path, action: str, details: dict[str, Any], when: str) -> dict[str, Any]:
+def _append_locked(repo: Repo, path: str, action: str, details: dict[str, Any], when: str) -> dict[str, Any]:
     """One entry chained to the last, appended in one write; the caller holds the state folder's lock."""
     last, torn = _last_entry(path)
     entry: dict[str, Any] = {
@@ -85,7 +84,7 @@ def _append_locked(repo: Repo, path: Path, action: str, details: dict[str, Any],
     return entry
 
 
-def _last_entry(path: Path) -> tuple[dict[str, Any] | None, bool]:
+def _last_entry(path: str) -> tuple[dict[str, Any] | None, bool]:
     """The last whole entry, and whether the file ends in a torn (unterminated) line."""
     try:
         fd = _open(path)
@@ -103,6 +102,8 @@ def _last_entry(path: Path) -> tuple[dict[str, Any] | None, bool]:
         os.close(fd)
     torn = bool(tail) and not tail.endswith(b"\n")
     for raw in reversed(tail.split(b"\n")):
+        if not raw.strip():
+            continue  # the end of the last line
         try:
             entry = dataio.load_json(raw.decode("utf-8"))
         except (dataio.DataError, UnicodeDecodeError):
@@ -112,7 +113,7 @@ def _last_entry(path: Path) -> tuple[dict[str, Any] | None, bool]:
     return None, torn
 
 
-def _open(path: Path) -> int:
+def _open(path: str) -> int:
     """The journal, for reading: a FIFO, device, symlink or hard link planted in its place is refused, never waited on."""
     try:
         return fsio.open_state_fd(path, os.O_RDONLY)
@@ -210,7 +211,7 @@ def verify(repo: Repo) -> Verdict:
     return Verdict(True, seq, unfinished=unfinished)
 
 
-def repair(repo: Repo, now: datetime | None = None) -> tuple[Path, dict[str, Any]] | None:
+def repair(repo: Repo, now: datetime | None = None) -> tuple[str, dict[str, Any]] | None:
     """A broken journal moves, with its head, into lost+found; a new chain starts by naming it. None: intact."""
     verdict = verify(repo)
     if verdict.ok:
@@ -220,7 +221,7 @@ def repair(repo: Repo, now: datetime | None = None) -> tuple[Path, dict[str, Any
     with fsio.locked(lay.root):
         evidence = state.new_evidence_dir(lay, when)
         # whatever is there (a FIFO, a symlink) is moved, never opened
-        fsio.move_names_aside(lay.root, [path.name, head.name], evidence)
+        fsio.move_names_aside(lay.root, [os.path.basename(path), os.path.basename(head)], evidence)
     entry = append(repo, "journal-restarted", {"problem": verdict.problem, "whole_entries": verdict.entries,
                                                "evidence": str(evidence)}, when)
     return evidence, entry

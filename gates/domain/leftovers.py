@@ -17,7 +17,6 @@ import errno
 import os
 import stat
 import time
-from pathlib import Path
 
 from gates.infra import clock, fsio, jsonio, state
 from gates.infra.clock import datetime
@@ -31,31 +30,31 @@ SKIP_IN_STATE = frozenset({"lost+found"})  # what was moved aside already
 
 
 class Leftover(NamedTuple):
-    path: Path  # absolute
+    path: str  # absolute
     shown: str  # relative to the work tree, or absolute under the state dir
     in_tree: bool
     age: float  # seconds since the later of mtime and ctime
 
 
-def work_tree_folders(repo: Repo, config: Config, extra: list[Path] | None = None) -> list[Path]:
+def work_tree_folders(repo: Repo, config: Config, extra: list[str] | None = None) -> list[str]:
     """The folders of the work tree the gate writes files into."""
-    top = repo.toplevel
     names = [config.section(key)["path"] for key in ("handoff", "archive", "mailbox")]
-    folders = {top, top / config.section("records")["path"], *(top / Path(name).parent for name in names)}
-    folders.update(path.parent for path in extra or [])
+    relative = [config.section("records")["path"], *(os.path.dirname(name) for name in names)]
+    folders = {repo.toplevel, *(os.path.normpath(repo.path(name)) for name in relative)}
+    folders.update(os.path.dirname(os.path.abspath(path)) for path in extra or [])
     return sorted(folders)
 
 
-def in_work_tree(repo: Repo, config: Config, extra: list[Path] | None = None,
-                 hooks_folder: Path | None = None) -> list[Leftover]:
+def in_work_tree(repo: Repo, config: Config, extra: list[str] | None = None,
+                 hooks_folder: str | None = None) -> list[Leftover]:
     folders = work_tree_folders(repo, config, extra)
     if hooks_folder is not None and _inside(hooks_folder, repo.toplevel):
         folders.append(hooks_folder)
-    found: dict[Path, Leftover] = {}
+    found: dict[str, Leftover] = {}
     for folder in folders:
         for path in _scan(folder):
-            if _inside(path.parent, repo.toplevel) and path not in found:
-                found[path] = _leftover(path, path.relative_to(repo.toplevel).as_posix(), True)
+            if _inside(os.path.dirname(path), repo.toplevel) and path not in found:
+                found[path] = _leftover(path, repo.relpath(path), True)
     return sorted(found.values())
 
 
@@ -66,12 +65,12 @@ def in_state_dir(repo: Repo) -> list[Leftover]:
         return []
     found = []
     for folder, dirs, files in os.walk(lay.root, followlinks=False):
-        if Path(folder) == lay.root:
+        if folder == lay.root:
             dirs[:] = [name for name in dirs if name not in SKIP_IN_STATE]
         for name in files:
             if fsio.is_temp_name(name):
-                path = Path(folder) / name
-                found.append(_leftover(path, str(path), False))
+                path = os.path.join(folder, name)
+                found.append(_leftover(path, path, False))
     return sorted(found)
 
 
@@ -80,23 +79,20 @@ def staged(changed: list[tuple[str, str]]) -> list[str]:
     return sorted(path for status, path in changed if status != "D" and fsio.is_temp_name(path.rsplit("/", 1)[-1]))
 
 
-def _scan(folder: Path) -> list[Path]:
+def _scan(folder: str) -> list[str]:
     try:
         with os.scandir(folder) as entries:
-            return [Path(entry.path) for entry in entries if fsio.is_temp_name(entry.name)]
+            return [entry.path for entry in entries if fsio.is_temp_name(entry.name)]
     except OSError:
         return []
 
 
-def _inside(path: Path, top: Path) -> bool:
-    try:
-        Path(os.path.realpath(path)).relative_to(os.path.realpath(top))
-    except ValueError:
-        return False
-    return True
+def _inside(path: str, top: str) -> bool:
+    real, root = os.path.realpath(path), os.path.realpath(top)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _leftover(path: Path, shown: str, in_tree: bool) -> Leftover:
+def _leftover(path: str, shown: str, in_tree: bool) -> Leftover:
     try:
         info = os.lstat(path)
         age = time.time() - max(info.st_mtime, info.st_ctime)
@@ -107,7 +103,7 @@ def _leftover(path: Path, shown: str, in_tree: bool) -> Leftover:
 
 class Moved(NamedTuple):
     said: list[str]  # one line per file: moved, or why it stayed
-    folder: Path | None  # the lost+found folder, when anything moved
+    folder: str | None  # the lost+found folder, when anything moved
 
 
 def move(repo: Repo, found: list[Leftover], now: datetime | None = None) -> Moved:
@@ -126,17 +122,17 @@ def move(repo: Repo, found: list[Leftover], now: datetime | None = None) -> Move
     target = state.new_evidence_dir(lay, when)
     entries = []
     for number, item in enumerate(ready):
-        name = f"{number:03d}-{item.path.name}"
+        name = f"{number:03d}-{os.path.basename(item.path)}"
         entry, why = _move_one(item, target, name)
         if entry is None:
             said.append(f"left {item.shown}: {why}")
             continue
         entries.append(entry)
-        said.append(f"moved {item.shown} to {target / name}")
+        said.append(f"moved {item.shown} to {os.path.join(target, name)}")
     manifest = {"version": 1, "kind": "temp-files", "moved_at": clock.utc_text(when),
                 "why": "temp files of writers that never finished (killed or crashed); nothing was deleted",
                 "files": entries}
-    state.write(repo, target / "manifest.json", (jsonio.dumps(manifest, indent=2) + "\n").encode())
+    state.write(repo, os.path.join(target, "manifest.json"), (jsonio.dumps(manifest, indent=2) + "\n").encode())
     if entries:
         from gates.domain import journal
 
@@ -144,7 +140,7 @@ def move(repo: Repo, found: list[Leftover], now: datetime | None = None) -> Move
     return Moved(said, target)
 
 
-def _move_one(item: Leftover, target: Path, name: str) -> tuple[dict[str, object] | None, str]:
+def _move_one(item: Leftover, target: str, name: str) -> tuple[dict[str, object] | None, str]:
     """lstat, pin, rename into `target`, check the inode that arrived is the pinned one."""
     try:
         info = os.lstat(item.path)
@@ -165,7 +161,7 @@ def _move_one(item: Leftover, target: Path, name: str) -> tuple[dict[str, object
         digest = sha256()
         while chunk := os.read(fd, 1 << 20):
             digest.update(chunk)
-        destination = target / name
+        destination = os.path.join(target, name)
         moved = fsio.move_aside(item.path, destination, pinned=pinned)
         if isinstance(moved, OSError):
             if moved.errno == errno.EXDEV:
@@ -175,5 +171,5 @@ def _move_one(item: Leftover, target: Path, name: str) -> tuple[dict[str, object
             return None, f"a different file arrived in {destination}: inspect both"
     finally:
         os.close(fd)
-    return {"from": str(item.path), "shown": item.shown, "name": name, "size": pinned.st_size,
+    return {"from": item.path, "shown": item.shown, "name": name, "size": pinned.st_size,
             "mtime": int(pinned.st_mtime), "sha256": digest.hexdigest()}, ""

@@ -16,7 +16,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from pathlib import Path
 
 from gates.domain import journal
 from gates.infra import clock, dataio, fsio, jsonio, state
@@ -44,7 +43,7 @@ FRESH, LIVE, STALE, INELIGIBLE = "fresh", "live", "stale", "ineligible"
 class Lock:
     """A git lock file, and what judging it found (size, age, verdict, why, and the evidence)."""
 
-    def __init__(self, path: Path, shown: str, companion: bool = False) -> None:
+    def __init__(self, path: str, shown: str, companion: bool = False) -> None:
         self.path = path
         self.shown = shown  # relative to the common dir, as the quarantine keeps it
         self.companion = companion
@@ -58,15 +57,19 @@ class Lock:
         self.ctime = 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": str(self.path), "shown": self.shown, "size": self.size, "age_seconds": round(self.age, 1),
+        return {"path": self.path, "shown": self.shown, "size": self.size, "age_seconds": round(self.age, 1),
                 "verdict": self.verdict, "reason": self.reason, "evidence": self.evidence}
 
 
-def _admin_dirs(repo: Repo) -> list[Path]:
+def _plain_dir(path: str) -> bool:
+    return os.path.isdir(path) and not os.path.islink(path)
+
+
+def _admin_dirs(repo: Repo) -> list[str]:
     dirs = [repo.common_dir]
-    worktrees = repo.common_dir / "worktrees"
-    if worktrees.is_dir() and not worktrees.is_symlink():
-        dirs += sorted(p for p in worktrees.iterdir() if p.is_dir() and not p.is_symlink())
+    worktrees = os.path.join(repo.common_dir, "worktrees")
+    if _plain_dir(worktrees):
+        dirs += sorted(path for name in os.listdir(worktrees) if _plain_dir(path := os.path.join(worktrees, name)))
     return dirs
 
 
@@ -78,15 +81,15 @@ def find(repo: Repo, deep: bool) -> list[Lock]:
             names = sorted(os.listdir(directory))
         except OSError as exc:  # a git dir we cannot list may hide the very lock that wedges git
             raise GateError(f"cannot look for git lock files in {directory}: {exc.strerror}", reason="io-error") from None
-        found += [_lock(repo, directory / name) for name in names if name.endswith(".lock")]
-    refs = repo.common_dir / "refs"
-    if deep and refs.is_dir() and not refs.is_symlink():
+        found += [_lock(repo, os.path.join(directory, name)) for name in names if name.endswith(".lock")]
+    refs = os.path.join(repo.common_dir, "refs")
+    if deep and _plain_dir(refs):
         for top, dirs, files in os.walk(refs, onerror=_unlistable):  # never follows a symlinked directory
             # A folder (or a symlink to one) named like a lock wedges git as surely as a file: report it, and do
             # not walk into it.
             wedged = sorted(name for name in dirs if name.endswith(".lock"))
             dirs[:] = sorted(name for name in dirs if not name.endswith(".lock"))
-            found += [_lock(repo, Path(top) / name) for name in sorted([*files, *wedged]) if name.endswith(".lock")]
+            found += [_lock(repo, os.path.join(top, name)) for name in sorted([*files, *wedged]) if name.endswith(".lock")]
     return found
 
 
@@ -96,14 +99,14 @@ def _unlistable(exc: OSError) -> None:
     raise GateError(f"cannot look for git lock files in {exc.filename}: {exc.strerror}", reason="io-error")
 
 
-def _lock(repo: Repo, path: Path) -> Lock:
-    shown = path.relative_to(repo.common_dir).as_posix()
-    return Lock(path, shown, companion=bool(COMPANION.match(path.name)))
+def _lock(repo: Repo, path: str) -> Lock:
+    shown = os.path.relpath(path, repo.common_dir).replace(os.sep, "/")
+    return Lock(path, shown, companion=bool(COMPANION.match(os.path.basename(path))))
 
 
 def filesystem_now(lay: state.Layout) -> float:
     """The filesystem's own clock: the mtime a file just touched in the state dir gets."""
-    probe = state.ensure_dir(lay, lay.root) / ".clock"
+    probe = os.path.join(state.ensure_dir(lay, lay.root), ".clock")
     try:  # a FIFO planted there: refused at once (ENXIO), never waited on
         fd = os.open(probe, fsio.safe_flags(os.O_WRONLY | os.O_CREAT), 0o644)
     except OSError as exc:
@@ -158,7 +161,7 @@ def _eligible(lock: Lock) -> bool:
         problem = f"owned by another user (uid {info.st_uid})"
     elif lock.companion:
         problem = "a ~pid.lock companion: evidence about its lock, never moved on its own"
-    elif not lock.shown.startswith("refs/") and lock.path.name not in KNOWN_TOP:
+    elif not lock.shown.startswith("refs/") and os.path.basename(lock.path) not in KNOWN_TOP:
         problem = "not a lock name git is known to leave"
     else:
         from gates.domain import procscan
@@ -187,7 +190,8 @@ def _repo_roots(repo: Repo) -> tuple[list[str], list[str]]:
     for admin in _admin_dirs(repo)[1:]:
         roots.add(os.path.realpath(admin))
         try:
-            gitfile = (admin / "gitdir").read_text(errors="replace").strip()
+            with open(os.path.join(admin, "gitdir"), "rb") as handle:
+                gitfile = handle.read().decode(errors="replace").strip()
         except OSError as exc:
             doubts.append(f"the work tree of {admin} cannot be located ({exc.strerror})")
             continue
@@ -221,24 +225,25 @@ def _verdict(lock: Lock, found: Any, locks: list[Lock]) -> None:
 
 
 def _companion(lock: Lock, locks: list[Lock]) -> dict[str, Any] | None:
-    stem = lock.path.name.removesuffix(".lock")
-    partner = lock.path.with_name(f"{stem}~pid.lock")
-    if not any(other.path == partner for other in locks) and not partner.exists():
+    folder, name = os.path.split(lock.path)
+    partner = os.path.join(folder, f"{name.removesuffix('.lock')}~pid.lock")
+    if not any(other.path == partner for other in locks) and not os.path.exists(partner):
         return None
-    data = fsio.read_state_file(partner, 4096) if partner.is_file() and not partner.is_symlink() else None
+    plain = os.path.isfile(partner) and not os.path.islink(partner)
+    data = fsio.read_state_file(partner, 4096) if plain else None
     match = _PID_LINE.match(data.decode("ascii", "replace")) if data is not None else None
     if not match:
-        return {"path": str(partner), "pid": None, "alive": None}
+        return {"path": partner, "pid": None, "alive": None}
     pid = int(match.group(1))
     from gates.domain import procscan
 
-    return {"path": str(partner), "pid": pid, "alive": procscan.pid_alive(pid)}
+    return {"path": partner, "pid": pid, "alive": procscan.pid_alive(pid)}
 
 
 class Moved(NamedTuple):
     lock: Lock
-    evidence_dir: Path | None
-    target: Path | None
+    evidence_dir: str | None
+    target: str | None
     problem: str = ""  # why it was not moved, when it was not
 
 
@@ -267,11 +272,11 @@ def _move_pinned(repo: Repo, lay: state.Layout, lock: Lock, pin: int, threshold:
         return Moved(again, None, None, f"no longer stale: {again.reason or 'it changed'}")
     content = os.pread(pin, 1 << 20, 0)
     evidence_dir = state.new_evidence_dir(lay, when)
-    target = evidence_dir / lock.shown
-    target.parent.mkdir(parents=True, exist_ok=True)
+    target = os.path.join(evidence_dir, *lock.shown.split("/"))
+    os.makedirs(os.path.dirname(target), exist_ok=True)
     moved = fsio.move_aside(lock.path, target, pinned=pinned)
     if isinstance(moved, OSError):
-        _remove_empty(target.parent, evidence_dir)  # only the folders made for this move
+        _remove_empty(os.path.dirname(target), evidence_dir)  # only the folders made for this move
         if moved.errno == errno.ENOENT:
             return Moved(again, None, None, "gone: moved or released by someone else")
         why = "on another filesystem than lost+found (EXDEV): left in place" if moved.errno == errno.EXDEV else moved.strerror
@@ -279,19 +284,19 @@ def _move_pinned(repo: Repo, lay: state.Layout, lock: Lock, pin: int, threshold:
     if not moved:
         return _put_back(again, evidence_dir, target)
     _manifest(repo, evidence_dir, again, target, content, when)
-    journal.append(repo, "lock-quarantined", {"path": str(lock.path), "to": str(target), "reason": again.reason}, when)
+    journal.append(repo, "lock-quarantined", {"path": lock.path, "to": target, "reason": again.reason}, when)
     return Moved(again, evidence_dir, target)
 
 
-def _remove_empty(folder: Path, up_to: Path) -> None:
+def _remove_empty(folder: str, up_to: str) -> None:
     while True:
         os.rmdir(folder)
         if folder == up_to:
             return
-        folder = folder.parent
+        folder = os.path.dirname(folder)
 
 
-def _put_back(lock: Lock, evidence_dir: Path, target: Path) -> Moved:
+def _put_back(lock: Lock, evidence_dir: str, target: str) -> Moved:
     """We moved a file that is not the one we judged: restore it when its place is free."""
     try:
         os.link(target, lock.path)
@@ -301,15 +306,15 @@ def _put_back(lock: Lock, evidence_dir: Path, target: Path) -> Moved:
         return Moved(lock, evidence_dir, target, "replaced while being moved, and its place is taken: kept in lost+found")
 
 
-def _manifest(repo: Repo, evidence_dir: Path, lock: Lock, target: Path, content: bytes, when: datetime) -> None:
+def _manifest(repo: Repo, evidence_dir: str, lock: Lock, target: str, content: bytes, when: datetime) -> None:
     manifest = {
         "version": 1,
         "kind": "git-lock",
         "action": "quarantined",
         "when": clock.utc_text(when),
         "items": [{
-            "original": str(lock.path),
-            "moved_to": target.relative_to(evidence_dir).as_posix(),
+            "original": lock.path,
+            "moved_to": os.path.relpath(target, evidence_dir).replace(os.sep, "/"),
             "size": lock.size,
             "mtime": clock.at(lock.mtime).isoformat(),
             "ctime": clock.at(lock.ctime).isoformat(),
@@ -318,7 +323,7 @@ def _manifest(repo: Repo, evidence_dir: Path, lock: Lock, target: Path, content:
             "evidence": lock.evidence,
         }],
     }
-    state.write(repo, evidence_dir / "manifest.json", (jsonio.dumps(manifest, indent=2) + "\n").encode())
+    state.write(repo, os.path.join(evidence_dir, "manifest.json"), (jsonio.dumps(manifest, indent=2) + "\n").encode())
 
 
 _EVIDENCE_ID = Pattern(r"^\d{8}T\d{6}Z-[0-9a-f]{12}$")
@@ -330,17 +335,18 @@ def restore(repo: Repo, evidence_id: str) -> list[str]:
     if not _EVIDENCE_ID.match(evidence_id):
         raise GateError(f"{evidence_id[:60]!r} is not a quarantine ID (like 20260101T120000Z-0123456789ab)",
                         code=USAGE, reason="usage")
-    folder = lay.lost_found / evidence_id
+    folder = os.path.join(lay.lost_found, evidence_id)
+    manifest_path = os.path.join(folder, "manifest.json")
     where = (f"IDs are the folder names in {lay.lost_found}, printed by `gate locks --quarantine` and `gate check` "
              "when they move a lock")
     with fsio.locked(state.ensure_dir(lay, lay.lost_found)):  # one restore at a time, and none during a move
-        if not (folder / "manifest.json").is_file():
+        if not os.path.isfile(manifest_path):
             raise _denied(f"no quarantine {evidence_id}: nothing restored ({where})")
-        data = fsio.read_state_file(folder / "manifest.json", 1 << 20) or b"{}"
+        data = fsio.read_state_file(manifest_path, 1 << 20) or b"{}"
         try:
-            manifest = dataio.load_json(fsio.decode_text(data, str(folder / "manifest.json")))
+            manifest = dataio.load_json(fsio.decode_text(data, manifest_path))
         except dataio.DataError as exc:
-            raise GateError(f"{folder / 'manifest.json'}: {exc.message}", reason="state-unsafe") from None
+            raise GateError(f"{manifest_path}: {exc.message}", reason="state-unsafe") from None
         if not isinstance(manifest, dict) or manifest.get("kind") != "git-lock":
             raise GateError(f"{evidence_id} is not a lock quarantine", code=USAGE, reason="usage")
         items = manifest.get("items")
@@ -351,9 +357,13 @@ def restore(repo: Repo, evidence_id: str) -> list[str]:
             raise _denied(f"quarantine {evidence_id} was already restored: nothing to put back ({where})")
         restored = []
         for item in items:
-            original = Path(item["original"])
-            source = folder / item["moved_to"]
-            if not _inside_git(repo, original) or ".." in Path(item["moved_to"]).parts:
+            # Where the lock goes back is judged through every symlink of its folder, and what comes back must be
+            # in this quarantine: a manifest is a file in the git dir, which whoever shaped the repository can write.
+            parent, name = os.path.split(os.path.normpath(item["original"]))
+            original = os.path.join(os.path.realpath(parent), name)
+            source = os.path.join(folder, item["moved_to"])
+            if not _inside_git(repo, original) or name in ("", os.curdir, os.pardir) \
+                    or ".." in item["moved_to"].split("/") or os.path.isabs(item["moved_to"]):
                 raise GateError(f"manifest of {evidence_id} names a path outside the repository", reason="state-unsafe")
             try:
                 os.link(source, original)
@@ -361,12 +371,12 @@ def restore(repo: Repo, evidence_id: str) -> list[str]:
                 raise _denied(f"{original} exists: quarantine {evidence_id} not restored (its place is taken)") from None
             except FileNotFoundError:
                 if os.path.lexists(source):
-                    raise _denied(f"{original.parent} is gone: quarantine {evidence_id} not restored") from None
+                    raise _denied(f"{os.path.dirname(original)} is gone: quarantine {evidence_id} not restored") from None
                 raise _denied(f"quarantine {evidence_id} no longer holds {item['moved_to']}: not restored") from None
             os.unlink(source)
-            restored.append(str(original))
+            restored.append(original)
         manifest["action"] = "restored"
-        state.write(repo, folder / "manifest.json", (jsonio.dumps(manifest, indent=2) + "\n").encode())
+        state.write(repo, manifest_path, (jsonio.dumps(manifest, indent=2) + "\n").encode())
     journal.append(repo, "lock-restored", {"quarantine": evidence_id, "paths": restored})
     return restored
 
@@ -375,5 +385,5 @@ def _denied(message: str) -> GateError:
     return GateError(message, code=VIOLATION, reason="lock-restore-denied")
 
 
-def _inside_git(repo: Repo, path: Path) -> bool:
-    return str(path).startswith(str(repo.common_dir) + "/")
+def _inside_git(repo: Repo, path: str) -> bool:
+    return path.startswith(repo.common_dir + "/")

@@ -12,7 +12,6 @@ output, or in the kept copy. A missing file is an empty mailbox.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from gates.domain import handoff, journal
 from gates.infra import clock, fsio, state
@@ -33,8 +32,8 @@ MAX_BYTES = 1 << 20
 
 def read(repo: Repo, config: Config) -> tuple[str, bytes | None]:
     relative = config.section("mailbox")["path"]
-    path = repo.toplevel / relative
-    if not path.exists() and not path.is_symlink():
+    path = repo.path(relative)
+    if not os.path.lexists(path):
         return relative, None
     data = fsio.read_bytes_capped(path, MAX_BYTES, relative)
     if isinstance(data, int):
@@ -48,13 +47,13 @@ def is_empty(data: bytes | None, sentinel: str, shown: str) -> bool:
 
 class Taken(NamedTuple):
     shown: str
-    copy: Path  # the kept copy: never removed by the gate
+    copy: str  # the kept copy: never removed by the gate
     cleared: bool  # False: the file changed while the package was delivered, and was left as it is
     journal_error: journal.NotJournalled | None
 
 
-def copies_dir(repo: Repo) -> Path:
-    return state.layout(repo).root / "mailbox"
+def copies_dir(repo: Repo) -> str:
+    return os.path.join(state.layout(repo).root, "mailbox")
 
 
 def take(repo: Repo, config: Config, now: datetime, deliver: Callable[[str], None]) -> Taken | None:
@@ -82,11 +81,11 @@ def take(repo: Repo, config: Config, now: datetime, deliver: Callable[[str], Non
         cleared = current == data  # a new package written meanwhile is left for the next take
         if cleared:
             try:
-                fsio.write_atomic(repo.toplevel / cfg["path"], (cfg["sentinel"] + "\n").encode("utf-8"))
+                fsio.write_atomic(repo.path(cfg["path"]), (cfg["sentinel"] + "\n").encode("utf-8"))
             except GateError as exc:
                 raise GateError(f"the work package was delivered (a copy is kept in {copy}), but {shown} could not "
                                 f"be cleared: {exc.message}", reason=exc.reason) from None
-    details = {"path": shown, "bytes": len(data), "sha256": sha256(data).hexdigest(), "copy": str(copy),
+    details = {"path": shown, "bytes": len(data), "sha256": sha256(data).hexdigest(), "copy": copy,
                "cleared": cleared}
     try:
         journal.append(repo, "mailbox-taken", details, now)
@@ -95,10 +94,10 @@ def take(repo: Repo, config: Config, now: datetime, deliver: Callable[[str], Non
     return Taken(shown, copy, cleared, None)
 
 
-def _keep(repo: Repo, folder: Path, data: bytes, now: datetime) -> Path:
+def _keep(repo: Repo, folder: str, data: bytes, now: datetime) -> str:
     """A durable copy of the package under a fresh name: it is on disk before anything else happens."""
     for _ in range(100):
-        copy = folder / f"{clock.name_text(now)}-{os.urandom(6).hex()}.md"
+        copy = os.path.join(folder, f"{clock.name_text(now)}-{os.urandom(6).hex()}.md")
         try:
             if state.write(repo, copy, data, exclusive=True):
                 return copy

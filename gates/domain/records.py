@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import stat
 import time
-from pathlib import Path
 
 from gates.domain import journal
 from gates.infra import dataio, fsio, paths, schemas
@@ -85,9 +84,9 @@ def problems(record: Record) -> list[tuple[int, str]]:
     return record.checked
 
 
-def folder(repo: Repo, config: Config) -> tuple[Path, str]:
-    relative = config.section("records")["path"].rstrip("/")
-    return repo.toplevel / relative, relative
+def folder(repo: Repo, config: Config) -> tuple[str, str]:
+    relative: str = config.section("records")["path"].rstrip("/")
+    return repo.path(relative), relative
 
 
 def load_all(repo: Repo, config: Config) -> tuple[list[Record], list[tuple[str, int, str]]]:
@@ -118,9 +117,9 @@ def load_all(repo: Repo, config: Config) -> tuple[list[Record], list[tuple[str, 
 RACY_NS = 2_000_000_000  # a file changed this close to the cache's read may have changed again unseen
 
 
-def _load_folder(repo: Repo, directory: Path, relative: str, dir_fd: int,
+def _load_folder(repo: Repo, directory: str, relative: str, dir_fd: int,
                  cache: Any) -> tuple[list[Record], list[tuple[str, int, str]]]:
-    schema_key = cache.key(schemas.schema_path("record").read_bytes())[:16]
+    schema_key = cache.key(schemas.schema_bytes("record"))[:16]
     old = cache.get(repo, "records") or {}
     same_schema = old.get("schema") == schema_key
     known: dict[str, Any] = old.get("entries", {}) if same_schema else {}
@@ -140,7 +139,7 @@ def _load_folder(repo: Repo, directory: Path, relative: str, dir_fd: int,
         except FileNotFoundError:
             continue  # removed since the listing
         if stat.S_ISLNK(info.st_mode):
-            real, why = paths.resolve(repo, directory / name)
+            real, why = paths.resolve(repo, os.path.join(directory, name))
             if why:  # never read, never quoted
                 broken.append((shown, 1, f"a symlink that {why}: not read"))
                 continue
@@ -194,7 +193,7 @@ def slug(title: str) -> str:
     return _SLUG.sub("-", title.lower()).strip("-")[:50] or "record"
 
 
-def new(repo: Repo, config: Config, title: str, now: datetime) -> Path:
+def new(repo: Repo, config: Config, title: str, now: datetime) -> str:
     title = " ".join(title.split())
     if not title or len(title) > 200 or dataio.unsafe_text(title):
         raise GateError("a record title is 1-200 characters of plain text (no control, NUL or bidi characters)",
@@ -203,7 +202,7 @@ def new(repo: Repo, config: Config, title: str, now: datetime) -> Path:
     prefix = config.section("records")["prefix"]
     for _ in range(10):
         record_id = f"{prefix}-{now:%Y%m%dT%H%M%SZ}-{os.urandom(6).hex()}"
-        path = directory / f"{record_id}-{slug(title)}.md"
+        path = os.path.join(directory, f"{record_id}-{slug(title)}.md")
         body = (f"---\nid: {record_id}\ntitle: {_quote(title)}\nstatus: open\ndate: {now:%Y-%m-%d}\n---\n\n"
                 f"# {title}\n\n## Context\n\n## Decision\n\n## Consequences\n")
         if fsio.write_atomic(path, body.encode("utf-8"), exclusive=True, parents=True):

@@ -17,7 +17,6 @@ any ref but the ones named, and nothing writes a ref of the user's repository.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from gates.infra import clock, dataio, fsio, git, jsonio, paths, state
 from gates.infra.clock import datetime, timedelta
@@ -51,7 +50,7 @@ def key_for(repo: Repo, state_rel: str) -> str:
 def clone_id(repo: Repo) -> str:
     """This clone's random id, made once and kept under the state dir (shared by its worktrees)."""
     lay = state.layout(repo)
-    path = state.ensure_dir(lay, lay.root) / "clone-id"
+    path = os.path.join(state.ensure_dir(lay, lay.root), "clone-id")
     for _ in range(2):
         data = fsio.read_state_file(path, 256)
         if data is not None:
@@ -274,9 +273,9 @@ def list_claims(remote: Remote, now: datetime) -> list[dict[str, Any]]:
 
 # -- What this clone holds, as last told by the remote: for `gate stamp` (the fence) and `gate brief`. --
 
-def _held_path(repo: Repo, key: str) -> Path:
+def _held_path(repo: Repo, key: str) -> str:
     lay = state.layout(repo)
-    return state.ensure_dir(lay, lay.root / "remote") / f"held-{key}.json"
+    return os.path.join(state.ensure_dir(lay, os.path.join(lay.root, "remote")), f"held-{key}.json")
 
 
 def remember(repo: Repo, key: str, remote_name: str, who: Me, record: dict[str, Any] | None, oid: str | None,
@@ -306,11 +305,12 @@ def held(repo: Repo, state_rel: str) -> dict[str, Any] | None:
 
 
 def keep_in_lost_found(repo: Repo, record: dict[str, Any], oid: str | None, action: str, why: str, who: Me,
-                       now: datetime) -> Path:
+                       now: datetime) -> str:
     """A broken or taken-over remote record, kept with a manifest (the remote no longer has it)."""
     evidence = state.new_evidence_dir(state.layout(repo), now)
-    state.write(repo, evidence / "claim.json", (jsonio.dumps(record, indent=2, ensure_ascii=False) + "\n").encode())
+    state.write(repo, os.path.join(evidence, "claim.json"), (jsonio.dumps(record, indent=2, ensure_ascii=False) + "\n").encode())
     manifest = {"version": 1, "kind": "remote-claim", "action": action, "reason": why, "when": clock.utc_text(now),
                 "oid": oid, "by": who._asdict(), "items": [{"moved_to": "claim.json", "record": record}]}
-    state.write(repo, evidence / "manifest.json", (jsonio.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode())
+    body = (jsonio.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode()
+    state.write(repo, os.path.join(evidence, "manifest.json"), body)
     return evidence

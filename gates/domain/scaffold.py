@@ -105,9 +105,9 @@ CONFIG_TEMPLATE = """# handoff-gate configuration. Every key is optional; the va
 def init(repo: Repo, config: Config, now: datetime) -> list[tuple[str, bool]]:
     """Write the files that are missing; returns (path, written) for each."""
     files: list[tuple[Path, str]] = [
-        (repo.toplevel / config.section("handoff")["path"], handoff_template(config, repo.head, now)),
-        (repo.toplevel / config.section("archive")["path"], ARCHIVE_TEMPLATE),
-        (repo.toplevel / CONFIG_NAME, CONFIG_TEMPLATE),
+        (Path(repo.path(config.section("handoff")["path"])), handoff_template(config, repo.head, now)),
+        (Path(repo.path(config.section("archive")["path"])), ARCHIVE_TEMPLATE),
+        (Path(repo.path(CONFIG_NAME)), CONFIG_TEMPLATE),
     ]
     results = []
     for path, content in files:

@@ -55,6 +55,8 @@ def tail_entries(repo: Repo, size: int = TAIL_BYTES) -> list[dict[str, Any]]:
         lines = lines[1:]  # the first line is cut
     out = []
     for raw in lines:
+        if not raw.strip():
+            continue  # the end of the last line
         try:
             entry = dataio.load_json(raw.decode("utf-8", "replace"))
         except dataio.DataError:

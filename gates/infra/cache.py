@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 from gates import __version__
 from gates.infra import fsio, jsonio, state
@@ -39,7 +38,7 @@ def key(*parts: bytes) -> str:
 
 
 def get(repo: Repo, name: str) -> Any:
-    path = state.layout(repo).cache / f"{name}.json"
+    path = os.path.join(state.layout(repo).cache, f"{name}.json")
     try:
         data = fsio.read_state_file(path, MAX_ENTRY_BYTES)
         return None if data is None else jsonio.loads(data.decode("utf-8"))
@@ -59,13 +58,13 @@ def put_raw(repo: Repo, filename: str, data: bytes) -> None:
     lay = state.layout(repo)
     try:
         folder = state.ensure_dir(lay, lay.cache)
-        state.write(repo, folder / filename, data)
+        state.write(repo, os.path.join(folder, filename), data)
         _prune(folder, keep=filename)
     except (GateError, OSError):
         pass  # an unwritable cache only costs speed; problems with the state dir surface through flags
 
 
-def _prune(folder: Path, keep: str) -> None:
+def _prune(folder: str, keep: str) -> None:
     cutoff = time.time() - PRUNE_AFTER
     with os.scandir(folder) as entries:
         for entry in entries:

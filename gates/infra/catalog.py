@@ -5,11 +5,18 @@ The gates' modules are imported by gates.checks (GATES), never from here.
 
 from __future__ import annotations
 
-from collections import namedtuple
+from gates.infra.plain import NamedTuple
 
-# flag_reason: None unless the gate's failures are flagged under another reason; on: whether `gate check`
-# runs it when the config does not say (the `gates:` defaults are made from this).
-Gate = namedtuple("Gate", ["id", "summary", "flag_reason", "on"], defaults=[True])
+
+class Gate(NamedTuple):
+    """flag_reason: None unless the gate's failures are flagged under another reason; on: whether `gate check`
+    runs it when the config does not say (the `gates:` defaults are made from this)."""
+
+    id: str
+    summary: str
+    flag_reason: str | None
+    on: bool = True
+
 
 CATALOG: dict[str, Gate] = {gate.id: gate for gate in (
     Gate("handoff-structure", "the hand-over file has its sections, Meta block, target and size limits", None),

@@ -7,7 +7,6 @@ imported only when the file exists.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from gates.infra import dataio, fsio, jsonio, paths, schemas
 from gates.infra.catalog import CATALOG
@@ -83,14 +82,14 @@ PATH_KEYS = (("handoff", "path"), ("handoff", "schema"), ("archive", "path"), ("
 
 def load(repo: Repo) -> Config:
     config = Config(jsonio.loads(_DEFAULTS_JSON))  # a fresh copy (copy.deepcopy costs an import on every commit)
-    path = repo.toplevel / CONFIG_NAME
+    path = repo.path(CONFIG_NAME)
     if os.path.lexists(path):
         _read(repo, config, path)
     _confine(repo, config)
     return config
 
 
-def _read(repo: Repo, config: Config, path: Path) -> None:
+def _read(repo: Repo, config: Config, path: str) -> None:
     shown = CONFIG_NAME
     real, why = paths.resolve(repo, path)
     if why:
@@ -101,7 +100,7 @@ def _read(repo: Repo, config: Config, path: Path) -> None:
     config.raw = data
     from gates.infra import cache
 
-    entry = f"config-{cache.key(data, schemas.schema_path('config').read_bytes())[:40]}"
+    entry = f"config-{cache.key(data, schemas.schema_bytes('config'))[:40]}"
     hit = cache.get(repo, entry)
     config.source = shown
     if isinstance(hit, dict):  # this very file was parsed and validated before

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import namedtuple
+from gates.infra.plain import NamedTuple
 
 ERROR = "error"
 WARNING = "warning"
@@ -10,7 +10,12 @@ ENVIRONMENT = "gate"  # the id of findings about the gate's own environment: it 
 
 # A tuple underneath: immutable, hashable, compared and ordered field by field (dataclasses would
 # cost every hook run the import of `inspect`).
-_Base = namedtuple("_Base", ["path", "line", "gate", "message", "severity"], defaults=[ERROR])
+class _Base(NamedTuple):
+    path: str
+    line: int
+    gate: str
+    message: str
+    severity: str = ERROR
 
 
 class Finding(_Base):

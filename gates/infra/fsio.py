@@ -20,8 +20,9 @@ from gates.infra.errors import CANNOT_RUN, GateError
 
 TYPE_CHECKING = False  # typing itself costs ~3 ms at startup; mypy reads this name as True
 if TYPE_CHECKING:
-    from pathlib import Path
     from types import TracebackType
+
+    StrPath = str | os.PathLike[str]  # what the functions below take: a str on the commit path, a Path elsewhere
 
 TEMP_PREFIX = ".tmp-"
 TEMP_NAME_CHARS = 40  # how much of the target's name a temp name keeps
@@ -54,7 +55,7 @@ def safe_flags(flags: int, *, nonblock: bool = True) -> int:
 _DIR_FLAGS = safe_flags(os.O_RDONLY | getattr(os, "O_DIRECTORY", 0), nonblock=False)
 
 
-def open_dir(directory: Path | str, *, create: bool = False, mode: int = 0o777) -> int:
+def open_dir(directory: StrPath, *, create: bool = False, mode: int = 0o777) -> int:
     """A descriptor of the absolute, resolved `directory`, opened one component at a time following no symlink.
 
     A symlink anywhere on the way (one planted, or swapped in after the path was resolved) is refused
@@ -84,7 +85,7 @@ def open_dir(directory: Path | str, *, create: bool = False, mode: int = 0o777) 
     return fd
 
 
-def open_file(path: Path | str, flags: int, mode: int = 0o666) -> int:
+def open_file(path: StrPath, flags: int, mode: int = 0o666) -> int:
     """os.open of `path` without following a symlink in any component (see open_dir)."""
     folder, name = os.path.split(os.path.abspath(path))
     dir_fd = open_dir(folder)
@@ -94,7 +95,7 @@ def open_file(path: Path | str, flags: int, mode: int = 0o666) -> int:
         os.close(dir_fd)
 
 
-def fsync_dir(directory: Path | str) -> None:
+def fsync_dir(directory: StrPath) -> None:
     fd = open_dir(directory)
     try:
         os.fsync(fd)
@@ -102,7 +103,17 @@ def fsync_dir(directory: Path | str) -> None:
         os.close(fd)
 
 
-def move_aside(source: Path, target: Path, *, pinned: os.stat_result | None = None, sync: bool = True) -> OSError | bool:
+def listing(folder: StrPath, suffix: str) -> list[str]:
+    """The paths of a folder's entries whose names end in `suffix`, sorted; a writer's temp files and other
+    dot names left out, and none at all when the folder is missing."""
+    try:
+        names = os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(os.path.join(folder, name) for name in names if name.endswith(suffix) and not name.startswith("."))
+
+
+def move_aside(source: StrPath, target: StrPath, *, pinned: os.stat_result | None = None, sync: bool = True) -> OSError | bool:
     """Rename `source` to `target` (a name in a folder of evidence), then fsync both folders: the move is durable.
 
     `os.rename` moves a symlink or a FIFO itself, never what it names. Returns the rename's OSError when
@@ -120,12 +131,12 @@ def move_aside(source: Path, target: Path, *, pinned: os.stat_result | None = No
         if (arrived.st_dev, arrived.st_ino) != (pinned.st_dev, pinned.st_ino):
             return False
     if sync:
-        fsync_dir(source.parent)
-        fsync_dir(target.parent)
+        fsync_dir(os.path.dirname(os.path.abspath(source)))
+        fsync_dir(os.path.dirname(os.path.abspath(target)))
     return True
 
 
-def move_names_aside(source_dir: Path, names: list[str], target_dir: Path) -> list[str]:
+def move_names_aside(source_dir: StrPath, names: list[str], target_dir: StrPath) -> list[str]:
     """Move each of `names` from `source_dir` into `target_dir` (same name), then fsync both folders once.
 
     A name already gone (moved by someone else meanwhile) is skipped; any other error is raised.
@@ -133,7 +144,7 @@ def move_names_aside(source_dir: Path, names: list[str], target_dir: Path) -> li
     """
     moved = []
     for name in names:
-        failed = move_aside(source_dir / name, target_dir / name, sync=False)
+        failed = move_aside(os.path.join(source_dir, name), os.path.join(target_dir, name), sync=False)
         if isinstance(failed, FileNotFoundError):
             continue
         if isinstance(failed, OSError):
@@ -151,7 +162,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def write_atomic(path: Path, data: bytes, *, exclusive: bool = False, reason: str = "io-error",
+def write_atomic(path: StrPath, data: bytes, *, exclusive: bool = False, reason: str = "io-error",
                  executable: bool = False, mode: int | None = None, parents: bool = False) -> bool:
     """Put `data` at `path` so that readers see the old or the new content, never a mix.
 
@@ -259,14 +270,14 @@ def _verify(dir_fd: int, name: str, data: bytes) -> None:
         raise OSError(errno.EIO, "the file read back differs from what was written")
 
 
-def _io_error(step: str, path: Path | str, exc: OSError, reason: str) -> GateError:
+def _io_error(step: str, path: StrPath, exc: OSError, reason: str) -> GateError:
     detail = exc.strerror or str(exc)
     if exc.errno in (errno.ELOOP, errno.ENOTDIR) and step in ("open folder", "open", "open for append", "open lock"):
         detail = "a symlink (or a file) where a folder should be on its path: refused, not followed"
     return GateError(f"cannot write {path} ({step}): {detail}", code=CANNOT_RUN, reason=reason)
 
 
-def append_line(path: Path, data: bytes, *, reason: str, mode: int | None = None) -> None:
+def append_line(path: StrPath, data: bytes, *, reason: str, mode: int | None = None) -> None:
     """Append one record with a single O_APPEND write, then fsync: concurrent appenders never interleave."""
     try:  # a FIFO planted here is refused, never waited on
         fd = open_state_fd(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode if mode is not None else 0o666 & ~umask())
@@ -288,8 +299,8 @@ class locked:  # noqa: N801 - used as `with fsio.locked(folder):`
     flock is released by the kernel when its holder dies, so a crash never leaves it held.
     """
 
-    def __init__(self, directory: Path) -> None:
-        self.path = directory / ".lock"
+    def __init__(self, directory: StrPath) -> None:
+        self.path = os.path.join(directory, ".lock")
         self.fd = -1
 
     def __enter__(self) -> None:
@@ -309,7 +320,7 @@ class locked:  # noqa: N801 - used as `with fsio.locked(folder):`
         os.close(self.fd)
 
 
-def read_bytes_capped(path: Path | str, cap: int, shown: str, *, dir_fd: int | None = None) -> bytes | int:
+def read_bytes_capped(path: StrPath, cap: int, shown: str, *, dir_fd: int | None = None) -> bytes | int:
     """The bytes of the regular file at `path`, or its size (an int) when it is larger than `cap`.
 
     Never blocks on a FIFO, never reads more than `cap` + 1 bytes, and never follows a symlink: `path`
@@ -351,7 +362,7 @@ def _read_up_to(fd: int, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_state_file(path: Path | str, cap: int) -> bytes | None:
+def read_state_file(path: StrPath, cap: int) -> bytes | None:
     """A file the gate itself wrote under its state dir, or None when there is none.
 
     A symlink, a FIFO, a device, a hard-linked file or an oversized file there was planted, not
@@ -412,7 +423,7 @@ def split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def open_state_fd(path: Path | str, flags: int, mode: int = 0o666) -> int:
+def open_state_fd(path: StrPath, flags: int, mode: int = 0o666) -> int:
     """Open a file the gate keeps under its state dir, never blocking on what was planted there.
 
     `O_NONBLOCK` makes the open of a FIFO return at once (ENXIO for a writer with no reader) instead

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found,unused-ignore]  # signal itself builds enums at import
 import os
-from pathlib import Path
 
 from gates.infra.errors import GateError
 from gates.infra.text import excerpt
@@ -160,14 +159,14 @@ def _keep_inherited_descriptors() -> None:
     _OURS_ONLY.append(True)
 
 
-def _run(args: list[str], cwd: Path, env: Mapping[str, str], stdin: bytes | None = None) -> Raw:
+def _run(args: list[str], cwd: str, env: Mapping[str, str], stdin: bytes | None = None) -> Raw:
     """git with `args` in `cwd`, given `stdin` (else nothing), both outputs captured: os.posix_spawn, not subprocess.
 
     A call on every commit: subprocess with its threading, signal and selectors imports costs more
     than the call. The folder is given as git's own `-C` (posix_spawn has no cwd), which git
     applies before it reads any GIT_* path of the environment, as a start in that folder would.
     """
-    argv = [git_program(), "-C", str(cwd), *_SAFE_ARGS, *args]
+    argv = [git_program(), "-C", cwd, *_SAFE_ARGS, *args]
     _keep_inherited_descriptors()
     out_r, out_w = os.pipe()  # every end is close-on-exec: dup2 gives the child its own
     err_r, err_w = os.pipe()
@@ -242,7 +241,7 @@ def _drain(out_fd: int, err_fd: int, in_fd: int | None, data: bytes) -> tuple[by
 class Repo:
     """A discovered work tree: where its files and its git dirs are, and its HEAD."""
 
-    def __init__(self, toplevel: Path, git_dir: Path, common_dir: Path, head: str | None,
+    def __init__(self, toplevel: str, git_dir: str, common_dir: str, head: str | None,
                  env: Mapping[str, str]) -> None:
         self.toplevel = toplevel
         self.git_dir = git_dir
@@ -402,26 +401,33 @@ class Repo:
     def history(self) -> History:
         return History(self)
 
-    def relpath(self, path: Path) -> str:
+    def path(self, relative: str) -> str:
+        """The work-tree path of `relative` (a POSIX path from the top of the work tree)."""
+        return os.path.join(self.toplevel, relative)
+
+    def relpath(self, path: str | os.PathLike[str]) -> str:
         """`path` as shown to a user: relative to the top of the work tree when inside it."""
         # The folder is resolved, the name is not: a symlink is shown where it is, not where it points.
-        where = Path(os.path.realpath(path.parent)) / path.name
-        try:
-            return where.relative_to(self.toplevel).as_posix()
-        except ValueError:
-            return str(where)
+        folder, name = os.path.split(os.fspath(path))
+        where = os.path.join(os.path.realpath(folder or "."), name)
+        top = self.toplevel
+        if where == top:
+            return "."
+        if where.startswith(top.rstrip(os.sep) + os.sep):
+            return where[len(top.rstrip(os.sep)) + 1:].replace(os.sep, "/")
+        return where
 
 
-def discover(cwd: Path | None = None, environ: Mapping[str, str] | None = None) -> Repo:
+def discover(cwd: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None) -> Repo:
     """Find the repository the way git does; GATE_ROOT pins it and drops inherited GIT_* pointers."""
     environ = os.environ if environ is None else environ
     pinned_root = environ.get("GATE_ROOT")
     if pinned_root:
-        where = Path(pinned_root)
-        if not where.is_dir():
+        where = pinned_root
+        if not os.path.isdir(where):
             raise GateError(f"GATE_ROOT={pinned_root}: not a directory", reason="not-a-repository")
     else:
-        where = Path.cwd() if cwd is None else cwd
+        where = os.getcwd() if cwd is None else os.fspath(cwd)
     env = _env(environ, pinned=bool(pinned_root))
     proc = Output(_run(
         ["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--verify", "--quiet", "HEAD"],
@@ -436,9 +442,7 @@ def discover(cwd: Path | None = None, environ: Mapping[str, str] | None = None) 
             f"not inside a git work tree ({label}): {detail.removeprefix('fatal: ')}",
             reason="not-a-repository",
         )
-    common = Path(lines[2])
-    if not common.is_absolute():
-        common = where / common
+    common = os.path.join(where, lines[2])  # as git prints it: absolute, or relative to `where`
     head = lines[3].strip() if proc.returncode == 0 and len(lines) > 3 else None
     toplevel = os.path.realpath(lines[0])
     start = os.path.realpath(where)
@@ -451,9 +455,9 @@ def discover(cwd: Path | None = None, environ: Mapping[str, str] | None = None) 
                         f"{excerpt(start, 200)} (core.worktree in the repository's config?): refused",
                         reason="not-a-repository")
     return Repo(
-        toplevel=Path(toplevel),
-        git_dir=Path(os.path.realpath(lines[1])),
-        common_dir=Path(os.path.realpath(common)),
+        toplevel=toplevel,
+        git_dir=os.path.realpath(lines[1]),
+        common_dir=os.path.realpath(common),
         head=head,
         env=env,
     )
@@ -561,11 +565,11 @@ class Unreachable(GateError):
 class Scratch:
     """The private bare repository where every network call runs and every pushed object is made."""
 
-    def __init__(self, git_dir: Path, base_env: Mapping[str, str], timeout: float) -> None:
+    def __init__(self, git_dir: str, base_env: Mapping[str, str], timeout: float) -> None:
         self.git_dir = git_dir
         self.timeout = timeout
         env = {k: v for k, v in _env(base_env, pinned=True).items() if not k.startswith("GIT_CONFIG_PARAMETERS")}
-        env.update({"GIT_DIR": str(git_dir), "GIT_ALLOW_PROTOCOL": ":".join(NETWORK_PROTOCOLS),
+        env.update({"GIT_DIR": git_dir, "GIT_ALLOW_PROTOCOL": ":".join(NETWORK_PROTOCOLS),
                     "GIT_ASKPASS": "", "SSH_ASKPASS": "", "SSH_ASKPASS_REQUIRE": "never",
                     "GIT_TERMINAL_PROMPT": "0", "GIT_PROTOCOL_FROM_USER": "0", **GATE_IDENTITY})
         for name in ("GIT_EXEC_PATH_OVERRIDE", "GIT_TRACE", "GIT_TRACE_PACKET"):
@@ -615,7 +619,7 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.communicate()
 
 
-_SCRATCH: dict[str, Path] = {}  # this process's scratch repository per clone
+_SCRATCH: dict[str, str] = {}  # this process's scratch repository per clone
 
 
 def scratch(repo: Repo, timeout: float = NETWORK_TIMEOUT) -> Scratch:
@@ -630,10 +634,10 @@ def scratch(repo: Repo, timeout: float = NETWORK_TIMEOUT) -> Scratch:
         import shutil
         import tempfile
 
-        folder = Path(tempfile.mkdtemp(prefix="gate-remote-"))  # 0700, a name nobody can guess or plant
+        folder = tempfile.mkdtemp(prefix="gate-remote-")  # 0700, a name nobody can guess or plant
         atexit.register(shutil.rmtree, folder, True)
-        target = folder / "scratch.git"
-        proc = _run(["init", "--quiet", "--bare", "--template=", str(target)], folder,
+        target = os.path.join(folder, "scratch.git")
+        proc = _run(["init", "--quiet", "--bare", "--template=", target], folder,
                     {k: v for k, v in repo.env.items() if k not in REPO_ENV_VARS})
         if proc.returncode != 0:
             raise GateError(f"cannot make a scratch repository in {folder}: "

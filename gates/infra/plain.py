@@ -1,10 +1,12 @@
-"""`NamedTuple` without importing `typing` at run time.
+"""`NamedTuple` without importing `typing` or `collections` at run time.
 
-`typing` costs about 3 ms to import, on every commit. The type checker sees `typing.NamedTuple`
-itself; at run time a class declared the same way (annotated fields, trailing defaults, methods,
-a docstring) becomes a subclass of a `collections.namedtuple` of those fields: a real tuple,
-compared, hashed, unpacked and `_replace`d as the typing one is. `collections` is loaded anyway
-(`re` and `pathlib` import it).
+`typing` costs about 3 ms to import on every commit, and `collections` (where `namedtuple` lives,
+with the OrderedDict, Counter and ChainMap it defines) a few more. The type checker sees
+`typing.NamedTuple` itself; at run time a class declared the same way (annotated fields, trailing
+defaults, methods, a docstring) becomes a subclass of `tuple` with a property per field: compared,
+hashed, unpacked, pickled, `_replace`d and `_asdict`ed as the typing one is, and refused as it is
+when a field without a default follows one with a default. tests/infra/test_plain.py holds it to
+typing's answers.
 """
 
 from __future__ import annotations
@@ -13,19 +15,63 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import NamedTuple as NamedTuple
 else:
-    from collections import namedtuple
+    from operator import itemgetter
+
+    def _methods(name, fields, defaults):
+        def __new__(cls, *args, **named):
+            if len(args) > len(fields):
+                raise TypeError(f"{name}() takes {len(fields)} arguments but {len(args)} were given")
+            values = list(args)
+            for field in fields[len(args):]:
+                if field in named:
+                    values.append(named.pop(field))
+                elif field in defaults:
+                    values.append(defaults[field])
+                else:
+                    raise TypeError(f"{name}() missing required argument: '{field}'")
+            if named:
+                raise TypeError(f"{name}() got an unexpected or repeated argument: '{next(iter(named))}'")
+            return tuple.__new__(cls, values)
+
+        def __repr__(self):
+            shown = ", ".join(f"{field}={value!r}" for field, value in zip(fields, self, strict=True))
+            return f"{type(self).__name__}({shown})"
+
+        def _asdict(self):
+            return dict(zip(fields, self, strict=True))
+
+        def _replace(self, **changes):
+            unknown = set(changes) - set(fields)
+            if unknown:
+                raise ValueError(f"Got unexpected field names: {sorted(unknown)!r}")
+            return type(self)(*(changes.get(field, value) for field, value in zip(fields, self, strict=True)))
+
+        def __getnewargs__(self):
+            return tuple(self)
+
+        def _make(cls, iterable):
+            values = tuple(iterable)
+            if len(values) != len(fields):
+                raise TypeError(f"Expected {len(fields)} arguments, got {len(values)}")
+            return tuple.__new__(cls, values)
+
+        return {"__new__": __new__, "__repr__": __repr__, "_asdict": _asdict, "_replace": _replace,
+                "__getnewargs__": __getnewargs__, "_make": classmethod(_make)}
 
     class _Declared(type):
         def __new__(mcs, name, bases, namespace):
             if not bases:  # NamedTuple itself
                 return super().__new__(mcs, name, bases, namespace)
-            fields = list(namespace.get("__annotations__", {}))
-            defaults = [namespace[field] for field in fields if field in namespace]
-            if any(field not in namespace for field in fields[len(fields) - len(defaults):]):
+            fields = tuple(namespace.get("__annotations__", {}))
+            defaults = {field: namespace[field] for field in fields if field in namespace}
+            if any(field not in defaults for field in fields[len(fields) - len(defaults):]):
                 raise TypeError(f"{name}: a field without a default follows one with a default")
-            base = namedtuple(name, fields, defaults=defaults, module=namespace.get("__module__"))
             body = {key: value for key, value in namespace.items() if key not in fields and key != "__annotations__"}
-            return type(name, (base,), {**body, "__slots__": ()})
+            body.update(_methods(name, fields, defaults))
+            body.update({field: property(itemgetter(index), doc=f"field {index}: {field}")
+                         for index, field in enumerate(fields)})
+            body.update({"__slots__": (), "_fields": fields, "_field_defaults": defaults, "__match_args__": fields})
+            return type(name, (tuple,), body)
 
     class NamedTuple(metaclass=_Declared):
         """Subclass it as typing.NamedTuple is subclassed."""

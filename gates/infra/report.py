@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 from gates import __version__
 from gates.infra import jsonio
 from gates.infra.errors import GateError
@@ -11,7 +9,7 @@ from gates.infra.findings import ENVIRONMENT, ERROR, WARNING, CheckResult
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Callable
+    from typing import Callable, Iterable
 
 
 def summary(result: CheckResult) -> str:
@@ -26,14 +24,23 @@ def summary(result: CheckResult) -> str:
                 f"are staged again; nothing else to fix ({gates} on {where})")
     if not result.findings:
         return f"gate check: passed ({gates} on {where})"
-    counts = Counter(f.severity for f in result.findings)
-    per_gate = Counter(f.gate for f in result.findings)
-    verdict = "failed" if counts[ERROR] else "passed with warnings"
-    parts = [f"{counts[ERROR]} error{'s' if counts[ERROR] != 1 else ''}"]
-    if counts[WARNING]:
-        parts.append(f"{counts[WARNING]} warning{'s' if counts[WARNING] != 1 else ''}")
+    counts = _tally(f.severity for f in result.findings)
+    per_gate = _tally(f.gate for f in result.findings)
+    errors, warnings = counts.get(ERROR, 0), counts.get(WARNING, 0)
+    verdict = "failed" if errors else "passed with warnings"
+    parts = [f"{errors} error{'s' if errors != 1 else ''}"]
+    if warnings:
+        parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
     detail = ", ".join(f"{gate_id}: {n}" for gate_id, n in sorted(per_gate.items()))
     return f"gate check: {verdict}: {', '.join(parts)} ({detail}; {gates} on {where})"
+
+
+def _tally(values: Iterable[str]) -> dict[str, int]:
+    """How often each value occurs (collections.Counter's answer, without its import)."""
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    return counts
 
 
 def text(result: CheckResult) -> str:
@@ -44,7 +51,7 @@ def text(result: CheckResult) -> str:
 
 def as_json(result: CheckResult | None, exit_code: int, error: GateError | None = None) -> str:
     findings = result.findings if result else []
-    counts = Counter(f.severity for f in findings)
+    counts = _tally(f.severity for f in findings)
     document = {
         "version": 1,
         "tool": "handoff-gate",
@@ -54,7 +61,7 @@ def as_json(result: CheckResult | None, exit_code: int, error: GateError | None 
         "ok": exit_code == 0,
         "gates": result.gates if result else [],
         "files": result.files if result else [],
-        "counts": {"error": counts[ERROR], "warning": counts[WARNING]},
+        "counts": {"error": counts.get(ERROR, 0), "warning": counts.get(WARNING, 0)},
         "findings": [f.to_json() for f in findings],
         "error": None if error is None else {"reason": error.reason, "message": error.render()},
     }

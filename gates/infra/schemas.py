@@ -5,8 +5,7 @@ jsonschema is imported only when something is validated: it is the slowest impor
 
 from __future__ import annotations
 
-from functools import lru_cache
-from pathlib import Path
+import os
 
 from gates.infra import jsonio
 from gates.infra.text import excerpt
@@ -18,24 +17,37 @@ if TYPE_CHECKING:
 NAMES = ("config", "handoff", "flag", "check-result", "record")
 
 
-def _schema_dir() -> Path:
-    shipped = Path(__file__).resolve().parent.parent / "schemas"  # gates/schemas/ in an installed package
-    if shipped.is_dir():
+def schema_dir() -> str:
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    shipped = os.path.join(package, "schemas")  # gates/schemas/ in an installed package
+    if os.path.isdir(shipped):
         return shipped
     # A source checkout (editable install or tests run in place): the top-level folder.
-    return Path(__file__).resolve().parent.parent.parent / "schemas"
+    return os.path.join(os.path.dirname(package), "schemas")
 
 
-def schema_path(name: str) -> Path:
+def schema_path(name: str) -> str:
     if name not in NAMES:
         raise KeyError(name)
-    return _schema_dir() / f"{name}.schema.json"
+    return os.path.join(schema_dir(), f"{name}.schema.json")
 
 
-@lru_cache(maxsize=None)
+_READ: dict[str, bytes] = {}
+_LOADED: dict[str, dict[str, Any]] = {}
+
+
+def schema_bytes(name: str) -> bytes:
+    """The shipped schema's bytes (read once a run): a part of every cache key that depends on it."""
+    if name not in _READ:
+        with open(schema_path(name), "rb") as handle:
+            _READ[name] = handle.read()
+    return _READ[name]
+
+
 def load(name: str) -> dict[str, Any]:
-    schema: dict[str, Any] = jsonio.loads(schema_path(name).read_text(encoding="utf-8"))
-    return schema
+    if name not in _LOADED:
+        _LOADED[name] = jsonio.loads(schema_bytes(name).decode("utf-8"))
+    return _LOADED[name]
 
 
 def check_schema(schema: dict[str, Any]) -> str | None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 
 from gates.infra import clock
 from gates.infra.clock import datetime
@@ -17,42 +16,26 @@ from gates.infra.git import Repo
 
 
 class Layout:
-    def __init__(self, root: Path, repo: Repo | None = None) -> None:
+    """The state dir's folders, as paths (str: `pathlib` costs a commit more to import than it saves)."""
+
+    def __init__(self, root: str, repo: Repo | None = None) -> None:
         self.root = root
         self.repo = repo
-
-    @property
-    def flags(self) -> Path:
-        return self.root / "flags"
-
-    @property
-    def flags_acked(self) -> Path:
-        return self.root / "flags" / "acked"
-
-    @property
-    def claims(self) -> Path:
-        return self.root / "claims"
-
-    @property
-    def claims_released(self) -> Path:
-        return self.root / "claims" / "released"
-
-    @property
-    def cache(self) -> Path:
-        return self.root / "cache"
-
-    @property
-    def lost_found(self) -> Path:
-        return self.root / "lost+found"
+        self.flags = os.path.join(root, "flags")
+        self.flags_acked = os.path.join(root, "flags", "acked")
+        self.claims = os.path.join(root, "claims")
+        self.claims_released = os.path.join(root, "claims", "released")
+        self.cache = os.path.join(root, "cache")
+        self.lost_found = os.path.join(root, "lost+found")
 
 
-def new_evidence_dir(lay: Layout, when: datetime) -> Path:
+def new_evidence_dir(lay: Layout, when: datetime) -> str:
     """A fresh, unguessable folder in lost+found: a move into it can never overwrite anything."""
     parent = ensure_dir(lay, lay.lost_found)
     for _ in range(100):
-        candidate = parent / f"{clock.name_text(when)}-{os.urandom(6).hex()}"
+        candidate = os.path.join(parent, f"{clock.name_text(when)}-{os.urandom(6).hex()}")
         try:
-            candidate.mkdir()
+            os.mkdir(candidate)
         except FileExistsError:
             continue
         return candidate
@@ -60,7 +43,7 @@ def new_evidence_dir(lay: Layout, when: datetime) -> Path:
 
 
 def layout(repo: Repo) -> Layout:
-    return Layout(repo.common_dir / "gate", repo)
+    return Layout(os.path.join(repo.common_dir, "gate"), repo)
 
 
 def shared_modes(repo: Repo) -> tuple[int, int] | None:
@@ -86,7 +69,7 @@ def _shared(value: str) -> tuple[int, int] | None:
     return None
 
 
-def write(repo: Repo, path: Path, data: bytes, *, exclusive: bool = False, reason: str = "io-error") -> bool:
+def write(repo: Repo, path: str, data: bytes, *, exclusive: bool = False, reason: str = "io-error") -> bool:
     """The atomic writer, for files under the state dir: new ones follow core.sharedRepository."""
     from gates.infra import fsio
 
@@ -94,20 +77,27 @@ def write(repo: Repo, path: Path, data: bytes, *, exclusive: bool = False, reaso
     return fsio.write_atomic(path, data, exclusive=exclusive, reason=reason, mode=modes[0] if modes else None)
 
 
-def ensure_dir(lay: Layout, path: Path) -> Path:
+def ensure_dir(lay: Layout, path: str) -> str:
     """Create `path` under the state dir, refusing any step that could be turned against us."""
-    rel = path.relative_to(lay.root)
+    rel = os.path.relpath(path, lay.root)
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
+        raise GateError(f"{path} is not under the state directory {lay.root}", reason="state-unsafe")
     current = lay.root
-    for part in ("", *rel.parts):
-        current = current / part if part else current
+    _ensure_one(current, lay.repo)
+    for part in rel.split(os.sep) if rel != os.curdir else ():
+        current = os.path.join(current, part)
         _ensure_one(current, lay.repo)
     return path
 
 
-def _ensure_one(path: Path, repo: Repo | None = None) -> None:
+def _ensure_one(path: str, repo: Repo | None = None) -> None:
     try:
         created = not os.path.lexists(path)
-        path.mkdir(exist_ok=True)
+        if created:
+            try:
+                os.mkdir(path)
+            except FileExistsError:
+                pass  # made meanwhile: judged below like any other
         if created and repo is not None and (modes := shared_modes(repo)):
             os.chmod(path, modes[1])
         info = os.lstat(path)
@@ -128,7 +118,7 @@ def refusal(info: os.stat_result, repo: Repo | None) -> str | None:
     return None
 
 
-def unsafe(lay: Layout) -> list[tuple[Path, str]]:
+def unsafe(lay: Layout) -> list[tuple[str, str]]:
     """(folder, why) for each existing folder of the state dir a writing command would refuse.
 
     Only looks (`lstat`): nothing is created, and a missing folder is fine (it is made on first use)."""

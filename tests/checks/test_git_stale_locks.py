@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -83,8 +84,13 @@ def test_exdev_leaves_the_lock_in_place_with_a_flag(repo: Path, capsys: pytest.C
 
 def test_a_git_dir_that_cannot_be_listed_stops_the_gate(repo: Path, capsys: pytest.CaptureFixture[str],
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    def unlistable(path: object) -> list[str]:
-        raise PermissionError(errno.EACCES, "Permission denied")
+    listdir = os.listdir
+    git_dir = str((repo / ".git").resolve())
+
+    def unlistable(path: str) -> list[str]:  # the git dir alone: the flag of the failure is still written
+        if os.fspath(path) == git_dir:
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return listdir(path)
 
     monkeypatch.setattr("gates.domain.locks.os.listdir", unlistable)
     code, _, err = call_gate(repo, "check", "--only", "git-stale-locks", capsys=capsys, monkeypatch=monkeypatch)

@@ -8,7 +8,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from conftest import ROOT, call_gate, commit_all, git, handoff_text, run_gate
+from conftest import ROOT, call_gate, commit_all, flag_records, git, handoff_text, run_gate
 from helpers import break_with_punctuation
 
 from gates.checks import GATES
@@ -49,6 +49,16 @@ def test_an_unknown_revision_in_range_is_a_usage_error(repo: Path) -> None:
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == ("gate: --range nosuch..HEAD: 'nosuch' names no commit of this repository "
                            "(BASE..HEAD takes two commits, e.g. origin/main..HEAD)\n")
+
+
+def test_a_file_argument_that_does_not_exist_is_a_usage_error_and_no_flag(repo: Path) -> None:
+    """A typo on the command line is said to whoever typed it; a flag would stay open for every later session."""
+    proc = run_gate(repo, "check", "HANDOF.md")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == ("gate: HANDOF.md: no such file — name an existing hand-over file, or none to check the "
+                           "configured one\n")
+    assert flag_records(repo / ".git") == []
+    assert "No unacknowledged flags." in run_gate(repo, "brief").stdout
 
 
 def test_a_range_check_says_how_many_commits_it_judged(repo: Path) -> None:

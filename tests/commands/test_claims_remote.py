@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from conftest import call_gate, flag_records, git, run_gate
+from conftest import call_gate, flag_records, git, handoff_text, run_gate
 from remote_helpers import HttpServer, bare_repository, claim_ref, clone, clone_id, refs, remote_record, seed_bare
 
 
@@ -225,20 +225,21 @@ def _cid(tree: Path) -> str:
 
 def test_a_fresh_clone_brief_shows_a_flag_pushed_by_another_clone(remote_url: str, tmp_path: Path) -> None:
     a = clone(remote_url, tmp_path / "a")
-    assert run_gate(a, "release").returncode == 1  # raises a release-denied flag in clone a
+    (a / "HANDOFF.md").write_text(handoff_text(git(a, "rev-parse", "HEAD"), threads="- [x] shipped"))
+    assert run_gate(a, "check").returncode == 1  # raises a handoff-no-checked-items flag in clone a
     pushed = run_gate(a, "flags", "--push")
     assert pushed.returncode == 0 and "pushed 1 open flag" in pushed.stdout, pushed.stderr
     fresh = clone(remote_url, tmp_path / "fresh")
     brief = run_gate(fresh, "brief")
     assert brief.returncode == 0, brief.stderr
-    assert f"clone {clone_id(a)} on host " in brief.stdout and "[release-denied]" in brief.stdout
-    assert "nobody holds a claim on HANDOFF.md" in brief.stdout
+    assert f"clone {clone_id(a)} on host " in brief.stdout and "[handoff-no-checked-items]" in brief.stdout
+    assert "checked item 'shipped'" in brief.stdout
     own = run_gate(a, "brief")
     assert "Flags of other clones (remote origin): none open." in own.stdout  # its own flags are not "other"
     [flag] = flag_records(a / ".git")
     assert run_gate(a, "flags", "--ack", str(flag["id"]), "--push").returncode == 0
     after = run_gate(fresh, "brief")
-    assert "[release-denied]" not in after.stdout and "none open" in after.stdout
+    assert "[handoff-no-checked-items]" not in after.stdout and "none open" in after.stdout
 
 
 def test_flags_from_another_clone_are_sanitised(tmp_path: Path) -> None:

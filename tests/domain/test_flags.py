@@ -193,11 +193,11 @@ def test_a_passing_check_does_not_read_the_flag_folder_when_nothing_is_open_for_
     listed: list[str] = []
     real_files, real_load = flags._flag_files, flags._load
 
-    def flag_files(folder: Path, *rest: Any) -> Any:
+    def flag_files(folder: str, *rest: Any) -> Any:
         listed.append(str(folder))
         return real_files(folder, *rest)
 
-    def load(path: Path) -> Any:
+    def load(path: str) -> Any:
         listed.append(str(path))
         return real_load(path)
 
@@ -303,7 +303,7 @@ def test_identical_repeats_coalesce_into_one_flag_with_a_count(repo: Path) -> No
     for _ in range(3):
         assert run_gate(repo, "check").returncode == 1
     found = discover(repo, {})
-    scope = flags.scope_of(found, [], None, repo / "HANDOFF.md")  # what `gate check` judged
+    scope = flags.scope_of(found, [], None, str(repo / "HANDOFF.md"))  # what `gate check` judged
     for _ in range(500):
         flags.raise_flag(found, "handoff-no-checked-items", flag_records(repo / ".git")[0]["message"],
                          command="gate check", exit_code=1, gate="handoff-no-checked-items", scope=scope)
@@ -322,7 +322,7 @@ def test_concurrent_writers_coalesce_without_losing_a_count(repo: Path) -> None:
         list(pool.map(_raise_many, [str(repo)] * 8))
     [record] = flag_records(repo / ".git")
     assert record["count"] == 8 * 25
-    assert found.common_dir == (repo / ".git").resolve()
+    assert found.common_dir == str((repo / ".git").resolve())
 
 
 def _raise_many(repo_dir: str) -> None:

@@ -452,3 +452,33 @@ def test_proc_is_not_read_when_there_is_nothing_to_judge(repo: Path, capsys: pyt
     aged(repo / ".git" / "index.lock")
     code, out, _ = call_gate(repo, "locks", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 0 and out.startswith("fresh      index.lock"), out
+
+
+@pytest.mark.parametrize("original, moved_to", [
+    ("{git}/index.lock", "{victim}"),                    # an absolute moved_to: the victim would be linked in, then unlinked
+    ("{git}/../../outside/planted.lock", "index.lock"),  # `..` out of the git dir
+    ("{git}/link/planted.lock", "index.lock"),           # a symlinked folder of the git dir that leads out
+    ("{git}/index.lock", "../../../../victim"),          # `..` out of the quarantine
+])
+def test_a_forged_quarantine_manifest_restores_nothing_and_touches_nothing(repo: Path, tmp_path: Path, original: str,
+                                                                          moved_to: str) -> None:
+    """The attack: the manifest of a quarantine is a file in the git dir, which a hostile repository can plant."""
+    victim = tmp_path / "victim"
+    victim.write_text("the user's file\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    git_dir = (repo / ".git").resolve()
+    (git_dir / "link").symlink_to(outside)
+    evidence_id = "20260101T000000Z-0123456789ab"
+    folder = git_dir / "gate" / "lost+found" / evidence_id
+    folder.mkdir(parents=True)
+    (folder / "index.lock").write_text("")
+    manifest = {"version": 1, "kind": "git-lock", "action": "quarantined",
+                "items": [{"original": original.format(git=git_dir), "moved_to": moved_to.format(victim=victim)}]}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    before = snapshot(tmp_path)
+    proc = run_gate(repo, "locks", "--restore", evidence_id)
+    assert proc.returncode == 3 and "names a path outside the repository" in proc.stderr, proc.stderr
+    after = snapshot(tmp_path)
+    assert {k: v for k, v in after.items() if "/gate/" not in k} == {k: v for k, v in before.items() if "/gate/" not in k}
+    assert victim.read_text() == "the user's file\n" and list(outside.iterdir()) == []

@@ -18,8 +18,8 @@ def test_from_a_subdirectory(repo: Path) -> None:
     sub = repo / "a" / "b"
     sub.mkdir(parents=True)
     found = discover(sub, {})
-    assert found.toplevel == repo.resolve()
-    assert found.common_dir == (repo / ".git").resolve()
+    assert found.toplevel == str(repo.resolve())
+    assert found.common_dir == str((repo / ".git").resolve())
     proc = run_gate(sub, "check")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "passed" in proc.stdout
@@ -29,9 +29,9 @@ def test_linked_worktree_shares_the_state_dir(repo: Path, tmp_path: Path) -> Non
     linked = tmp_path / "linked"
     git(repo, "worktree", "add", "-q", "-b", "side", str(linked))
     found = discover(linked, {})
-    assert found.toplevel == linked.resolve()
-    assert found.git_dir == (repo / ".git" / "worktrees" / "linked").resolve()
-    assert found.common_dir == (repo / ".git").resolve()
+    assert found.toplevel == str(linked.resolve())
+    assert found.git_dir == str((repo / ".git" / "worktrees" / "linked").resolve())
+    assert found.common_dir == str((repo / ".git").resolve())
     (linked / "HANDOFF.md").write_text(handoff_text(found.head or "", threads="- [x] done"))
     proc = run_gate(linked, "check")
     assert proc.returncode == 1
@@ -51,7 +51,7 @@ def test_separate_git_dir(tmp_path: Path) -> None:
     head = commit_all(work)
     (work / "HANDOFF.md").write_text(handoff_text(head))
     found = discover(work, {})
-    assert found.common_dir == (tmp_path / "store.git").resolve()
+    assert found.common_dir == str((tmp_path / "store.git").resolve())
     proc = run_gate(work, "check")
     assert proc.returncode == 0, proc.stderr
     (work / "HANDOFF.md").write_text(handoff_text(head, threads="- [X] done"))
@@ -90,7 +90,7 @@ def test_gate_root_pins_the_repository_and_drops_inherited_pointers(repo: Path, 
         "GIT_INDEX_FILE": str(other / ".git" / "index"),
     }
     found = discover(other, env)
-    assert found.toplevel == repo.resolve()
+    assert found.toplevel == str(repo.resolve())
     assert "GIT_DIR" not in found.env and "GIT_INDEX_FILE" not in found.env
     proc = run_gate(other, "check", env=env)
     assert proc.returncode == 0, proc.stderr
@@ -111,8 +111,8 @@ def test_git_dir_from_the_environment_is_respected(repo: Path, tmp_path: Path) -
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     found = discover(elsewhere, {**os.environ, "GIT_DIR": str(repo / ".git")})
-    assert found.common_dir == (repo / ".git").resolve()
-    assert found.toplevel == elsewhere.resolve()  # git's rule: with GIT_DIR alone, the cwd is the work tree
+    assert found.common_dir == str((repo / ".git").resolve())
+    assert found.toplevel == str(elsewhere.resolve())  # git's rule: with GIT_DIR alone, the cwd is the work tree
 
 
 def _install_hook(repo: Path, body: str) -> None:

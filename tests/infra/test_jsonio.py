@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from typing import Any
 
 import pytest
+from conftest import bare_python, imported_by
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +24,9 @@ def test_dumps_is_json_dumps(value: Any, sort_keys: bool, ensure_ascii: bool,
                              separators: tuple[str, str] | None) -> None:
     expected = json.dumps(value, sort_keys=sort_keys, ensure_ascii=ensure_ascii, separators=separators)
     assert jsonio.dumps(value, sort_keys=sort_keys, ensure_ascii=ensure_ascii, separators=separators) == expected
-    assert jsonio.dumps(value, indent=2) == json.dumps(value, indent=2)
+    for indent in (0, 2):
+        assert jsonio.dumps(value, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii) \
+            == json.dumps(value, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii)
 
 
 @settings(max_examples=300, deadline=None)
@@ -75,11 +76,10 @@ def test_refusals_keep_their_words_and_lines() -> None:
 
 
 def test_reading_and_writing_load_neither_json_nor_re() -> None:
-    probe = ("import sys\nbefore = set(sys.modules)\nfrom gates.infra import jsonio\n"
-             "assert jsonio.loads(jsonio.dumps({'a': [1, 2.5, None, 'x\u00e9']}, ensure_ascii=False))['a'][3] == 'x\u00e9'\n"
-             "print(sorted(m for m in ('json', 're') if m in set(sys.modules) - before))")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    code = ("from gates.infra import jsonio\n"
+            "assert jsonio.loads(jsonio.dumps({'a': [1, 2.5, None, 'x\u00e9']}, ensure_ascii=False))['a'][3] == 'x\u00e9'\n"
+            "assert jsonio.loads(jsonio.dumps({'a': [{}, [], {'b': 1}]}, indent=2))['a'][2] == {'b': 1}")
+    assert imported_by(code, ("json", "re")) == []
 
 
 def test_a_document_that_does_not_parse_is_refused_as_json_refuses_it_in_a_fresh_process() -> None:
@@ -88,6 +88,6 @@ def test_a_document_that_does_not_parse_is_refused_as_json_refuses_it_in_a_fresh
              "for text in ('{not json', '[1,', '', '1 2'):\n"
              "    try:\n        jsonio.loads(text)\n"
              "    except ValueError as exc:\n        print(type(exc).__name__, exc.lineno, exc.colno)\n")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    out = bare_python(probe).stdout
     assert out.splitlines() == ["JSONDecodeError 1 2", "JSONDecodeError 1 4", "JSONDecodeError 1 1",
                                 "JSONDecodeError 1 3"]

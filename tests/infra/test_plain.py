@@ -1,0 +1,72 @@
+"""The run-time NamedTuple gives typing.NamedTuple's answers (gates/infra/plain.py)."""
+
+from __future__ import annotations
+
+import pickle
+import typing
+
+import pytest
+from conftest import imported_by
+
+from gates.infra import plain
+
+
+class Typed(typing.NamedTuple):
+    """A point."""
+
+    x: int
+    y: str = "why"
+    z: tuple[int, ...] = ()
+
+    def shown(self) -> str:
+        return f"{self.x}{self.y}"
+
+
+class Plain(plain.NamedTuple):
+    """A point."""
+
+    x: int
+    y: str = "why"
+    z: tuple[int, ...] = ()
+
+    def shown(self) -> str:
+        return f"{self.x}{self.y}"
+
+
+@pytest.mark.parametrize("args, named", [((1,), {}), ((1, "a"), {}), ((1,), {"z": (2,)}), ((), {"x": 3, "y": "b"}),
+                                         ((1, "a", (4,)), {})])
+def test_made_compared_and_shown_as_typing_makes_them(args: tuple[object, ...], named: dict[str, object]) -> None:
+    typed, ours = Typed(*args, **named), Plain(*args, **named)  # type: ignore[arg-type]
+    assert tuple(typed) == tuple(ours) and tuple.__eq__(ours, typed) and hash(ours) == hash(typed)
+    assert repr(ours) == repr(typed).replace("Typed", "Plain")
+    assert ours._asdict() == typed._asdict() and tuple(ours._fields) == tuple(typed._fields)
+    assert ours._field_defaults == typed._field_defaults
+    assert tuple(ours._replace(y="new")) == tuple(typed._replace(y="new")) and type(ours._replace(y="new")) is Plain
+    assert (ours.x, ours.y, ours.z, ours.shown()) == (typed.x, typed.y, typed.z, typed.shown())
+    assert Plain._make(tuple(ours)) == ours and Plain.__doc__ == "A point."
+    assert pickle.loads(pickle.dumps(ours)) == ours
+
+
+@pytest.mark.parametrize("args, named", [((), {}), ((1, "a", (), 4), {}), ((1,), {"x": 2}), ((1,), {"w": 2})])
+def test_refused_as_typing_refuses_them(args: tuple[object, ...], named: dict[str, object]) -> None:
+    with pytest.raises(TypeError):
+        Typed(*args, **named)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        Plain(*args, **named)  # type: ignore[arg-type]
+
+
+def test_fields_are_read_only_and_replace_refuses_unknown_names() -> None:
+    point = Plain(1)
+    with pytest.raises(AttributeError):
+        point.x = 2  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        point.other = 2  # type: ignore[attr-defined]
+    with pytest.raises(ValueError):
+        point._replace(w=1)  # type: ignore[call-arg]
+
+
+def test_loads_neither_typing_nor_collections() -> None:
+    code = ("from gates.infra.plain import NamedTuple\n"
+            "class P(NamedTuple):\n    a: int\n    b: int = 2\n"
+            "assert P(1) == (1, 2) and P(1).b == 2")
+    assert imported_by(code, ("typing", "collections")) == []
