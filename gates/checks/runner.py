@@ -11,7 +11,7 @@ from gates.infra.clock import datetime
 from gates.infra.config import Config
 from gates.infra.errors import USAGE, GateError
 from gates.infra.findings import ENVIRONMENT, ERROR, WARNING, CheckResult, Finding
-from gates.infra.git import Repo
+from gates.infra.git import RECENT_ARGS, Repo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,6 +36,8 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[str], now: 
     """Judge the hand-over as the commit will record it: staged, its staged content. After `--fix` mended it in
     the work tree (`fixed`), the work tree's: that is what the user stages again, and the commit is stopped anyway."""
     history = repo.history()
+    if repo.head and not range_spec and ("handoff-structure" in gate_ids or "handoff-fresh" in gate_ids):
+        repo.prefetch(RECENT_ARGS)  # the Meta ref's questions, asked while git lists what is staged
     found = changes.in_range(repo, history, range_spec) if range_spec else changes.staged(repo, history)
     paths = files or [repo.path(config.section("handoff")["path"])]
     staged = found if not files and range_spec is None and not fixed else None

@@ -14,7 +14,7 @@ import os
 from gates.domain import claims, flags, handoff, locks, sessions
 from gates.domain.ancestry import relation
 from gates.domain.handoff import Loaded, load_handoff
-from gates.infra import jsonio, state
+from gates.infra import git, jsonio, state
 from gates.infra.clock import datetime
 from gates.infra.config import Config, parse_duration
 from gates.infra.errors import GateError
@@ -48,6 +48,8 @@ def _guard(title: str, build: Callable[[], str]) -> Section:
 
 
 def sections(repo: Repo, config: Config, now: datetime) -> list[Section]:
+    # What git will be asked whatever the hand-over says runs side by side from the start.
+    repo.prefetch(git.FILTER_ARGS, *((git.log_args(3), git.RECENT_ARGS) if repo.head else ()))
     # Read the hand-over file once for the two sections that need it (a failure is simply read again).
     read: list[Loaded] = []
 

@@ -28,7 +28,10 @@ PUSH_ARGS = " --remote --pre-push"  # the pushed refs on stdin; handoff-claim-re
 
 def hooks_dir(repo: Repo) -> str:
     """Where git runs hooks from. A `core.hooksPath` set by the repository's own config (which anyone who
-    shaped the repository may have written) must lead into the repository; the user's global one is theirs."""
+    shaped the repository may have written) must lead into the repository; the user's global one is theirs.
+    Asked of git once a run."""
+    if "hooks_dir" in repo.memo:
+        return str(repo.memo["hooks_dir"])
     proc = repo.git("rev-parse", "--git-path", "hooks")
     if proc.returncode != 0:
         raise GateError(f"cannot find the hooks folder: {proc.stderr.strip()[:200]}", reason="io-error")
@@ -40,6 +43,7 @@ def hooks_dir(repo: Repo) -> str:
         if not any(real == root or real.startswith(root + os.sep) for root in inside):
             raise GateError(f"core.hooksPath from the repository's own config leads outside it ({excerpt(real, 300)}): "
                             "refused — set it in your global config if you mean it", reason="config-invalid")
+    repo.memo["hooks_dir"] = path
     return path
 
 

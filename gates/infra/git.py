@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found,unused-ignore]  # signal itself builds enums at import
 import os
+import stat
 
 from gates.infra.errors import GateError
 from gates.infra.text import excerpt
@@ -56,6 +57,13 @@ REPO_ENV_VARS = (
 )
 
 RECENT = 16  # first-parent commits fetched at once for Meta-ref questions
+RECENT_ARGS = ("rev-list", "--first-parent", f"--max-count={RECENT}", "HEAD", "--")
+FILTER_ARGS = ("config", "--show-scope", "--get-regexp", r"^filter\..*\.(clean|smudge|process)$")  # Repo.status
+
+
+def log_args(count: int) -> tuple[str, ...]:
+    """`git log --oneline -COUNT` of HEAD, as Repo.log_oneline asks it (and a prefetch may start it)."""
+    return ("log", "--no-decorate", "--no-show-signature", f"--max-count={count}", "--format=%h %s", "HEAD", "--")
 
 # Config given on git's command line: it wins over every config file and include. Only switches off.
 SAFE_CONFIG = (
@@ -166,6 +174,31 @@ def _run(args: list[str], cwd: str, env: Mapping[str, str], stdin: bytes | None 
     than the call. The folder is given as git's own `-C` (posix_spawn has no cwd), which git
     applies before it reads any GIT_* path of the environment, as a start in that folder would.
     """
+    return _Running(args, cwd, env, stdin).wait()
+
+
+class _Running:
+    """A git process started and not yet waited for: `wait()` feeds it, reads it to its end and reaps it."""
+
+    def __init__(self, args: list[str], cwd: str, env: Mapping[str, str], stdin: bytes | None = None) -> None:
+        self.cwd, self.stdin = cwd, stdin
+        self.argv, self.pid, self.out_r, self.err_r, self.feed = _spawn(args, cwd, env, stdin)
+
+    def wait(self) -> Raw:
+        try:
+            out, err = _drain(self.out_r, self.err_r, self.feed, self.stdin or b"")
+        finally:
+            os.close(self.out_r)
+            os.close(self.err_r)
+        code = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        if code == 128 and not os.path.isdir(self.cwd):
+            raise GateError(f"cannot run git: no such directory: {self.cwd}", reason="io-error")
+        return Raw(self.argv, code, out, err)
+
+
+def _spawn(args: list[str], cwd: str, env: Mapping[str, str],
+           stdin: bytes | None) -> tuple[list[str], int, int, int, int | None]:
+    """(argv, pid, stdout's read end, stderr's read end, stdin's write end or None) of a git just started."""
     argv = [git_program(), "-C", cwd, *_SAFE_ARGS, *args]
     _keep_inherited_descriptors()
     out_r, out_w = os.pipe()  # every end is close-on-exec: dup2 gives the child its own
@@ -178,23 +211,15 @@ def _run(args: list[str], cwd: str, env: Mapping[str, str], stdin: bytes | None 
     ]
     feed = given[1] if given else None  # ours to close: at once when spawning fails, else when all is written
     try:
-        try:
-            pid = os.posix_spawn(argv[0], argv, dict(env), setsigdef=_DEFAULT_SIGNALS, file_actions=actions)
-        except OSError as exc:
-            if feed is not None:
-                os.close(feed)
-            raise GateError(f"cannot run git in {cwd}: {exc.strerror}", reason="io-error") from None
-        finally:
-            for fd in (out_w, err_w, *(given[:1] if given else ())):
-                os.close(fd)
-        out, err = _drain(out_r, err_r, feed, stdin or b"")
+        pid = os.posix_spawn(argv[0], argv, dict(env), setsigdef=_DEFAULT_SIGNALS, file_actions=actions)
+    except OSError as exc:
+        for fd in (out_r, err_r, *((feed,) if feed is not None else ())):
+            os.close(fd)
+        raise GateError(f"cannot run git in {cwd}: {exc.strerror}", reason="io-error") from None
     finally:
-        os.close(out_r)
-        os.close(err_r)
-    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    if code == 128 and not os.path.isdir(cwd):
-        raise GateError(f"cannot run git: no such directory: {cwd}", reason="io-error")
-    return Raw(argv, code, out, err)
+        for fd in (out_w, err_w, *(given[:1] if given else ())):
+            os.close(fd)
+    return argv, pid, out_r, err_r, feed
 
 
 def _drain(out_fd: int, err_fd: int, in_fd: int | None, data: bytes) -> tuple[bytes, bytes]:
@@ -249,9 +274,21 @@ class Repo:
         self.head = head  # None while the branch has no commit yet
         self.env = env
         self.memo: dict[str, Any] = {}  # answers git gave this run
+        self.started: dict[tuple[str, ...], _Running] = {}  # calls prefetch started, by their arguments
 
     def git(self, *args: str) -> Output:
-        return Output(_run(list(args), self.toplevel, self.env))
+        """git with `args` in the work tree; the answer of a call `prefetch` started, when it started this one."""
+        running = self.started.pop(args, None)
+        return Output(running.wait() if running is not None else _run(list(args), self.toplevel, self.env))
+
+    def prefetch(self, *calls: tuple[str, ...]) -> None:
+        """Start these git calls now, side by side, to be read by the `git` calls with the same arguments: a
+        command that knows what it will ask waits for the slowest answer, not for the sum of them. Each
+        reads no input and writes what it answers only to its pipe; one never asked for is left to the kernel
+        when the gate exits."""
+        for args in calls:
+            if args not in self.started:
+                self.started[args] = _Running(list(args), self.toplevel, self.env)
 
     def status(self, *args: str) -> Output:
         """`git status` that runs no program the repository names.
@@ -262,7 +299,7 @@ class Repo:
         (git-lfs, say) are theirs and stay. Submodules are not entered: their config is not ours.
         """
         if "filters" not in self.memo:
-            listed = self.git("config", "--show-scope", "--get-regexp", r"^filter\..*\.(clean|smudge|process)$")
+            listed = self.git(*FILTER_ARGS)
             keys = []
             for line in listed.stdout.splitlines():
                 scope, _, rest = line.partition("\t")
@@ -274,7 +311,7 @@ class Repo:
     def recent(self) -> list[str]:
         """HEAD's last first-parent commits (newest first): one git call answers most questions about a Meta ref."""
         if "recent" not in self.memo:
-            proc = self.git("rev-list", "--first-parent", f"--max-count={RECENT}", "HEAD", "--")
+            proc = self.git(*RECENT_ARGS)
             self.memo["recent"] = proc.stdout.split() if self.head and proc.returncode == 0 else []
         return list(self.memo["recent"])
 
@@ -295,9 +332,18 @@ class Repo:
         return str(result) if result else None
 
     def branch(self) -> str | None:
-        """The checked-out branch's short name, or None on a detached HEAD."""
-        proc = self.git("symbolic-ref", "--short", "--quiet", "HEAD")
-        return proc.stdout.strip() or None if proc.returncode == 0 else None
+        """The checked-out branch's name (without `refs/heads/`), or None on a detached HEAD.
+
+        Read from the git dir's HEAD when git wrote it as a plain file of one of its two shapes (`ref:
+        refs/heads/<name>`, or a commit id when detached); anything else (a symlink, reftable's
+        `refs/heads/.invalid` placeholder, a ref outside refs/heads/) is asked of git."""
+        if "branch" not in self.memo:
+            self.memo["branch"] = _head_branch(self.git_dir)
+            if self.memo["branch"] is _ASK:
+                proc = self.git("symbolic-ref", "--short", "--quiet", "HEAD")
+                self.memo["branch"] = proc.stdout.strip() or None if proc.returncode == 0 else None
+        branch = self.memo["branch"]
+        return str(branch) if branch else None
 
     def first_parent_distance(self, commit: str, limit: int) -> int | None:
         """How many first-parent steps HEAD is past `commit`, if `commit` is among HEAD's first `limit` + 1."""
@@ -318,8 +364,7 @@ class Repo:
         return self.git("rev-parse", "--is-shallow-repository").stdout.strip() == "true"
 
     def log_oneline(self, count: int) -> list[str]:
-        proc = self.git("log", "--no-decorate", "--no-show-signature", f"--max-count={count}", "--format=%h %s",
-                        "HEAD", "--")
+        proc = self.git(*log_args(count))
         # "\n" only: a subject may hold "\r", "\v" or U+2028, which splitlines() would turn into forged lines
         return [line for line in proc.stdout.split("\n") if line] if proc.returncode == 0 else []
 
@@ -416,6 +461,29 @@ class Repo:
         if where.startswith(top.rstrip(os.sep) + os.sep):
             return where[len(top.rstrip(os.sep)) + 1:].replace(os.sep, "/")
         return where
+
+
+_ASK = object()  # HEAD's file does not say: git is asked
+
+
+def _head_branch(git_dir: str) -> object:
+    try:
+        fd = os.open(os.path.join(git_dir, "HEAD"), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return _ASK
+    try:
+        data = os.read(fd, 512) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    finally:
+        os.close(fd)
+    text = data.decode("utf-8", "surrogateescape")
+    if text.endswith("\n") and text.count("\n") == 1:
+        line = text[:-1]
+        if len(line) in (40, 64) and not line.strip("0123456789abcdef"):
+            return None  # detached
+        name = line.removeprefix("ref: refs/heads/")
+        if name != line and name and name != ".invalid" and name.strip() == name:
+            return name
+    return _ASK
 
 
 def discover(cwd: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None) -> Repo:

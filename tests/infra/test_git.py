@@ -140,3 +140,39 @@ def test_inside_a_real_git_hook(repo: Path, all_flag: bool) -> None:
     git(repo, *(["commit", "-q", "-m", "good"] + (["-a"] if all_flag else [])))
     assert git(repo, "log", "-1", "--format=%s") == "good"
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_the_branch_is_read_as_git_names_it(repo: Path, tmp_path: Path) -> None:
+    """HEAD's file when git wrote one of its two shapes; git itself for anything else."""
+    def both(where: Path) -> tuple[str | None, str | None]:
+        proc = subprocess.run(["git", "symbolic-ref", "--short", "--quiet", "HEAD"], cwd=where, capture_output=True,
+                              text=True)
+        return discover(where, {}).branch(), (proc.stdout.strip() or None)
+
+    assert both(repo) == ("main", "main")
+    git(repo, "checkout", "-q", "-b", "feature/x")
+    assert both(repo) == ("feature/x", "feature/x")
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(linked))
+    assert both(linked) == ("side", "side")
+    git(repo, "checkout", "-q", "--detach")
+    assert both(repo) == (None, None)
+    git(repo, "checkout", "-q", "main")
+    head = repo / ".git" / "HEAD"
+    head.unlink()
+    head.symlink_to("refs/heads/main")  # the symlink symref of old gits: not read, asked
+    assert both(repo) == ("main", "main")
+
+
+def test_prefetched_calls_answer_as_direct_ones_and_each_runs_once(repo: Path) -> None:
+    from gates.infra import git as door
+
+    found = discover(repo, {})
+    found.prefetch(door.RECENT_ARGS, door.log_args(2), ("rev-parse", "--verify", "no-such-ref"))
+    assert list(found.started) == [door.RECENT_ARGS, door.log_args(2), ("rev-parse", "--verify", "no-such-ref")]
+    assert found.recent() == git(repo, "rev-list", "--first-parent", "--max-count=16", "HEAD").split()
+    assert found.log_oneline(2) == git(repo, "log", "--no-decorate", "--max-count=2", "--format=%h %s").split("\n")
+    assert list(found.started) == [("rev-parse", "--verify", "no-such-ref")]  # collected calls are gone
+    assert found.git("rev-parse", "--verify", "no-such-ref").returncode == 128 and not found.started
+    again = found.git("rev-parse", "--verify", "no-such-ref")  # not prefetched any more: run anew
+    assert again.returncode == 128
