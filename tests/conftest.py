@@ -56,13 +56,14 @@ def bare_python(code: str, cwd: Path | None = None) -> subprocess.CompletedProce
     return subprocess.run([sys.executable, "-S", "-c", prelude + code], cwd=cwd, capture_output=True, text=True)
 
 
-def imported_by(code: str, watched: tuple[str, ...]) -> list[str]:
-    """Which of the `watched` modules running `code` imports, in a bare interpreter (see bare_python)."""
+def imported_by(code: str, watched: tuple[str, ...], cwd: Path | None = None) -> list[str]:
+    """Which of the `watched` modules running `code` (in `cwd`) imports, in a bare interpreter (see bare_python)."""
     probe = (f"import sys\nbefore = set(sys.modules)\n{code}\n"
-             f"print(','.join(m for m in {watched!r} if m in set(sys.modules) - before))")
-    proc = bare_python(probe)
+             f"print('IMPORTED=' + ','.join(m for m in {watched!r} if m in set(sys.modules) - before))")
+    proc = bare_python(probe, cwd=cwd)
     assert proc.returncode == 0, proc.stderr
-    return [name for name in proc.stdout.strip().split(",") if name]
+    line = next(line for line in proc.stdout.splitlines() if line.startswith("IMPORTED="))
+    return [name for name in line.removeprefix("IMPORTED=").split(",") if name]
 
 
 def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:

@@ -13,7 +13,7 @@ import shutil
 import time
 from pathlib import Path
 
-from conftest import bare_python, commit_all, git, handoff_text, run_gate
+from conftest import bare_python, commit_all, flag_records, git, handoff_text, imported_by, run_gate
 
 # The parsers and GitPython, and the standard modules a hook's check does without (docs/performance.md):
 # typing (NamedTuple: gates/infra/plain.py), argparse and the shutil it pulls in (a plain invocation is
@@ -43,6 +43,18 @@ def test_a_check_loads_no_heavy_module_once_the_config_is_cached(repo: Path) -> 
     assert "jsonschema" in _probe(repo)  # the first run parses and validates .gate.yaml
     (repo / "HANDOFF.md").write_text(handoff_text(git(repo, "rev-parse", "HEAD"), target="Another target."))
     assert _probe(repo) == "LOADED= CODE=0"  # the parsers and the modules above, kept off every hook
+
+
+def test_what_has_nothing_to_judge_is_not_even_loaded(repo: Path) -> None:
+    """No claim in the clone: the claims module stays unloaded; once there is one, it loads and is judged."""
+    code = "from gates.main import main\nassert main(['check']) == 0"
+    assert imported_by(code, ("gates.domain.claims",), cwd=repo) == []
+    assert run_gate(repo, "claim").returncode == 0
+    assert imported_by(code, ("gates.domain.claims",), cwd=repo) == ["gates.domain.claims"]
+    (repo / "HANDOFF.md").write_text(handoff_text(git(repo, "rev-parse", "HEAD"), threads="- [x] done"))
+    assert run_gate(repo, "check").returncode == 1  # a flag opens: a later passing check resolves it
+    (repo / "HANDOFF.md").write_text(handoff_text(git(repo, "rev-parse", "HEAD")))
+    assert run_gate(repo, "check").returncode == 0 and flag_records(repo / ".git") == []
 
 
 def test_a_replaced_history_is_judged_not_remembered(repo: Path) -> None:

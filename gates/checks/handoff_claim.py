@@ -11,8 +11,7 @@ from __future__ import annotations
 import posixpath
 
 from gates.checks.context import Context
-from gates.domain import claims
-from gates.infra import state
+from gates.infra import fsio, state
 from gates.infra.clock import datetime
 from gates.infra.findings import WARNING, Finding
 
@@ -22,9 +21,13 @@ ID = "handoff-claim"
 def check(ctx: Context) -> list[Finding]:
     if ctx.range_spec:
         return []  # claims live in this clone's state dir, not in history: nothing to judge per commit
+    require = bool(ctx.config.section("claims")["require"])
+    if not require and not fsio.listing(state.layout(ctx.repo).claims, ".json"):
+        return []  # no claim anywhere in this clone, and none required: nothing to look up
+    from gates.domain import claims
+
     configured = ctx.config.section("handoff")["path"]
     state_rel = claims.key(ctx.repo, configured)
-    require = bool(ctx.config.section("claims")["require"])
     record = claims.read(state.layout(ctx.repo), state_rel)
     staged = ctx.staged(state_rel) or ctx.staged(posixpath.normpath(configured))  # the file, or the link that names it
     if (record is None and not require) or not staged:
@@ -38,6 +41,8 @@ def check(ctx: Context) -> list[Finding]:
 
 
 def _own(ctx: Context, state_rel: str, record: dict[str, object], require: bool) -> list[Finding]:
+    from gates.domain import claims
+
     expires = claims.expiry(record)
     if not require or expires is None:
         return []
@@ -48,6 +53,8 @@ def _own(ctx: Context, state_rel: str, record: dict[str, object], require: bool)
 
 
 def _other_holder(ctx: Context, state_rel: str, record: dict[str, object], require: bool, now: datetime) -> list[Finding]:
+    from gates.domain import claims
+
     live, why = claims.liveness(record, now)
     holder = claims.describe(record)
     if live:

@@ -5,6 +5,7 @@ Every command's `run(args, run)` is given one; `gates.cli.main` makes it and wri
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -100,7 +101,7 @@ class Run:
 
     def write_flags(self, code: int) -> int:
         """Resolve the flags of the gates that passed in this check, then flag this run's failures and events."""
-        if self.passed and self.scope is not None and self._repo is not None:
+        if self.passed and self.scope is not None and self._repo is not None and _any_open(self._repo):
             from gates.domain import flags
 
             try:
@@ -147,3 +148,15 @@ def now() -> datetime:
 def ids(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
+
+def _any_open(repo: Repo) -> bool:
+    """Whether any gate has a flag open (its marker): when none has, a passing check has nothing to resolve, and
+    the flags module is not even loaded."""
+    from gates.infra import state
+
+    try:
+        return bool(os.listdir(state.layout(repo).flags_open))
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # let flags.resolve meet the problem and say it

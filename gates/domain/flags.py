@@ -67,7 +67,6 @@ REASONS = frozenset(CATALOG) | EVENT_REASONS
 ID_PATTERN = Pattern(r"^\d{8}T\d{6}Z-[a-z][a-z+-]{0,63}-[0-9a-f]{8}$")
 MAX_FLAG_BYTES = 1 << 20
 MAX_MESSAGE_CHARS = 64 * 1024
-OPEN = "open"  # markers: which (gate, worktree, scope) have an open flag
 RESOLVED = "resolved"
 
 
@@ -103,7 +102,7 @@ def _locked(directory: str) -> fsio.locked:
 
 
 def _set_marker(repo: Repo, lay: state.Layout, name: str) -> None:
-    folder = state.ensure_dir(lay, os.path.join(lay.flags, OPEN))
+    folder = state.ensure_dir(lay, lay.flags_open)
     modes = state.shared_modes(repo)
     mode = modes[0] if modes else 0o666 & ~fsio.umask()
     try:
@@ -183,7 +182,7 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
     lay = state.layout(repo)
     worktree = str(repo.toplevel)
     markers = {gate: _marker(gate, worktree, scope) for gate in gates if gate in CATALOG}
-    wanted = {gate: name for gate, name in markers.items() if os.path.lexists(os.path.join(lay.flags, OPEN, name))}
+    wanted = {gate: name for gate, name in markers.items() if os.path.lexists(os.path.join(lay.flags_open, name))}
     if not wanted:
         return []
     now = now or clock.now()
@@ -210,7 +209,7 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
             moved.setdefault(gate, []).append(str(record["id"]))
         for gate, name in wanted.items():
             if gate not in left:
-                _unlink_if_there(os.path.join(lay.flags, OPEN, name))
+                _unlink_if_there(os.path.join(lay.flags_open, name))
         fsio.fsync_dir(lay.flags)
         fsio.fsync_dir(resolved_dir)
     for gate, ids in moved.items():
@@ -334,7 +333,7 @@ def acknowledge(repo: Repo, ids: list[str] | None) -> list[str]:
     with _locked(lay.flags):
         names = [f"{i}.json" for i in ids] if ids else [os.path.basename(p) for p in _flag_files(lay.flags)]
         moved = [name.removesuffix(".json") for name in fsio.move_names_aside(lay.flags, names, acked_dir)]
-        markers = os.path.join(lay.flags, OPEN)
+        markers = lay.flags_open
         if ids is None and os.path.isdir(markers):  # nothing is open any more: no marker stands for anything
             for marker in os.listdir(markers):
                 _unlink_if_there(os.path.join(markers, marker))

@@ -23,6 +23,7 @@ class Layout:
         self.repo = repo
         self.flags = os.path.join(root, "flags")
         self.flags_acked = os.path.join(root, "flags", "acked")
+        self.flags_open = os.path.join(root, "flags", "open")  # markers: which (gate, worktree, scope) have a flag open
         self.claims = os.path.join(root, "claims")
         self.claims_released = os.path.join(root, "claims", "released")
         self.cache = os.path.join(root, "cache")
