@@ -14,11 +14,9 @@ puts them back exactly when nothing else changed since; otherwise it removes onl
 
 from __future__ import annotations
 
-import base64
 import os
 import re
 import sys
-from pathlib import Path
 
 from gates.domain import hooks
 from gates.infra import dataio, fsio, jsonio, paths, state
@@ -218,7 +216,7 @@ def _without_block(text: str) -> str:
 class _File:
     def __init__(self, repo: Repo, agent: str) -> None:
         self.repo, self.agent, self.shown = repo, agent, FILES[agent]
-        self.path = Path(paths.confined(repo, repo.path(self.shown), self.shown, reason="input-unreadable"))
+        self.path = paths.confined(repo, repo.path(self.shown), self.shown, reason="input-unreadable")
 
     def read(self) -> bytes | None:
         if not os.path.lexists(self.path):
@@ -241,11 +239,11 @@ class _File:
             raise GateError("not a JSON object: it was left as it is", reason="config-invalid", path=self.shown)
         return doc
 
-    def missing_dirs(self) -> list[Path]:
-        out, folder = [], self.path.parent
-        while not os.path.lexists(folder) and folder != Path(self.repo.toplevel):
+    def missing_dirs(self) -> list[str]:
+        out, folder = [], os.path.dirname(self.path)
+        while not os.path.lexists(folder) and folder != self.repo.toplevel:
             out.append(folder)
-            folder = folder.parent
+            folder = os.path.dirname(folder)
         return out
 
     def write(self, data: bytes) -> None:
@@ -288,6 +286,8 @@ def install(repo: Repo, agent: str) -> list[str]:
         return [f"{target.shown}: already runs the gate, unchanged", *_notes(repo, agent)]
     record = _read_record(repo, agent)
     if record is None or record.get("written") != _digest(before):
+        import base64
+
         record = {"path": target.shown, "original": base64.b64encode(before).decode() if before is not None else None,
                   "created_dirs": [os.path.relpath(d, repo.toplevel) for d in target.missing_dirs()]}
     record["written"] = _digest(after)
@@ -313,6 +313,8 @@ def uninstall(repo: Repo, agent: str) -> list[str]:
                 _rmdir_if_empty(repo, folder)
             said = f"removed {target.shown} (the gate had created it)"
         else:
+            import base64
+
             target.write(base64.b64decode(original))
             said = f"restored {target.shown} to its bytes before `gate install-hooks --agent {agent}`"
         os.unlink(record_path)
