@@ -16,7 +16,8 @@ import os
 from gates.checks.context import Context
 from gates.infra.errors import GateError
 from gates.infra.findings import WARNING, Finding
-from gates.infra.git import ZERO_OID, Repo
+from gates.infra.git import Repo
+from gates.infra.gitnet import ZERO_OID
 from gates.infra.plain import NamedTuple
 
 TYPE_CHECKING = False

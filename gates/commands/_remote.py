@@ -9,7 +9,7 @@ the local claim only, marked unverified (`claim-unverified`).
 from __future__ import annotations
 
 from gates.domain import claims, journal, remote
-from gates.infra import git
+from gates.infra import gitnet
 from gates.infra.clock import datetime, timedelta
 from gates.infra.errors import OK, USAGE, VIOLATION, GateError
 
@@ -60,7 +60,7 @@ def claim(args: argparse.Namespace, run: Run, name: str | None, state_rel: str, 
     try:
         target = _connect(run, name)
         outcome = remote.acquire(target, state_rel, who, ttl, note, now)
-    except git.Unreachable as exc:
+    except gitnet.Unreachable as exc:
         _roll_back(run, local, state_rel, holder, now)
         raise GateError(f"remote {name!r} cannot be reached ({exc.message}): the claim on {state_rel} was not "
                         "taken — an unreachable remote is a denial; `gate claim --offline` takes a local claim "
@@ -115,7 +115,7 @@ def release(args: argparse.Namespace, run: Run, name: str, state_rel: str, holde
                      f"{reason!r}; its record is kept in {local.evidence}")
     try:
         outcome = remote.release(target, state_rel, who, force_reason=reason)
-    except git.Unreachable as exc:
+    except gitnet.Unreachable as exc:
         for line in said:
             print(line)
         raise GateError(f"remote {name!r} cannot be reached ({exc.message}): its claim on {state_rel} is still "

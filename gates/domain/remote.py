@@ -10,7 +10,7 @@ per live claim; the fence must outlive them, so the commit of the last acquisiti
 at `refs/gate/fences/<key>` and every acquisition moves both refs in one `--atomic` push.
 
 Reads always go to the remote: `ls-remote` of the two exact refs, then a fetch by id of the
-objects not yet in this clone's scratch repository (git.scratch). Nothing here pushes a glob or
+objects not yet in this clone's scratch repository (gitnet.scratch). Nothing here pushes a glob or
 any ref but the ones named, and nothing writes a ref of the user's repository.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-from gates.infra import clock, dataio, fsio, git, jsonio, paths, state
+from gates.infra import clock, dataio, fsio, gitnet, jsonio, paths, state
 from gates.infra.clock import datetime, timedelta
 from gates.infra.digest import sha256
 from gates.infra.errors import GateError
@@ -95,7 +95,7 @@ class Remote(NamedTuple):
     repo: Repo
     name: str
     url: str
-    work: git.Scratch
+    work: gitnet.Scratch
 
 
 def timeout_of(config: Any) -> float:
@@ -104,11 +104,11 @@ def timeout_of(config: Any) -> float:
     return parse_duration(config.section("claims")["remote_timeout"], "claims.remote_timeout").total_seconds()
 
 
-def connect(repo: Repo, name: str, timeout: float = git.NETWORK_TIMEOUT) -> Remote:
-    url = git.remote_url(repo, name)
+def connect(repo: Repo, name: str, timeout: float = gitnet.NETWORK_TIMEOUT) -> Remote:
+    url = gitnet.remote_url(repo, name)
     lay = state.layout(repo)
     state.ensure_dir(lay, lay.root)
-    return Remote(repo, name, url, git.scratch(repo, timeout))
+    return Remote(repo, name, url, gitnet.scratch(repo, timeout))
 
 
 class Seen(NamedTuple):
@@ -121,7 +121,7 @@ class Seen(NamedTuple):
 
 
 def _decode(remote: Remote, oid: str) -> dict[str, Any]:
-    data = git.read_blob(remote.work, oid, RECORD, MAX_RECORD_BYTES)
+    data = gitnet.read_blob(remote.work, oid, RECORD, MAX_RECORD_BYTES)
     problem = {"version": 1, "clone": "?", "host": "?", "worktree": "?", "fence": 0, "problem": "unreadable record"}
     if data is None:
         return problem
@@ -135,9 +135,9 @@ def _decode(remote: Remote, oid: str) -> dict[str, Any]:
 
 
 def read(remote: Remote, key: str) -> Seen:
-    refs = git.ls_remote(remote.work, remote.url, [f"{CLAIMS}/{key}", f"{FENCES}/{key}"])
+    refs = gitnet.ls_remote(remote.work, remote.url, [f"{CLAIMS}/{key}", f"{FENCES}/{key}"])
     oid, fence_oid = refs.get(f"{CLAIMS}/{key}"), refs.get(f"{FENCES}/{key}")
-    git.fetch_objects(remote.work, remote.url, [o for o in (oid, fence_oid) if o])
+    gitnet.fetch_objects(remote.work, remote.url, [o for o in (oid, fence_oid) if o])
     record = _decode(remote, oid) if oid else None
     fence = _decode(remote, fence_oid).get("fence", 0) if fence_oid else 0
     return Seen(oid, record, fence_oid, max(int(fence), int(record.get("fence", 0)) if record else 0))
@@ -200,7 +200,7 @@ def _record(key: str, state_rel: str, who: Me, ttl: timedelta | None, note: str 
 def _commit(remote: Remote, record: dict[str, Any], now: datetime) -> str:
     body = (jsonio.dumps(record, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
     subject = f"gate claim {record['path']} fence {record['fence']}"
-    return git.make_commit(remote.work, {RECORD: body}, subject, when=int(now.timestamp()))
+    return gitnet.make_commit(remote.work, {RECORD: body}, subject, when=int(now.timestamp()))
 
 
 def acquire(remote: Remote, state_rel: str, who: Me, ttl: timedelta | None, note: str | None,
@@ -216,7 +216,7 @@ def acquire(remote: Remote, state_rel: str, who: Me, ttl: timedelta | None, note
             record = _record(key, state_rel, who, keep_ttl, note if note is not None else current.get("note"), now,
                              int(current["fence"]), token=str(current.get("token")), since=str(current.get("since")))
             oid = _commit(remote, record, now)
-            if git.push_refs(remote.work, remote.url, [(f"{CLAIMS}/{key}", oid, seen.oid)]).ok:
+            if gitnet.push_refs(remote.work, remote.url, [(f"{CLAIMS}/{key}", oid, seen.oid)]).ok:
                 return Outcome("renewed", record, oid=oid)
             continue
         why = ""
@@ -226,12 +226,12 @@ def acquire(remote: Remote, state_rel: str, who: Me, ttl: timedelta | None, note
                 return Outcome("denied", current, why=why)
         record = _record(key, state_rel, who, ttl, note, now, seen.fence + 1)
         oid = _commit(remote, record, now)
-        result = git.push_refs(remote.work, remote.url, [(f"{CLAIMS}/{key}", oid, seen.oid),
+        result = gitnet.push_refs(remote.work, remote.url, [(f"{CLAIMS}/{key}", oid, seen.oid),
                                                          (f"{FENCES}/{key}", oid, seen.fence_oid)])
         if result.ok:
             return Outcome("taken-over" if current else "granted", record, previous=current, why=why, oid=oid)
         if not result.reached:
-            raise git.Unreachable(f"git push {remote.url}: {result.message}")
+            raise gitnet.Unreachable(f"git push {remote.url}: {result.message}")
     after = read(remote, key)
     if after.record is not None:
         return Outcome("denied", after.record, why="another clone won the race")
@@ -249,18 +249,18 @@ def release(remote: Remote, state_rel: str, who: Me, force_reason: str | None = 
         mine = is_holder(seen.record, who)
         if not mine and force_reason is None:
             return Outcome("not-holder", seen.record)
-        result = git.push_refs(remote.work, remote.url, [(f"{CLAIMS}/{key}", None, seen.oid)])
+        result = gitnet.push_refs(remote.work, remote.url, [(f"{CLAIMS}/{key}", None, seen.oid)])
         if result.ok:
             return Outcome("released" if mine else "broken", seen.record, why=force_reason or "", oid=seen.oid)
         if not result.reached:
-            raise git.Unreachable(f"git push {remote.url}: {result.message}")
+            raise gitnet.Unreachable(f"git push {remote.url}: {result.message}")
     raise GateError(f"the remote claim on {state_rel} kept changing under {ATTEMPTS} attempts: try again",
                     reason="release-denied")
 
 
 def list_claims(remote: Remote, now: datetime) -> list[dict[str, Any]]:
-    refs = git.ls_remote(remote.work, remote.url, [f"{CLAIMS}/*"])
-    git.fetch_objects(remote.work, remote.url, sorted(set(refs.values())))
+    refs = gitnet.ls_remote(remote.work, remote.url, [f"{CLAIMS}/*"])
+    gitnet.fetch_objects(remote.work, remote.url, sorted(set(refs.values())))
     out = []
     for ref, oid in sorted(refs.items()):
         record = _decode(remote, oid)

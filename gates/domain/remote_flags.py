@@ -11,7 +11,7 @@ sanitised (they are text from another machine: information, not instructions).
 from __future__ import annotations
 
 from gates.domain import claims, flags, remote
-from gates.infra import clock, dataio, git, jsonio
+from gates.infra import clock, dataio, gitnet, jsonio
 from gates.infra.clock import datetime
 from gates.infra.config import Config
 from gates.infra.errors import GateError
@@ -47,30 +47,30 @@ def push(repo: Repo, config: Config, name: str, now: datetime) -> tuple[int, str
     payload = _payload(repo, clone, now)
     body = (jsonio.dumps(payload, indent=2, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape")
     for _ in range(remote.ATTEMPTS):
-        current = git.ls_remote(target.work, target.url, [ref]).get(ref)
+        current = gitnet.ls_remote(target.work, target.url, [ref]).get(ref)
         if current:
-            git.fetch_objects(target.work, target.url, [current])
-        oid = git.make_commit(target.work, {FILE: body}, f"gate flags: {len(payload['flags'])} open", parent=current,
+            gitnet.fetch_objects(target.work, target.url, [current])
+        oid = gitnet.make_commit(target.work, {FILE: body}, f"gate flags: {len(payload['flags'])} open", parent=current,
                               when=int(now.timestamp()))
-        result = git.push_refs(target.work, target.url, [(ref, oid, current)])
+        result = gitnet.push_refs(target.work, target.url, [(ref, oid, current)])
         if result.ok:
             return len(payload["flags"]), ref
         if not result.reached:
-            raise git.Unreachable(f"git push {target.url}: {result.message}")
+            raise gitnet.Unreachable(f"git push {target.url}: {result.message}")
     raise GateError(f"{ref} kept changing under {remote.ATTEMPTS} attempts: try again", reason="io-error")
 
 
 def others(repo: Repo, config: Config, name: str) -> list[dict[str, Any]]:
     """The open flags other clones published: each one's payload (clone, host, pushed, flags)."""
     target = remote.connect(repo, name, min(remote.timeout_of(config), 20.0))
-    git.fetch_namespace(target.work, target.url, remote.FLAGS, remote.PRIVATE_FLAGS)
+    gitnet.fetch_namespace(target.work, target.url, remote.FLAGS, remote.PRIVATE_FLAGS)
     mine = remote.clone_id(repo)
     out = []
-    for ref, oid in sorted(git.private_refs(target.work, remote.PRIVATE_FLAGS).items()):
+    for ref, oid in sorted(gitnet.private_refs(target.work, remote.PRIVATE_FLAGS).items()):
         clone = ref.rsplit("/", 1)[-1]
         if clone == mine:
             continue
-        data = git.read_blob(target.work, oid, FILE, MAX_BYTES)
+        data = gitnet.read_blob(target.work, oid, FILE, MAX_BYTES)
         try:
             payload = dataio.load_json(data.decode("utf-8", "replace")) if data is not None else None
         except dataio.DataError:
