@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gates.domain import locks, procscan
+from gates.domain import locks, lockscan, procscan
 from gates.infra import state
 from gates.infra.git import discover
 
@@ -28,9 +28,9 @@ def aged(path: Path) -> Path:
     return path
 
 
-def judge(repo: Path, minutes: float, deep: bool = True) -> dict[str, locks.Lock]:
+def judge(repo: Path, minutes: float, deep: bool = True) -> dict[str, lockscan.Lock]:
     found_repo = discover(repo, {})
-    found = locks.find(found_repo, deep=deep)
+    found = lockscan.find(found_repo, deep=deep)
     fs_now = locks.filesystem_now(state.layout(found_repo)) + minutes * MIN  # the injected clock
     locks.judge(found_repo, found, 15 * MIN, fs_now)
     return {lock.shown: lock for lock in found}

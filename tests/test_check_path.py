@@ -46,15 +46,18 @@ def test_a_check_loads_no_heavy_module_once_the_config_is_cached(repo: Path) -> 
 
 
 def test_what_has_nothing_to_judge_is_not_even_loaded(repo: Path) -> None:
-    """No claim in the clone: the claims module stays unloaded; once there is one, it loads and is judged."""
+    """No claim in the clone, no flag open: the claims and flags modules stay unloaded; once there is a claim, and
+    once a flag is open, each loads, and the flag is resolved by the check that loaded it."""
     code = "from gates.main import main\nassert main(['check']) == 0"
-    assert imported_by(code, ("gates.domain.claims",), cwd=repo) == []
+    claims, flags = "gates.domain.claims", "gates.domain.flags"
+    assert imported_by(code, (claims, flags), cwd=repo) == []
     assert run_gate(repo, "claim").returncode == 0
-    assert imported_by(code, ("gates.domain.claims",), cwd=repo) == ["gates.domain.claims"]
+    assert imported_by(code, (claims, flags), cwd=repo) == [claims]
     (repo / "HANDOFF.md").write_text(handoff_text(git(repo, "rev-parse", "HEAD"), threads="- [x] done"))
-    assert run_gate(repo, "check").returncode == 1  # a flag opens: a later passing check resolves it
+    assert run_gate(repo, "check").returncode == 1  # a flag opens
     (repo / "HANDOFF.md").write_text(handoff_text(git(repo, "rev-parse", "HEAD")))
-    assert run_gate(repo, "check").returncode == 0 and flag_records(repo / ".git") == []
+    assert imported_by(code, (claims, flags), cwd=repo) == [claims, flags]
+    assert flag_records(repo / ".git") == []
 
 
 def test_a_replaced_history_is_judged_not_remembered(repo: Path) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from gates.checks.context import Context
-from gates.domain import locks
+from gates.domain import lockscan
 from gates.infra.clock import datetime
 from gates.infra.config import parse_duration
 from gates.infra.findings import WARNING, Finding
@@ -22,9 +22,10 @@ ID = "git-stale-locks"
 
 def check(ctx: Context) -> list[Finding]:
     cfg = ctx.config.section("locks")
-    found = locks.find(ctx.repo, deep=bool(cfg["deep"]))
+    found = lockscan.find(ctx.repo, deep=bool(cfg["deep"]))
     if not found:
-        return []  # the common case: nothing more is read, nothing is written
+        return []  # the common case: nothing more is read, nothing is written, and locks.py is not loaded
+    from gates.domain import locks
     from gates.infra import state
 
     threshold = parse_duration(cfg["threshold"], "locks.threshold").total_seconds()
@@ -32,19 +33,21 @@ def check(ctx: Context) -> list[Finding]:
     findings: list[Finding] = []
     for lock in found:
         shown = ctx.repo.relpath(lock.path)
-        if lock.verdict == locks.STALE:
+        if lock.verdict == lockscan.STALE:
             findings.append(_stale(ctx, lock, shown, bool(cfg["quarantine"]), threshold, ctx.now))
-        elif lock.verdict == locks.LIVE and lock.age >= threshold:
+        elif lock.verdict == lockscan.LIVE and lock.age >= threshold:
             message = f"lock held for {int(lock.age)}s and judged live ({lock.reason}) — if git is wedged, find that process"
             findings.append(Finding(shown, 1, ID, message, WARNING))
             ctx.events.append(("lock-held-live", f"{shown}: {message}"))
-        elif lock.verdict == locks.INELIGIBLE and not lock.companion and lock.reason != "gone meanwhile":
+        elif lock.verdict == lockscan.INELIGIBLE and not lock.companion and lock.reason != "gone meanwhile":
             findings.append(Finding(shown, 1, ID, f"lock file that the gate will not move ({lock.reason}) — inspect it by hand",
                                     WARNING))
     return findings
 
 
-def _stale(ctx: Context, lock: locks.Lock, shown: str, quarantine: bool, threshold: float, now: datetime) -> Finding:
+def _stale(ctx: Context, lock: lockscan.Lock, shown: str, quarantine: bool, threshold: float, now: datetime) -> Finding:
+    from gates.domain import locks
+
     if not quarantine:
         return Finding(shown, 1, ID, f"stale lock ({int(lock.age)}s old; {lock.reason}) — `gate locks --quarantine` "
                        "moves it into lost+found")

@@ -77,7 +77,7 @@ def _check(args: argparse.Namespace, run: Run) -> int:
 def _run_gates(run: Run, args: argparse.Namespace) -> tuple[CheckResult, list[tuple[str, str]]]:
     """Run the gates on the state as it is now: every check judges afresh, nothing is replayed."""
     from gates.checks import runner as check
-    from gates.domain import flags
+    from gates.domain import changes
 
     repo, config = run.repo(), run.config()
     gate_ids = check.select(config, args.only, args.skip)
@@ -87,7 +87,7 @@ def _run_gates(run: Run, args: argparse.Namespace) -> tuple[CheckResult, list[tu
         if not os.path.lexists(path):
             raise GateError(f"{given}: no such file — name an existing hand-over file, or none to check the "
                             "configured one", code=USAGE, reason="usage")
-    run.scope = flags.scope_of(repo, files, args.range, repo.path(config.section("handoff")["path"]))
+    run.scope = changes.scope_of(repo, files, args.range, repo.path(config.section("handoff")["path"]))
     push = None
     if args.remote or args.pre_push or "handoff-claim-remote" in gate_ids and os.environ.get("PRE_COMMIT_TO_REF") \
             or "handoff-claim-remote" in args.only:  # at push time (issue 18)

@@ -32,7 +32,7 @@ class Run:
         self.events: list[tuple[str, str]] = []
         self.started_ns = time.time_ns()  # a flag raised by a run begun later is not this run's to resolve
         self.gate_of: dict[tuple[str, str], str] = {}  # (reason, message) -> the gate whose failure it is
-        self.scope: dict[str, Any] | None = None  # what this check judged (flags.scope_of)
+        self.scope: dict[str, Any] | None = None  # what this check judged (changes.scope_of)
         self.passed: list[str] = []  # gates that ran in this check and found no error
         self.done: list[str] = []  # what this run changed, said again if its output is lost
 
@@ -83,10 +83,10 @@ class Run:
 
     def scoped_as_check(self) -> None:
         """Flag this run's gate-tagged failures in the scope of a plain `gate check` of this worktree."""
-        from gates.domain import flags
+        from gates.domain import changes
 
         handoff = self.repo().path(self.config().section("handoff")["path"])
-        self.scope = flags.scope_of(self.repo(), [], None, handoff)
+        self.scope = changes.scope_of(self.repo(), [], None, handoff)
 
     def judged_as_check(self, gate: str) -> None:
         """This run settled what `gate` judges in a plain `gate check` of this worktree: the flags its failures

@@ -28,7 +28,7 @@ def run(args: argparse.Namespace, run: Run) -> int:
 
 
 def _locks(args: argparse.Namespace, run: Run) -> int:
-    from gates.domain import locks
+    from gates.domain import locks, lockscan
     from gates.infra import state
     from gates.infra.config import parse_duration
 
@@ -38,11 +38,11 @@ def _locks(args: argparse.Namespace, run: Run) -> int:
             print(f"restored {path}")
         return OK
     threshold = parse_duration(run.config().section("locks")["threshold"], "locks.threshold").total_seconds()
-    found = locks.find(repo, deep=True)
+    found = lockscan.find(repo, deep=True)
     if found:
         locks.judge(repo, found, threshold, locks.filesystem_now(state.layout(repo)))
     moves = [locks.quarantine(repo, lock, threshold, invocation.now()) for lock in found
-             if args.quarantine and lock.verdict == locks.STALE]
+             if args.quarantine and lock.verdict == lockscan.STALE]
     if args.format == "json":
         document = {"version": 1, "locks": [lock.to_json() for lock in found],
                     "moved": [{"path": str(m.lock.path), "to": str(m.target) if m.target else None,

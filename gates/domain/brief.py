@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from gates.domain import claims, flags, handoff, locks, sessions
+from gates.domain import claims, flags, handoff, locks, lockscan, sessions
 from gates.domain.ancestry import relation
 from gates.domain.handoff import Loaded, load_handoff
 from gates.infra import git, jsonio, state
@@ -177,7 +177,7 @@ def _claim_and_locks(repo: Repo, config: Config, now: datetime) -> str:
         who = "this worktree" if mine else "ANOTHER worktree"
         status = "live" if live else f"abandoned: {why}; `gate claim` takes it over"
         out = [f"{state_rel} is claimed by {who} ({status}): {claims.describe(record)}"]
-    found = locks.find(repo, deep=False)
+    found = lockscan.find(repo, deep=False)
     if found:
         threshold = parse_duration(config.section("locks")["threshold"], "locks.threshold").total_seconds()
         locks.judge(repo, found, threshold, locks.filesystem_now(state.layout(repo)))

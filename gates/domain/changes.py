@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 from gates.infra.git import History, Repo
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Change:
@@ -48,3 +54,14 @@ def in_range(repo: Repo, history: History, spec: str) -> list[Change]:
     for change in found:
         change._all = listed.get(str(change.new), [])  # one git call for the whole range, not one per commit
     return found
+
+
+def scope_of(repo: Repo, files: list[str], range_spec: str | None, default_file: str) -> dict[str, Any]:
+    """What a check judged: the hand-over files it read (the configured one when none is named) and its range:
+    the scope its flags are raised and resolved in (gates/domain/flags.py).
+
+    `gate check HANDOFF.md` and `gate check` have the same scope; `gate check OTHER.md` and a
+    `--range` check have their own: a pass there says nothing about a failure here.
+    """
+    paths = sorted({os.path.realpath(p) for p in files}) if files else [os.path.realpath(default_file)]
+    return {"files": paths, "range": range_spec}

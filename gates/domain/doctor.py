@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 
-from gates.domain import flags, hooks, journal, leftovers, locks
+from gates.domain import flags, hooks, journal, leftovers, locks, lockscan
 from gates.infra import config as config_module
 from gates.infra import jsonio, state
 from gates.infra.catalog import CATALOG
@@ -178,7 +178,7 @@ def _session_start_commands(settings: dict[str, object]) -> list[str]:
 
 
 def _locks(repo: Repo) -> list[Check]:
-    found = locks.find(repo, deep=True)
+    found = lockscan.find(repo, deep=True)
     if not found:
         return [Check(OK, "no git lock files (deep scan, refs/ included)")]
     cfg = config_module.load(repo).section("locks")
@@ -186,11 +186,11 @@ def _locks(repo: Repo) -> list[Check]:
     locks.judge(repo, found, threshold, locks.filesystem_now(state.layout(repo)))
     out = []
     for lock in found:
-        if lock.verdict == locks.STALE:
+        if lock.verdict == lockscan.STALE:
             out.append(Check(FIX, f"stale git lock {lock.shown}: `gate locks --quarantine` moves it aside"))
-        elif lock.verdict == locks.INELIGIBLE and not lock.companion:
+        elif lock.verdict == lockscan.INELIGIBLE and not lock.companion:
             out.append(Check(FIX, f"git lock {lock.shown} the gate will not move ({lock.reason}): inspect it"))
-        elif lock.verdict == locks.LIVE and lock.age >= threshold:
+        elif lock.verdict == lockscan.LIVE and lock.age >= threshold:
             out.append(Check(WARN, f"git lock {lock.shown} held for {int(lock.age)}s: {lock.reason}"))
     return out or [Check(OK, "git lock files are all fresh")]
 

@@ -74,14 +74,6 @@ def _key(reason: str, message: str, worktree: str) -> str:
     return sha256("\0".join((reason, message, worktree)).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def scope_of(repo: Repo, files: list[str], range_spec: str | None, default_file: str) -> dict[str, Any]:
-    """What a check judged: the hand-over files it read (the configured one when none is named) and its range.
-
-    `gate check HANDOFF.md` and `gate check` have the same scope; `gate check OTHER.md` and a
-    `--range` check have their own: a pass there says nothing about a failure here.
-    """
-    paths = sorted({os.path.realpath(p) for p in files}) if files else [os.path.realpath(default_file)]
-    return {"files": paths, "range": range_spec}
 
 
 def _marker(gate: str, worktree: str, scope: dict[str, Any] | None) -> str:

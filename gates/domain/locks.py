@@ -1,4 +1,4 @@
-"""Git's lock files: find them, judge them, and move the stale ones aside into lost+found.
+"""Git's lock files (found by gates/domain/lockscan.py): judge them, and move the stale ones aside into lost+found.
 
 A lock is `stale` only when every piece of evidence says its holder is gone: old by mtime and
 ctime against the filesystem's own clock, a plain regular file of ours with one link on a local
@@ -18,6 +18,7 @@ import os
 import stat
 
 from gates.domain import journal
+from gates.domain.lockscan import FRESH, INELIGIBLE, LIVE, STALE, Lock, admin_dirs
 from gates.infra import clock, dataio, fsio, jsonio, state
 from gates.infra.clock import datetime
 from gates.infra.digest import sha256
@@ -35,73 +36,7 @@ KNOWN_TOP = frozenset({
     "index.lock", "HEAD.lock", "ORIG_HEAD.lock", "FETCH_HEAD.lock", "MERGE_HEAD.lock", "CHERRY_PICK_HEAD.lock",
     "REVERT_HEAD.lock", "AUTO_MERGE.lock", "config.lock", "config.worktree.lock", "packed-refs.lock", "shallow.lock",
 })
-COMPANION = Pattern(r"^(?P<base>.+)~pid\.lock$")
 _PID_LINE = Pattern(r"^pid (\d{1,10})\s*$")
-FRESH, LIVE, STALE, INELIGIBLE = "fresh", "live", "stale", "ineligible"
-
-
-class Lock:
-    """A git lock file, and what judging it found (size, age, verdict, why, and the evidence)."""
-
-    def __init__(self, path: str, shown: str, companion: bool = False) -> None:
-        self.path = path
-        self.shown = shown  # relative to the common dir, as the quarantine keeps it
-        self.companion = companion
-        self.size = 0
-        self.age = 0.0
-        self.verdict = LIVE
-        self.reason = ""
-        self.evidence: dict[str, Any] = {}
-        self.ident = (0, 0)
-        self.mtime = 0.0
-        self.ctime = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "shown": self.shown, "size": self.size, "age_seconds": round(self.age, 1),
-                "verdict": self.verdict, "reason": self.reason, "evidence": self.evidence}
-
-
-def _plain_dir(path: str) -> bool:
-    return os.path.isdir(path) and not os.path.islink(path)
-
-
-def _admin_dirs(repo: Repo) -> list[str]:
-    dirs = [repo.common_dir]
-    worktrees = os.path.join(repo.common_dir, "worktrees")
-    if _plain_dir(worktrees):
-        dirs += sorted(path for name in os.listdir(worktrees) if _plain_dir(path := os.path.join(worktrees, name)))
-    return dirs
-
-
-def find(repo: Repo, deep: bool) -> list[Lock]:
-    """Lock files at the top of the common dir and each worktree admin dir; under refs/ when `deep`."""
-    found: list[Lock] = []
-    for directory in _admin_dirs(repo):
-        try:
-            names = sorted(os.listdir(directory))
-        except OSError as exc:  # a git dir we cannot list may hide the very lock that wedges git
-            raise GateError(f"cannot look for git lock files in {directory}: {exc.strerror}", reason="io-error") from None
-        found += [_lock(repo, os.path.join(directory, name)) for name in names if name.endswith(".lock")]
-    refs = os.path.join(repo.common_dir, "refs")
-    if deep and _plain_dir(refs):
-        for top, dirs, files in os.walk(refs, onerror=_unlistable):  # never follows a symlinked directory
-            # A folder (or a symlink to one) named like a lock wedges git as surely as a file: report it, and do
-            # not walk into it.
-            wedged = sorted(name for name in dirs if name.endswith(".lock"))
-            dirs[:] = sorted(name for name in dirs if not name.endswith(".lock"))
-            found += [_lock(repo, os.path.join(top, name)) for name in sorted([*files, *wedged]) if name.endswith(".lock")]
-    return found
-
-
-def _unlistable(exc: OSError) -> None:
-    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
-        return  # a ref folder git pruned meanwhile
-    raise GateError(f"cannot look for git lock files in {exc.filename}: {exc.strerror}", reason="io-error")
-
-
-def _lock(repo: Repo, path: str) -> Lock:
-    shown = os.path.relpath(path, repo.common_dir).replace(os.sep, "/")
-    return Lock(path, shown, companion=bool(COMPANION.match(os.path.basename(path))))
 
 
 def filesystem_now(lay: state.Layout) -> float:
@@ -187,7 +122,7 @@ def _repo_roots(repo: Repo) -> tuple[list[str], list[str]]:
     """The directories a git process of this repository could work in, and why any could not be found."""
     roots = {os.path.realpath(repo.toplevel), os.path.realpath(repo.common_dir)}
     doubts = []
-    for admin in _admin_dirs(repo)[1:]:
+    for admin in admin_dirs(repo)[1:]:
         roots.add(os.path.realpath(admin))
         try:
             with open(os.path.join(admin, "gitdir"), "rb") as handle:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from gates.domain import handoff, journal
+from gates.domain import handoff
 from gates.infra import clock, fsio, state
 from gates.infra.clock import datetime
 from gates.infra.config import Config
@@ -25,6 +25,8 @@ from gates.infra.plain import NamedTuple
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable
+
+    from gates.domain import journal
 
 ID = "mailbox"
 MAX_BYTES = 1 << 20
@@ -87,6 +89,8 @@ def take(repo: Repo, config: Config, now: datetime, deliver: Callable[[str], Non
                                 f"be cleared: {exc.message}", reason=exc.reason) from None
     details = {"path": shown, "bytes": len(data), "sha256": sha256(data).hexdigest(), "copy": copy,
                "cleared": cleared}
+    from gates.domain import journal
+
     try:
         journal.append(repo, "mailbox-taken", details, now)
     except journal.NotJournalled as exc:

@@ -9,7 +9,7 @@ from pathlib import Path
 from conftest import flag_records, git, run_gate
 from locks_helpers import aged, fast, judge, quarantined, snapshot
 
-from gates.domain import locks
+from gates.domain import lockscan
 
 
 def test_a_lock_in_a_linked_worktree_admin_dir_is_found_from_both(repo: Path, tmp_path: Path) -> None:
@@ -17,7 +17,7 @@ def test_a_lock_in_a_linked_worktree_admin_dir_is_found_from_both(repo: Path, tm
     git(repo, "worktree", "add", "-q", "-b", "side", str(linked))
     aged(repo / ".git" / "worktrees" / "linked" / "index.lock")
     for where in (repo, linked):
-        assert judge(where, 16)["worktrees/linked/index.lock"].verdict == locks.STALE
+        assert judge(where, 16)["worktrees/linked/index.lock"].verdict == lockscan.STALE
     listed = run_gate(linked, "locks", "--format", "json")
     assert [lock["shown"] for lock in json.loads(listed.stdout)["locks"]] == ["worktrees/linked/index.lock"]
 

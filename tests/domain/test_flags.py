@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from conftest import GATE_BIN, call_gate, flag_records, git, handoff_text, run_gate, run_processes
 
-from gates.domain import flags
+from gates.domain import changes, flags
 from gates.infra import schemas
 from gates.infra.git import discover
 
@@ -220,10 +220,10 @@ def test_markers_stay_consistent_under_concurrent_failures_and_passes(repo: Path
     script = f"""
 import sys
 from pathlib import Path
-from gates.domain import flags
+from gates.domain import changes, flags
 from gates.infra.git import discover
 repo = discover(Path({str(repo)!r}), {{}})
-scope = flags.scope_of(repo, [], None, Path({str(repo / "HANDOFF.md")!r}))
+scope = changes.scope_of(repo, [], None, {str(repo / "HANDOFF.md")!r})
 for i in range(30):
     if sys.argv[1] == "fail":
         flags.raise_flag(repo, {GATE!r}, f"m{{sys.argv[2]}}-{{i % 3}}", command="gate check", exit_code=1,
@@ -303,7 +303,7 @@ def test_identical_repeats_coalesce_into_one_flag_with_a_count(repo: Path) -> No
     for _ in range(3):
         assert run_gate(repo, "check").returncode == 1
     found = discover(repo, {})
-    scope = flags.scope_of(found, [], None, str(repo / "HANDOFF.md"))  # what `gate check` judged
+    scope = changes.scope_of(found, [], None, str(repo / "HANDOFF.md"))  # what `gate check` judged
     for _ in range(500):
         flags.raise_flag(found, "handoff-no-checked-items", flag_records(repo / ".git")[0]["message"],
                          command="gate check", exit_code=1, gate="handoff-no-checked-items", scope=scope)

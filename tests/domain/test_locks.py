@@ -15,14 +15,14 @@ import pytest
 from conftest import GATE_BIN, call_gate, flag_records, git, run_gate
 from locks_helpers import aged, fast, judge, only_our_git, quarantined, snapshot
 
-from gates.domain import locks, procscan
+from gates.domain import locks, lockscan, procscan
 from gates.infra.git import discover
 
 
 def test_fourteen_minutes_is_fresh_sixteen_is_stale(repo: Path) -> None:
     aged(repo / ".git" / "index.lock")
-    assert judge(repo, 14)["index.lock"].verdict == locks.FRESH
-    assert judge(repo, 16)["index.lock"].verdict == locks.STALE
+    assert judge(repo, 14)["index.lock"].verdict == lockscan.FRESH
+    assert judge(repo, 16)["index.lock"].verdict == lockscan.STALE
 
 
 def test_a_lock_held_open_by_another_process_is_live(repo: Path, evidence: str) -> None:
@@ -32,10 +32,10 @@ def test_a_lock_held_open_by_another_process_is_live(repo: Path, evidence: str) 
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "ok\n"
         verdict = judge(repo, 60)["index.lock"]
-        assert verdict.verdict == locks.LIVE and f"held open by process {holder.pid}" in verdict.reason
+        assert verdict.verdict == lockscan.LIVE and f"held open by process {holder.pid}" in verdict.reason
     finally:
         holder.communicate("\n")
-    assert judge(repo, 60)["index.lock"].verdict == locks.STALE
+    assert judge(repo, 60)["index.lock"].verdict == lockscan.STALE
 
 
 def test_a_paused_update_ref_transaction_keeps_its_zero_byte_ref_lock(repo: Path) -> None:
@@ -68,15 +68,15 @@ def test_a_live_pid_companion_keeps_its_lock_and_a_dead_one_does_not(repo: Path)
     try:
         companion.write_text(f"pid {sleeper.pid}\n")
         judged = judge(repo, 60)
-        assert judged["index.lock"].verdict == locks.LIVE
+        assert judged["index.lock"].verdict == lockscan.LIVE
         assert judged["index.lock"].evidence["companion"]["alive"] is True
-        assert judged["index~pid.lock"].verdict == locks.INELIGIBLE
+        assert judged["index~pid.lock"].verdict == lockscan.INELIGIBLE
     finally:
         sleeper.kill()
         sleeper.wait()
-    assert judge(repo, 60)["index.lock"].verdict == locks.STALE  # the companion now names a dead process
+    assert judge(repo, 60)["index.lock"].verdict == lockscan.STALE  # the companion now names a dead process
     companion.write_text("not a pid line\n")
-    assert judge(repo, 60)["index.lock"].verdict == locks.LIVE  # doubt
+    assert judge(repo, 60)["index.lock"].verdict == lockscan.LIVE  # doubt
 
 
 def test_nothing_planted_is_followed_blocked_on_or_destroyed(repo: Path, tmp_path: Path) -> None:
@@ -130,7 +130,7 @@ def test_a_worktree_that_cannot_be_located_is_doubt_not_proof(repo: Path, tmp_pa
     gitdir.mkdir()  # unreadable as a file: a git process could be working in a tree we cannot see
     aged(repo / ".git" / "index.lock")
     verdict = judge(repo, 60)["index.lock"]
-    assert verdict.verdict == locks.LIVE
+    assert verdict.verdict == lockscan.LIVE
     assert "liveness cannot be established (the work tree of" in verdict.reason
 
 
@@ -156,7 +156,7 @@ def test_without_proc_lsof_finds_a_git_process_working_in_the_repository(repo: P
         tx.stdin.flush()
         assert tx.stdout.readline() == "start: ok\n" and tx.stdout.readline() == "prepare: ok\n"
         verdict = judge(repo, 60)["refs/heads/paused.lock"]
-        assert verdict.verdict == locks.LIVE
+        assert verdict.verdict == lockscan.LIVE
         assert f"git process {tx.pid} may be working in this repository: its cwd {repo} is in" in verdict.reason
     finally:
         tx.stdin.write("abort\n")
@@ -180,14 +180,14 @@ def test_without_proc_or_lsof_every_old_lock_is_live(repo: Path, no_proc: set[in
     monkeypatch.setattr(procscan, "LSOF", ("/nonexistent/lsof",))
     aged(repo / ".git" / "index.lock")
     verdict = judge(repo, 60)["index.lock"]
-    assert verdict.verdict == locks.LIVE and "no /proc and no lsof" in verdict.reason
+    assert verdict.verdict == lockscan.LIVE and "no /proc and no lsof" in verdict.reason
 
 
 def test_a_filesystem_of_unknown_type_is_never_moved_on(repo: Path, no_proc: set[int], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(procscan, "MOUNT", ("/nonexistent/mount",))
     aged(repo / ".git" / "index.lock")
     verdict = judge(repo, 60)["index.lock"]
-    assert verdict.verdict == locks.INELIGIBLE and "type of its filesystem cannot be established" in verdict.reason
+    assert verdict.verdict == lockscan.INELIGIBLE and "type of its filesystem cannot be established" in verdict.reason
 
 
 def test_both_forms_of_the_mount_listing_are_read() -> None:
@@ -405,8 +405,8 @@ def _fake_proc(tmp_path: Path, cwd: Path, cmdline: list[str], environ: list[str]
     return proc
 
 
-@pytest.mark.parametrize("environ, verdict", [(["HOME=/nowhere"], locks.STALE), (None, locks.LIVE),
-                                               (["GIT_DIR=.git", "GIT_WORK_TREE=/"], locks.LIVE)])
+@pytest.mark.parametrize("environ, verdict", [(["HOME=/nowhere"], lockscan.STALE), (None, lockscan.LIVE),
+                                               (["GIT_DIR=.git", "GIT_WORK_TREE=/"], lockscan.LIVE)])
 def test_a_git_process_whose_target_cannot_be_read_is_doubt(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                              environ: list[str] | None, verdict: str) -> None:
     other = tmp_path / "other"
@@ -432,7 +432,7 @@ def test_without_proc_a_git_process_anywhere_is_doubt(repo: Path, tmp_path: Path
         no_proc.add(idle.pid)
         time.sleep(0.3)
         verdict = judge(repo, 60)["index.lock"]
-        assert verdict.verdict == locks.LIVE
+        assert verdict.verdict == lockscan.LIVE
         assert (f"git process {idle.pid} may be working in this repository: cwd {other}, but without /proc its command "
                 "line and environment cannot be read") in verdict.reason
     finally:
