@@ -81,12 +81,12 @@ def _run_gates(run: Run, args: argparse.Namespace) -> tuple[CheckResult, list[tu
 
     repo, config = run.repo(), run.config()
     gate_ids = check.select(config, args.only, args.skip)
-    fixed = check.fix(repo, config, gate_ids, invocation.now()) if args.fix else []  # what pre-commit fixers do
     files = [os.path.abspath(f) for f in args.files]
     for given, path in zip(args.files, files, strict=True):  # a slip of the hand: said now, nothing to flag
         if not os.path.lexists(path):
             raise GateError(f"{given}: no such file — name an existing hand-over file, or none to check the "
                             "configured one", code=USAGE, reason="usage")
+    fixed = check.fix(repo, config, gate_ids, invocation.now()) if args.fix else []  # what pre-commit fixers do
     run.scope = changes.scope_of(repo, files, args.range, repo.path(config.section("handoff")["path"]))
     push = None
     if args.remote or args.pre_push or "handoff-claim-remote" in gate_ids and os.environ.get("PRE_COMMIT_TO_REF") \

@@ -27,7 +27,7 @@ import posixpath
 import stat
 
 from gates.domain import journal
-from gates.infra import clock, dataio, fsio, jsonio, state
+from gates.infra import clock, dataio, fsio, jsonio, paths, state
 from gates.infra.clock import datetime, timedelta
 from gates.infra.digest import sha256
 from gates.infra.errors import USAGE, GateError
@@ -88,12 +88,12 @@ def key(repo: Repo, configured: str) -> str:
     full = os.path.realpath(os.path.join(top, configured))
     if full == top:
         raise _refuse_path(configured, "it names the work tree itself")
-    if not full.startswith(top.rstrip(os.sep) + os.sep):
+    if not paths.within(full, top):
         raise _refuse_path(configured, f"it resolves to {full}, outside the work tree {top}")
     parts = full[len(top.rstrip(os.sep)) + 1:].split(os.sep)
     inside_git = any(part.casefold() == ".git" for part in parts)
     for git_dir in {os.path.realpath(repo.git_dir), os.path.realpath(repo.common_dir)}:
-        inside_git = inside_git or full == git_dir or full.startswith(git_dir.rstrip(os.sep) + os.sep)
+        inside_git = inside_git or paths.within(full, git_dir)
     if inside_git:
         raise _refuse_path(configured, f"it resolves to {full}, inside a git directory")
     return "/".join(parts)

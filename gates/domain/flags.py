@@ -67,7 +67,6 @@ REASONS = frozenset(CATALOG) | EVENT_REASONS
 ID_PATTERN = Pattern(r"^\d{8}T\d{6}Z-[a-z][a-z+-]{0,63}-[0-9a-f]{8}$")
 MAX_FLAG_BYTES = 1 << 20
 MAX_MESSAGE_CHARS = 64 * 1024
-RESOLVED = "resolved"
 
 
 def _key(reason: str, message: str, worktree: str) -> str:
@@ -179,7 +178,7 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
         return []
     now = now or clock.now()
     observed = observed_ns if observed_ns is not None else time.time_ns()
-    resolved_dir = state.ensure_dir(lay, os.path.join(lay.flags, RESOLVED))
+    resolved_dir = state.ensure_dir(lay, lay.flags_resolved)
     moved: dict[str, list[str]] = {}
     with _locked(lay.flags):
         left = set()
@@ -286,7 +285,7 @@ def pending(repo: Repo) -> list[dict[str, Any]]:
 def every(repo: Repo) -> list[dict[str, Any]]:
     """Open, resolved and acknowledged flags, oldest first, each with its `status`."""
     lay = state.layout(repo)
-    return _ordered(_records(lay.flags, "open") + _records(os.path.join(lay.flags, RESOLVED), "resolved")
+    return _ordered(_records(lay.flags, "open") + _records(lay.flags_resolved, "resolved")
                     + _records(lay.flags_acked, "acknowledged"))
 
 
@@ -296,7 +295,7 @@ def resolved_since(repo: Repo, since: datetime | None) -> list[dict[str, Any]]:
     A resolved flag's file name begins with its resolution time, never earlier than its last
     sighting: only the files resolved since `since` are read.
     """
-    folder = os.path.join(state.layout(repo).flags, RESOLVED)
+    folder = state.layout(repo).flags_resolved
     if not os.path.isdir(folder):
         return []
     floor = clock.name_text(since) if since else ""

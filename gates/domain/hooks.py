@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from gates.infra import fsio
+from gates.infra import fsio, paths
 from gates.infra.errors import VIOLATION, GateError
 from gates.infra.git import Repo
 from gates.infra.text import excerpt, shell_quote
@@ -40,7 +40,7 @@ def hooks_dir(repo: Repo) -> str:
     if scope in ("local", "worktree", "command"):
         real = os.path.realpath(path)
         inside = [str(repo.toplevel), str(repo.common_dir), str(repo.git_dir)]
-        if not any(real == root or real.startswith(root + os.sep) for root in inside):
+        if not any(paths.within(real, root) for root in inside):
             raise GateError(f"core.hooksPath from the repository's own config leads outside it ({excerpt(real, 300)}): "
                             "refused — set it in your global config if you mean it", reason="config-invalid")
     repo.memo["hooks_dir"] = path

@@ -18,7 +18,7 @@ import os
 import stat
 import time
 
-from gates.infra import clock, fsio, jsonio, state
+from gates.infra import clock, fsio, jsonio, paths, state
 from gates.infra.clock import datetime
 from gates.infra.config import Config
 from gates.infra.digest import sha256
@@ -88,8 +88,7 @@ def _scan(folder: str) -> list[str]:
 
 
 def _inside(path: str, top: str) -> bool:
-    real, root = os.path.realpath(path), os.path.realpath(top)
-    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+    return paths.within(os.path.realpath(path), os.path.realpath(top))
 
 
 def _leftover(path: str, shown: str, in_tree: bool) -> Leftover:

@@ -19,7 +19,7 @@ import stat
 
 from gates.domain import journal
 from gates.domain.lockscan import FRESH, INELIGIBLE, LIVE, STALE, Lock, admin_dirs
-from gates.infra import clock, dataio, fsio, jsonio, state
+from gates.infra import clock, dataio, fsio, jsonio, paths, state
 from gates.infra.clock import datetime
 from gates.infra.digest import sha256
 from gates.infra.errors import USAGE, VIOLATION, GateError
@@ -321,4 +321,4 @@ def _denied(message: str) -> GateError:
 
 
 def _inside_git(repo: Repo, path: str) -> bool:
-    return path.startswith(repo.common_dir + "/")
+    return path != repo.common_dir and paths.within(path, repo.common_dir)

@@ -19,6 +19,7 @@ import stat
 import subprocess
 from pathlib import Path
 
+from gates.infra.paths import within
 from gates.infra.text import Pattern
 
 PROC = Path("/proc")
@@ -39,7 +40,7 @@ class Scan:
 
 
 def _inside(path: str, roots: list[str]) -> bool:
-    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+    return any(within(path, root) for root in roots)
 
 
 def _system_tool(candidates: tuple[str, ...]) -> str | None:

@@ -36,6 +36,7 @@ import os
 import stat
 
 from gates.infra.errors import GateError
+from gates.infra.paths import within
 from gates.infra.text import excerpt
 
 TYPE_CHECKING = False
@@ -455,12 +456,7 @@ class Repo:
         # The folder is resolved, the name is not: a symlink is shown where it is, not where it points.
         folder, name = os.path.split(os.fspath(path))
         where = os.path.join(os.path.realpath(folder or "."), name)
-        top = self.toplevel
-        if where == top:
-            return "."
-        if where.startswith(top.rstrip(os.sep) + os.sep):
-            return where[len(top.rstrip(os.sep)) + 1:].replace(os.sep, "/")
-        return where
+        return os.path.relpath(where, self.toplevel).replace(os.sep, "/") if within(where, self.toplevel) else where
 
 
 _ASK = object()  # HEAD's file does not say: git is asked
@@ -481,9 +477,21 @@ def _head_branch(git_dir: str) -> object:
         if len(line) in (40, 64) and not line.strip("0123456789abcdef"):
             return None  # detached
         name = line.removeprefix("ref: refs/heads/")
-        if name != line and name and name != ".invalid" and name.strip() == name:
+        if name != line and _plain_branch(name):
             return name
     return _ASK
+
+
+_BRANCH_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._/+-")
+
+
+def _plain_branch(name: str) -> bool:
+    """A branch name of plain characters that git itself would accept (no component empty, starting with `.` or
+    ending in `.lock`, no `..`); any other (a control character a hostile HEAD carries, reftable's `.invalid`, a
+    name of other scripts) is asked of git, which judges it by its own rules."""
+    parts = name.split("/")
+    return bool(name) and not set(name) - _BRANCH_CHARS and ".." not in name and not name.endswith(".") \
+        and all(part and not part.startswith(".") and not part.endswith(".lock") for part in parts)
 
 
 def discover(cwd: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None) -> Repo:
@@ -514,7 +522,7 @@ def discover(cwd: str | os.PathLike[str] | None = None, environ: Mapping[str, st
     head = lines[3].strip() if proc.returncode == 0 and len(lines) > 3 else None
     toplevel = os.path.realpath(lines[0])
     start = os.path.realpath(where)
-    if "GIT_WORK_TREE" not in env and not (start == toplevel or start.startswith(toplevel.rstrip(os.sep) + os.sep)):
+    if "GIT_WORK_TREE" not in env and not within(start, toplevel):
         # `core.worktree` in a repository's own config can name any folder (the user's home): the gate would read
         # and write there. A work tree that does not contain the folder git was asked from is refused.
         from gates.infra.text import excerpt

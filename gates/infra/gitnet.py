@@ -19,6 +19,7 @@ import os
 
 from gates.infra.errors import GateError
 from gates.infra.git import REPO_ENV_VARS, SAFE_CONFIG, Repo, _env, _run, git_program
+from gates.infra.paths import within
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # subprocess only where a network call runs: the names are for the type checker only
@@ -184,7 +185,7 @@ def _local_remote(repo: Repo, path: str, shown: str) -> str:
     repository shaped it too."""
     real = os.path.realpath(path)
     inside = [str(repo.toplevel), str(repo.git_dir), str(repo.common_dir)]
-    if any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in inside):
+    if any(within(real, root) for root in inside):
         raise GateError(f"remote URL {shown!r} refused: it leads into this repository (its work tree or git dir), "
                         "which cannot coordinate with itself and may be shaped by anyone who shaped the repository",
                         reason="remote-unreachable")

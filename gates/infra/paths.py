@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from gates.infra.git import Repo
 
 
-def _within(path: str, folder: str) -> bool:
+def within(path: str, folder: str) -> bool:
+    """Whether `path` is `folder` or lies under it, judged on the paths as given (resolve both first)."""
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
@@ -37,9 +38,9 @@ def git_dirs(repo: Repo) -> list[str]:
 def why_refused(repo: Repo, real: str) -> str | None:
     """Why the resolved path `real` is no place for the gate's files, or None when it is fine."""
     top = str(repo.toplevel)
-    if any(_within(real, folder) for folder in git_dirs(repo)):
+    if any(within(real, folder) for folder in git_dirs(repo)):
         return "resolves inside the git directory"
-    if not _within(real, top):
+    if not within(real, top):
         return "resolves outside the repository"
     if real == top:
         return "names the top of the work tree, not a file in it"

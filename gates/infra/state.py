@@ -24,6 +24,7 @@ class Layout:
         self.flags = os.path.join(root, "flags")
         self.flags_acked = os.path.join(root, "flags", "acked")
         self.flags_open = os.path.join(root, "flags", "open")  # markers: which (gate, worktree, scope) have a flag open
+        self.flags_resolved = os.path.join(root, "flags", "resolved")
         self.claims = os.path.join(root, "claims")
         self.claims_released = os.path.join(root, "claims", "released")
         self.cache = os.path.join(root, "cache")
@@ -124,7 +125,8 @@ def unsafe(lay: Layout) -> list[tuple[str, str]]:
 
     Only looks (`lstat`): nothing is created, and a missing folder is fine (it is made on first use)."""
     found = []
-    for path in (lay.root, lay.flags, lay.flags_acked, lay.claims, lay.claims_released, lay.cache, lay.lost_found):
+    for path in (lay.root, lay.flags, lay.flags_acked, lay.flags_open, lay.flags_resolved, lay.claims, lay.claims_released,
+                 lay.cache, lay.lost_found):
         try:
             info = os.lstat(path)
         except FileNotFoundError:

@@ -93,3 +93,28 @@ def test_meta_entries(text: str) -> None:
 @example("2026-12-01T13:53:46.1234567890Z")
 def test_utc_times(value: str) -> None:
     assert handoff.utc_shape(value) == bool(UTC.match(value))
+
+
+PIECES = ["# T", "## Meta", "## Open Threads", "### sub", "- ref: abc", "- [ ] a", "- [x] b", "  - [X] c", "* x", "+ y",
+          "1. z", "12) w", "```", "~~~", "``` `x`", "<!--", "-->", "x <!-- y -->", "<<<<<<< HEAD", "=======",
+          ">>>>>>> o", "---", "- - -", "* * *", "- -", "+ +", "text", "   more", "\tindented", "", "-", "- ", "-\t",
+          "\u0663. ar", "- [ ]", "- [x]x", "    - four", "-\r", "--- x"]
+
+
+def _model(doc: handoff.Document) -> object:
+    return (doc.to_json("Meta"), [(i.line, i.indent, i.marker, i.checked, i.text, i.end_line, i.chars)
+                                  for i in doc.items()],
+            doc.conflict_markers, doc.unclosed, doc.titles, [(s.name, s.line, s.end_line, s.text_lines) for s in
+                                                             doc.sections], doc.preamble.text_lines)
+
+
+@settings(max_examples=RUNS, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=30))
+def test_the_short_way_through_item_lines_models_as_feeding_each_line_does(lines: list[str]) -> None:
+    """parse() takes most bullet lines past feed(); the model must be the one feed() alone builds."""
+    fed = handoff.Document("H", lines)
+    parser = handoff._Parser(fed)
+    for number, raw in enumerate(lines, start=1):
+        parser.feed(number, raw)
+    parser.finish()
+    assert _model(handoff.parse(lines, "H")) == _model(fed)

@@ -176,3 +176,15 @@ def test_prefetched_calls_answer_as_direct_ones_and_each_runs_once(repo: Path) -
     assert found.git("rev-parse", "--verify", "no-such-ref").returncode == 128 and not found.started
     again = found.git("rev-parse", "--verify", "no-such-ref")  # not prefetched any more: run anew
     assert again.returncode == 128
+
+
+@pytest.mark.parametrize("target", ["ev\x1b[31mil", "a b", "x..y", ".hidden", "dir/x.lock", "caf\u00e9", "-"])
+def test_a_hostile_head_file_names_no_branch_git_would_not(repo: Path, target: str) -> None:
+    """The attack: HEAD is a file of the repository's git dir, which whoever shaped the repository can write.
+    A name read from it must be the one git gives (none, for a name git refuses), never a control character."""
+    (repo / ".git" / "HEAD").write_bytes(f"ref: refs/heads/{target}\n".encode())
+    proc = subprocess.run(["git", "symbolic-ref", "--short", "--quiet", "HEAD"], cwd=repo, capture_output=True)
+    told = proc.stdout.decode("utf-8", "surrogateescape").strip() or None
+    assert discover(repo, {}).branch() == told
+    brief = run_gate(repo, "brief")
+    assert "\x1b" not in brief.stdout + brief.stderr
