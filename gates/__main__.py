@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from gates.main import main
+from gates.main import launch
 
-raise SystemExit(main())
+launch()

@@ -6,6 +6,8 @@ selected command's parser and runs it. Nothing below here prints a traceback or 
 
 from __future__ import annotations
 
+import sys
+
 from gates import __version__
 from gates.commands import COMMANDS as _TABLE
 from gates.infra.console import StdoutError, say, silence_stdout
@@ -202,9 +204,8 @@ def _plain(argv: list[str]) -> Any:
     values = spec.parse(argv[1:]) if spec.plain else None
     if values is None:
         return None
-    from types import SimpleNamespace
-
-    return SimpleNamespace(command=argv[0], func=module.run, **values)
+    namespace: Any = type(sys.implementation)  # types.SimpleNamespace, without importing types
+    return namespace(command=argv[0], func=module.run, **values)
 
 
 def failed(exc: GateError, run: Run) -> int:

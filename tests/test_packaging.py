@@ -94,7 +94,7 @@ def test_a_plain_install_into_a_fresh_venv_finds_its_schemas(tmp_path: Path) -> 
     # entry-point wrapper (which imports `re` before any of our code: ~6 ms on every commit).
     script = (venv / "bin" / "gate").read_text()
     first_line = script.splitlines()[0]
-    assert first_line.startswith(f"#!{venv}/bin/python") and "from gates.main import main" in script
+    assert first_line.startswith(f"#!{venv}/bin/python") and "from gates.main import launch" in script
     assert "import re" not in script
     again = subprocess.run([str(venv / "bin" / "gate"), "check"], cwd=repo, capture_output=True, text=True)
     assert (again.returncode, again.stdout) == (0, check.stdout)

@@ -36,8 +36,12 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[str], now: 
     """Judge the hand-over as the commit will record it: staged, its staged content. After `--fix` mended it in
     the work tree (`fixed`), the work tree's: that is what the user stages again, and the commit is stopped anyway."""
     history = repo.history()
-    if repo.head and not range_spec and ("handoff-structure" in gate_ids or "handoff-fresh" in gate_ids):
-        repo.prefetch(RECENT_ARGS)  # the Meta ref's questions, asked while git lists what is staged
+    if not range_spec:  # what is staged, and the Meta ref's questions, asked while the gates are imported
+        repo.prefetch(repo.changed_args(repo.head, None, []))
+        if repo.head and ("handoff-structure" in gate_ids or "handoff-fresh" in gate_ids):
+            repo.prefetch(RECENT_ARGS)
+    for gate_id in gate_ids:
+        GATES[gate_id]  # noqa: B018 (imported now, while git answers)
     found = changes.in_range(repo, history, range_spec) if range_spec else changes.staged(repo, history)
     paths = files or [repo.path(config.section("handoff")["path"])]
     staged = found if not files and range_spec is None and not fixed else None

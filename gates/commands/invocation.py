@@ -11,7 +11,7 @@ import time
 
 from gates.infra.console import say
 from gates.infra.errors import CANNOT_RUN, INTERNAL, VIOLATION, GateError
-from gates.infra.git import Repo
+from gates.infra.git import Early, Repo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ class Run:
         self.scope: dict[str, Any] | None = None  # what this check judged (changes.scope_of)
         self.passed: list[str] = []  # gates that ran in this check and found no error
         self.done: list[str] = []  # what this run changed, said again if its output is lost
+        self._early = Early()  # the repository asked of git now, read by repo() (dropped at the end if not)
 
     @property
     def command(self) -> str:
@@ -47,7 +48,7 @@ class Run:
         if self._repo is None:
             from gates.infra.git import discover
 
-            self._repo = discover()
+            self._repo = discover(early=self._early)
         return self._repo
 
     def config(self) -> Config:
@@ -98,6 +99,10 @@ class Run:
         """Something the next session must hear of, said now and flagged."""
         print(message)
         self.notice(reason, message)
+
+    def close(self) -> None:
+        """The end of the invocation: a git call started for it and never read is waited for and dropped."""
+        self._early.drop()
 
     def write_flags(self, code: int) -> int:
         """Resolve the flags of the gates that passed in this check, then flag this run's failures and events."""

@@ -15,7 +15,6 @@ puts them back exactly when nothing else changed since; otherwise it removes onl
 from __future__ import annotations
 
 import os
-import re
 import sys
 
 from gates.domain import hooks
@@ -23,7 +22,7 @@ from gates.infra import dataio, fsio, jsonio, paths, state
 from gates.infra.digest import sha256
 from gates.infra.errors import CANNOT_RUN, GateError
 from gates.infra.git import Repo
-from gates.infra.text import shell_quote
+from gates.infra.text import Pattern, shell_quote
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -172,11 +171,14 @@ def _strip(agent: str, doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+_INDENT = Pattern(r"\n([ \t]+)\S")  # the first indented line of a settings file
+
+
 def _dump(doc: dict[str, Any], like: str | None) -> bytes:
     """JSON laid out as the file was (its indent, its final newline), two spaces for a new file."""
     indent: int | str = 2
     if like:
-        found = re.search(r"\n([ \t]+)\S", like)
+        found = _INDENT.search(like)
         if found:
             indent = found.group(1) if "\t" in found.group(1) else len(found.group(1))
     text = jsonio.dumps(doc, indent=indent, ensure_ascii=False)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from gates.domain import claims, flags, handoff, locks, lockscan, sessions
+from gates.domain import claims, flags, handoff, lockscan, sessions
 from gates.domain.ancestry import relation
 from gates.domain.handoff import Loaded, load_handoff
 from gates.infra import git, jsonio, state
@@ -179,6 +179,8 @@ def _claim_and_locks(repo: Repo, config: Config, now: datetime) -> str:
         out = [f"{state_rel} is claimed by {who} ({status}): {claims.describe(record)}"]
     found = lockscan.find(repo, deep=False)
     if found:
+        from gates.domain import locks  # judging a lock file: only when one is there
+
         threshold = parse_duration(config.section("locks")["threshold"], "locks.threshold").total_seconds()
         locks.judge(repo, found, threshold, locks.filesystem_now(state.layout(repo)))
         out += [f"Git lock {lock.shown}: {lock.verdict} — {lock.reason}" for lock in found if not lock.companion]

@@ -20,9 +20,10 @@ from gates.infra.text import excerpt, shell_quote
 MARK = "# installed by handoff-gate: `gate install-hooks` (remove with `gate install-hooks --uninstall`)"
 CHAINED = ".pre-gate"
 KINDS = ("pre-commit", "pre-push")  # every hook `gate install-hooks` can write: `--uninstall` looks at each
-ENTRY = "import sys; from gates.main import main; sys.exit(main())"
-# What earlier versions wrote (and what `from gates.cli import main` still runs): recognised as ours too.
-ENTRIES = (ENTRY, "import sys; from gates.cli import main; sys.exit(main())")
+ENTRY = "from gates.main import launch; launch()"
+# What earlier versions wrote (`from gates.cli import main` still runs): recognised as ours too.
+ENTRIES = (ENTRY, "import sys; from gates.main import main; sys.exit(main())",
+           "import sys; from gates.cli import main; sys.exit(main())")
 PUSH_ARGS = " --remote --pre-push"  # the pushed refs on stdin; handoff-claim-remote judges them when claims.remote is set
 
 

@@ -12,7 +12,6 @@ import os
 import stat
 import time
 
-from gates.domain import journal
 from gates.infra import dataio, fsio, paths, schemas
 from gates.infra.clock import datetime
 from gates.infra.config import Config
@@ -206,6 +205,8 @@ def new(repo: Repo, config: Config, title: str, now: datetime) -> str:
         body = (f"---\nid: {record_id}\ntitle: {_quote(title)}\nstatus: open\ndate: {now:%Y-%m-%d}\n---\n\n"
                 f"# {title}\n\n## Context\n\n## Decision\n\n## Consequences\n")
         if fsio.write_atomic(path, body.encode("utf-8"), exclusive=True, parents=True):
+            from gates.domain import journal  # only a new record is journalled; a check never loads it
+
             journal.append(repo, "record-created", {"id": record_id, "path": repo.relpath(path)}, now)
             return path
     raise GateError(f"could not find a free record id in {directory}", reason="io-error")

@@ -7,7 +7,7 @@ NAME `decisions` lists the open records; `decisions-closed` the closed and super
 
 from __future__ import annotations
 
-from gates.domain import handoff, journal, records
+from gates.domain import handoff, records
 from gates.infra import fsio
 from gates.infra.config import Config
 from gates.infra.git import Repo
@@ -92,6 +92,8 @@ def render_file(repo: Repo, config: Config, write: bool) -> tuple[list[str], lis
     new_lines = render(source.lines, found)
     if write:
         fsio.write_atomic(path, source.encode(new_lines))
+        from gates.domain import journal  # only a render writes; a check never loads it
+
         journal.append(repo, "tables-rendered", {"path": shown, "tables": stale})
     diff = list(difflib.unified_diff(source.lines, new_lines, f"a/{shown}", f"b/{shown}", lineterm=""))
     return stale, diff

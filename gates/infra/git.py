@@ -374,8 +374,9 @@ class Repo:
         proc = _run(["cat-file", "blob", f":{path}"], self.toplevel, self.env)
         return proc.stdout if proc.returncode == 0 else None
 
-    def changed(self, old: str | None, new: str | None, pathspecs: list[str]) -> list[tuple[str, str]]:
-        """(status letter, path) of what differs from commit `old` to `new`; `new` None is the index."""
+    @staticmethod
+    def changed_args(old: str | None, new: str | None, pathspecs: list[str]) -> tuple[str, ...]:
+        """The git call of `changed(old, new, pathspecs)`, for `prefetch`."""
         base = ["--literal-pathspecs"]
         if new is None:
             args = [*base, "diff", "--cached", "--name-status", "-z", "--no-renames", "--no-ext-diff", "--no-textconv"]
@@ -384,7 +385,12 @@ class Repo:
             args = [*base, "diff-tree", "-r", "-z", "--name-status", "--no-renames", "--no-commit-id", "--no-ext-diff",
                     "--no-textconv"]
             args += [old, new] if old else ["--root", new]
-        proc = self.git(*args, "--", *pathspecs)
+        return (*args, "--", *pathspecs)
+
+    def changed(self, old: str | None, new: str | None, pathspecs: list[str]) -> list[tuple[str, str]]:
+        """(status letter, path) of what differs from commit `old` to `new`; `new` None is the index."""
+        args = self.changed_args(old, new, pathspecs)
+        proc = self.git(*args)
         if proc.returncode != 0:
             raise GateError(f"git {args[1]} failed: {proc.stderr.strip()[:200]}", reason="io-error")
         fields = proc.stdout.split("\0")
@@ -494,8 +500,12 @@ def _plain_branch(name: str) -> bool:
         and all(part and not part.startswith(".") and not part.endswith(".lock") for part in parts)
 
 
-def discover(cwd: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None) -> Repo:
-    """Find the repository the way git does; GATE_ROOT pins it and drops inherited GIT_* pointers."""
+DISCOVER_ARGS = ("rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--verify", "--quiet", "HEAD")
+
+
+def _discovery(cwd: str | os.PathLike[str] | None,
+               environ: Mapping[str, str] | None) -> tuple[str, dict[str, str], str | None]:
+    """(the folder git is asked from, git's environment, GATE_ROOT or None) of a discovery."""
     environ = os.environ if environ is None else environ
     pinned_root = environ.get("GATE_ROOT")
     if pinned_root:
@@ -504,12 +514,40 @@ def discover(cwd: str | os.PathLike[str] | None = None, environ: Mapping[str, st
             raise GateError(f"GATE_ROOT={pinned_root}: not a directory", reason="not-a-repository")
     else:
         where = os.getcwd() if cwd is None else os.fspath(cwd)
-    env = _env(environ, pinned=bool(pinned_root))
-    proc = Output(_run(
-        ["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--verify", "--quiet", "HEAD"],
-        where,
-        env,
-    ))
+    return where, _env(environ, pinned=bool(pinned_root)), pinned_root
+
+
+class Early:
+    """discover()'s git call, started when the invocation begins, so git answers while the gate imports the
+    modules of its command. Read once, by the discovery of the same folder and environment, else waited
+    for and dropped: an answer is never kept past the invocation that asked."""
+
+    def __init__(self) -> None:
+        try:
+            self.where, self.env, _ = _discovery(None, None)
+            self.running: _Running | None = _Running(list(DISCOVER_ARGS), self.where, self.env)
+        except (GateError, OSError):  # discover() meets the same failure and says it
+            self.running = None
+
+    def take(self, where: str, env: dict[str, str]) -> Raw | None:
+        running, self.running = self.running, None
+        if running is None:
+            return None
+        raw = running.wait()
+        return raw if (where, env) == (self.where, self.env) else None
+
+    def drop(self) -> None:
+        if self.running is not None:
+            self.take("", {})
+
+
+def discover(cwd: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None,
+             early: Early | None = None) -> Repo:
+    """Find the repository the way git does; GATE_ROOT pins it and drops inherited GIT_* pointers.
+    `early`: the same call started before, read if it was asked from the same folder and environment."""
+    where, env, pinned_root = _discovery(cwd, environ)
+    raw = early.take(where, env) if early is not None else None
+    proc = Output(raw or _run(list(DISCOVER_ARGS), where, env))
     lines = proc.stdout.splitlines()
     if proc.returncode not in (0, 1) or len(lines) < 3:
         detail = (proc.stderr.strip().splitlines() or ["git rev-parse failed"])[-1]

@@ -15,7 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import NamedTuple as NamedTuple
 else:
-    from operator import itemgetter
+    from _operator import itemgetter  # operator's own, without operator.py's Python half
 
     def _methods(name, fields, defaults):
         def __new__(cls, *args, **named):

@@ -55,6 +55,9 @@ class Pattern:
     def fullmatch(self, text: str) -> re.Match[str] | None:
         return self._pattern().fullmatch(text)
 
+    def search(self, text: str) -> re.Match[str] | None:
+        return self._pattern().search(text)
+
     def sub(self, replacement: str, text: str) -> str:
         return self._pattern().sub(replacement, text)
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import commit_all, flag_records, git, handoff_text, init_repo, run_gate
 
 from gates.infra.errors import GateError
-from gates.infra.git import discover
+from gates.infra.git import Early, discover
 
 
 def test_from_a_subdirectory(repo: Path) -> None:
@@ -188,3 +188,38 @@ def test_a_hostile_head_file_names_no_branch_git_would_not(repo: Path, target: s
     assert discover(repo, {}).branch() == told
     brief = run_gate(repo, "brief")
     assert "\x1b" not in brief.stdout + brief.stderr
+
+
+def test_an_early_discovery_is_read_only_where_it_was_asked(repo: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Started in one repository, read in another: the answer is dropped and the second is asked afresh."""
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q", "-b", "main")
+    monkeypatch.chdir(repo)
+    early = Early()
+    assert early.running is not None
+    monkeypatch.chdir(other)
+    assert discover(early=early).toplevel == os.path.realpath(other)
+    assert early.running is None  # read (and reaped) once, never again
+
+
+def test_an_early_discovery_sees_what_happened_before_it_is_read(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each invocation starts its own: the HEAD of one run's discovery is never another run's."""
+    monkeypatch.chdir(repo)
+    before = discover(early=Early()).head
+    (repo / "more.txt").write_text("more\n")
+    git(repo, "add", "more.txt")
+    git(repo, "commit", "-q", "-m", "more")
+    after = discover(early=Early()).head
+    assert before != after == git(repo, "rev-parse", "HEAD")
+
+
+def test_an_early_discovery_never_read_is_reaped(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(repo)
+    early = Early()
+    assert early.running is not None
+    pid = early.running.pid
+    early.drop()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # no zombie left behind: it was waited for

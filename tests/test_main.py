@@ -1,0 +1,61 @@
+"""The entry point as a process: `launch()` ends the run without the interpreter's teardown, and only when
+nothing is left for that teardown to do; every answer is still written out in full."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT, git, run_gate
+
+
+def _launch(prelude: str, *argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`prelude`, then `gate ARGV` as `_bin/gate` starts it, in a new interpreter, its stdout a pipe."""
+    code = (f"import sys\nsys.path.insert(0, {str(ROOT)!r})\n{prelude}\n"
+            f"sys.argv = ['gate', *{list(argv)!r}]\nfrom gates.main import launch\nlaunch()\n")
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+TEARDOWN = "class Witness:\n    def __del__(self):\n        print('torn down', flush=True)\nwitness = Witness()"
+
+
+def test_a_run_ends_without_the_teardown_and_writes_everything(repo: Path) -> None:
+    proc = _launch(TEARDOWN, "check", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "gate check: passed (9 gates on HANDOFF.md)\n"  # all of it, though stdout is a pipe
+    assert "torn down" not in proc.stdout + proc.stderr  # sys.exit() would finalize the module and say it
+
+
+def test_the_exit_code_is_the_commands(repo: Path) -> None:
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text() + "\n<<<<<<< ours\n")
+    proc = _launch("", "check", cwd=repo)
+    assert proc.returncode == 1 and "conflict" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_an_exit_handler_still_runs(repo: Path) -> None:
+    proc = _launch("import atexit\natexit.register(print, 'handler ran')", "check", cwd=repo)
+    assert (proc.returncode, proc.stdout.splitlines()[-1]) == (0, "handler ran")
+
+
+def test_a_thread_still_running_is_waited_for(repo: Path) -> None:
+    prelude = ("import threading, time\n"
+               "threading.Thread(target=lambda: (time.sleep(0.3), print('thread done', flush=True))).start()")
+    proc = _launch(prelude, "check", cwd=repo)
+    assert (proc.returncode, proc.stdout.splitlines()[-1]) == (0, "thread done")
+
+
+def test_a_closed_stdout_is_still_exit_3(repo: Path) -> None:
+    """The guard turns the lost output into exit 3 before launch() ends the process."""
+    code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); sys.argv = ['gate', 'check']; from gates.main import launch; launch()"
+    proc = subprocess.run(f"{sys.executable} -c \"{code}\" >&-", shell=True, cwd=repo, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 3 and "stdout" in proc.stderr, proc.stderr
+
+
+def test_the_installed_command_and_python_dash_m_end_the_same_way(repo: Path) -> None:
+    first = run_gate(repo, "check")
+    second = subprocess.run([sys.executable, "-m", "gates", "check"], cwd=repo, capture_output=True, text=True,
+                            timeout=60)
+    assert (first.returncode, first.stdout) == (second.returncode, second.stdout) == (0, first.stdout)
+    assert git(repo, "status", "--porcelain") == ""
