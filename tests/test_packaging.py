@@ -98,6 +98,19 @@ def test_a_plain_install_into_a_fresh_venv_finds_its_schemas(tmp_path: Path) -> 
     assert "import re" not in script
     again = subprocess.run([str(venv / "bin" / "gate"), "check"], cwd=repo, capture_output=True, text=True)
     assert (again.returncode, again.stdout) == (0, check.stdout)
+    # A plain install's native hook starts Python without `site` and names the venv's site-packages itself.
+    assert subprocess.run([str(venv / "bin" / "gate"), "install-hooks"], cwd=repo, capture_output=True).returncode == 0
+    exec_line = (repo / ".git" / "hooks" / "pre-commit").read_text().splitlines()[-1]
+    site_packages = next((venv / "lib").glob("python*/site-packages"))
+    assert f" -I -S -c 'import sys; sys.path += [\"{site_packages}\"]; " in exec_line, exec_line
+    (repo / "more.txt").write_text("more")
+    subprocess.run(["git", "add", "more.txt"], cwd=repo, check=True)
+    commit = subprocess.run(["git", "commit", "-q", "-m", "more"], cwd=repo, capture_output=True, text=True)
+    assert commit.returncode == 0, commit.stdout + commit.stderr  # the hook's gate ran and passed
+    (repo / "HANDOFF.md").write_text(handoff_text(commit_all(repo), threads="- [x] done"))
+    subprocess.run(["git", "add", "HANDOFF.md"], cwd=repo, check=True)
+    blocked = subprocess.run(["git", "commit", "-q", "-m", "checked item"], cwd=repo, capture_output=True, text=True)
+    assert blocked.returncode == 1 and "[handoff-no-checked-items]" in blocked.stderr, blocked.stderr
 
 
 @pytest.mark.slow

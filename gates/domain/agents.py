@@ -22,7 +22,7 @@ from gates.infra import dataio, fsio, jsonio, paths, state
 from gates.infra.digest import sha256
 from gates.infra.errors import CANNOT_RUN, GateError
 from gates.infra.git import Repo
-from gates.infra.text import Pattern, shell_quote
+from gates.infra.text import Pattern
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,8 +53,8 @@ AGENTS_BLOCK = f"""{BEGIN}
 
 
 def command_line(kind: str, fmt: str) -> str:
-    """`<python> -I -c '…' brief --format X`: no shim looked up, nothing imported from the repository."""
-    return f"{shell_quote(sys.executable)} -I -c {shell_quote(hooks.ENTRY)} {kind} --format {fmt}"
+    """`<python> -I [-S] -c '…' brief --format X` (hooks.command): no shim, nothing from the repository."""
+    return f"{hooks.command()} {kind} --format {fmt}"
 
 
 def is_ours(command: object, kind: str | None = None) -> bool:

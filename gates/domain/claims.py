@@ -78,24 +78,15 @@ def key(repo: Repo, configured: str) -> str:
     `./HANDOFF.md`, `HANDOFF.md/`, `.//HANDOFF.md`, `sub/../HANDOFF.md` and a symlink inside the
     tree that leads to HANDOFF.md are all `HANDOFF.md`. Symlinks are resolved the way the kernel
     does (a link before `..`); a path that leaves the work tree, names the tree itself or lands in a
-    git directory (`.git`, the git dir, the common dir) is refused. It does not rely on the config
-    loader having checked the path. Already canonical keys map to themselves.
+    git directory (`.git`, the git dir, the common dir) is refused: the rule of every configured path
+    (paths.canonical), asked again rather than trusted. Already canonical keys map to themselves.
     """
     if not configured or "\x00" in configured:
         raise _refuse_path(configured, "not a path")
-    top = os.path.realpath(repo.toplevel)
-    full = os.path.realpath(os.path.join(top, configured))
-    if full == top:
-        raise _refuse_path(configured, "it names the work tree itself")
-    if not paths.within(full, top):
-        raise _refuse_path(configured, f"it resolves to {full}, outside the work tree {top}")
-    parts = full[len(top.rstrip(os.sep)) + 1:].split(os.sep)
-    inside_git = any(part.casefold() == ".git" for part in parts)
-    for git_dir in {os.path.realpath(repo.git_dir), os.path.realpath(repo.common_dir)}:
-        inside_git = inside_git or paths.within(full, git_dir)
-    if inside_git:
-        raise _refuse_path(configured, f"it resolves to {full}, inside a git directory")
-    return "/".join(parts)
+    canonical, why = paths.canonical(repo, configured)  # the config loader's own rule, asked again
+    if why:
+        raise _refuse_path(configured, why)
+    return canonical
 
 
 class Holder(NamedTuple):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from gates.infra import fsio, paths
+from gates.infra import fsio, jsonio, paths
 from gates.infra.errors import VIOLATION, GateError
 from gates.infra.git import Repo
 from gates.infra.text import excerpt, shell_quote
@@ -20,7 +20,7 @@ from gates.infra.text import excerpt, shell_quote
 MARK = "# installed by handoff-gate: `gate install-hooks` (remove with `gate install-hooks --uninstall`)"
 CHAINED = ".pre-gate"
 KINDS = ("pre-commit", "pre-push")  # every hook `gate install-hooks` can write: `--uninstall` looks at each
-ENTRY = "from gates.main import launch; launch()"
+ENTRY = "from gates.main import launch; launch()"  # the end of every `-c` program our hooks run
 # What earlier versions wrote (`from gates.cli import main` still runs): recognised as ours too.
 ENTRIES = (ENTRY, "import sys; from gates.main import main; sys.exit(main())",
            "import sys; from gates.cli import main; sys.exit(main())")
@@ -48,12 +48,37 @@ def hooks_dir(repo: Repo) -> str:
     return path
 
 
+def command() -> str:
+    """`<python> -I [-S] -c '…'`: how a hook starts the gate, with no shim looked up and nothing imported from
+    the repository under review.
+
+    When this gate is installed in one of the interpreter's site-packages folders (a plain install), the
+    interpreter starts without `site` (-S: its .pth files and the sitecustomize it looks for cost a
+    third of Python's start) and the program puts those folders back itself. An editable or unusual
+    install keeps `site`, which knows how to find it: no folder of a checkout is ever put on the path.
+    """
+    folders = _site_folders()
+    listed = jsonio.dumps(folders)  # JSON's list of strings is Python's too, and its quotes need no shell escape
+    program = f"import sys; sys.path += {listed}; {ENTRY}" if folders else ENTRY
+    return f"{shell_quote(sys.executable)} -I{' -S' if folders else ''} -c {shell_quote(program)}"
+
+
+def _site_folders() -> list[str]:
+    """The interpreter's site-packages folders when the running gate was imported from one of them, else []."""
+    import site
+
+    import gates
+
+    folders = list(dict.fromkeys(site.getsitepackages()))
+    home = os.path.dirname(os.path.dirname(os.path.realpath(gates.__file__)))
+    return folders if any(os.path.realpath(folder) == home for folder in folders) else []
+
+
 def script(kind: str) -> str:
-    interpreter = shell_quote(sys.executable)
     return (f"#!/bin/sh\n{MARK}\n"
             f'chained="$(dirname "$0")/{kind}{CHAINED}"\n'
             f'if [ -x "$chained" ]; then "$chained" "$@" || exit $?; fi\n'
-            f"exec {interpreter} -I -c {shell_quote(ENTRY)} check{PUSH_ARGS if kind == 'pre-push' else ''}\n")
+            f"exec {command()} check{PUSH_ARGS if kind == 'pre-push' else ''}\n")
 
 
 def read_hook(path: str) -> str:

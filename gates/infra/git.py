@@ -274,7 +274,7 @@ class Repo:
         self.common_dir = common_dir
         self.head = head  # None while the branch has no commit yet
         self.env = env
-        self.memo: dict[str, Any] = {}  # answers git gave this run
+        self.memo: dict[str, Any] = {}  # answers git gave this run, and what is made of them
         self.started: dict[tuple[str, ...], _Running] = {}  # calls prefetch started, by their arguments
 
     def git(self, *args: str) -> Output:

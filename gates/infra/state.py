@@ -45,7 +45,11 @@ def new_evidence_dir(lay: Layout, when: datetime) -> str:
 
 
 def layout(repo: Repo) -> Layout:
-    return Layout(os.path.join(repo.common_dir, "gate"), repo)
+    """The state dir's layout of this clone (made once a run)."""
+    if "layout" not in repo.memo:
+        repo.memo["layout"] = Layout(os.path.join(repo.common_dir, "gate"), repo)
+    found: Layout = repo.memo["layout"]
+    return found
 
 
 def shared_modes(repo: Repo) -> tuple[int, int] | None:
