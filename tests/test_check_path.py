@@ -60,6 +60,24 @@ def test_what_has_nothing_to_judge_is_not_even_loaded(repo: Path) -> None:
     assert flag_records(repo / ".git") == []
 
 
+def test_a_flag_open_in_another_worktree_is_not_this_checks_to_load(repo: Path, tmp_path: Path) -> None:
+    """A linked worktree's denied claim leaves a flag open there: the main worktree's passing checks neither load the
+    flags module nor resolve it; the worktree whose flag it is resolves it when it is granted the claim."""
+    code = "from gates.main import main\nassert main(['check']) == 0"
+    flags = "gates.domain.flags"
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", "-b", "linked", str(linked))
+    assert run_gate(repo, "claim").returncode == 0
+    assert run_gate(linked, "claim").returncode == 1  # denied: its flag is open in the linked worktree
+    before = flag_records(repo / ".git")
+    assert [record["reason"] for record in before] == ["claim-denied"]
+    assert imported_by(code, (flags,), cwd=repo) == []
+    assert flag_records(repo / ".git") == before  # still open: not this worktree's
+    assert run_gate(repo, "release").returncode == 0
+    assert run_gate(linked, "claim").returncode == 0
+    assert flag_records(repo / ".git") == []
+
+
 def test_a_replaced_history_is_judged_not_remembered(repo: Path) -> None:
     """`git replace --graft` changes HEAD's history without touching any file a record could list."""
     for _ in range(4):

@@ -106,7 +106,8 @@ class Run:
 
     def write_flags(self, code: int) -> int:
         """Resolve the flags of the gates that passed in this check, then flag this run's failures and events."""
-        if self.passed and self.scope is not None and self._repo is not None and _any_open(self._repo):
+        if self.passed and self.scope is not None and self._repo is not None \
+                and _open_here(self._repo, self.passed, self.scope):
             from gates.domain import flags
 
             try:
@@ -154,14 +155,17 @@ def ids(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _any_open(repo: Repo) -> bool:
-    """Whether any gate has a flag open (its marker): when none has, a passing check has nothing to resolve, and
-    the flags module is not even loaded."""
+def _open_here(repo: Repo, gates: list[str], scope: dict[str, Any]) -> bool:
+    """Whether one of `gates` has a flag open in this worktree and scope (its marker): when none has, a passing
+    check has nothing to resolve, and the flags module is not even loaded (flags open in other worktrees,
+    a denied claim's, say, are theirs to resolve)."""
+    from gates.domain import changes
     from gates.infra import state
 
     try:
-        return bool(os.listdir(state.layout(repo).flags_open))
+        names = set(os.listdir(state.layout(repo).flags_open))
     except FileNotFoundError:
         return False
     except OSError:
         return True  # let flags.resolve meet the problem and say it
+    return any(changes.marker(gate, str(repo.toplevel), scope) in names for gate in gates)

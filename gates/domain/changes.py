@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from gates.infra import jsonio
+from gates.infra.digest import sha256
 from gates.infra.git import History, Repo
 
 TYPE_CHECKING = False
@@ -65,3 +67,9 @@ def scope_of(repo: Repo, files: list[str], range_spec: str | None, default_file:
     """
     paths = sorted({os.path.realpath(p) for p in files}) if files else [os.path.realpath(default_file)]
     return {"files": paths, "range": range_spec}
+
+
+def marker(gate: str, worktree: str, scope: dict[str, Any] | None) -> str:
+    """The name of the marker (flags/open/<name>) that says `gate` has a flag open in `worktree` and `scope`."""
+    digest = sha256(jsonio.dumps([worktree, scope], sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{gate}.{digest[:24]}"

@@ -27,7 +27,7 @@ import os
 import stat
 import time
 
-from gates.domain import journal
+from gates.domain import changes, journal
 from gates.infra import clock, dataio, fsio, jsonio, state
 from gates.infra.catalog import CATALOG, flag_reason
 from gates.infra.clock import datetime
@@ -73,11 +73,6 @@ def _key(reason: str, message: str, worktree: str) -> str:
     return sha256("\0".join((reason, message, worktree)).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-
-
-def _marker(gate: str, worktree: str, scope: dict[str, Any] | None) -> str:
-    digest = sha256(jsonio.dumps([worktree, scope], sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
-    return f"{gate}.{digest[:24]}"
 
 
 def _locked(directory: str) -> fsio.locked:
@@ -135,7 +130,7 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
                 record["head"] = repo.head
                 _write(repo, path, record)
                 if gate is not None:
-                    _set_marker(repo, lay, _marker(gate, worktree, scope))
+                    _set_marker(repo, lay, changes.marker(gate, worktree, scope))
                 return str(record["id"])
         flag_id = f"{clock.name_text(now)}-{reason}-{os.urandom(4).hex()}"
         record = {
@@ -158,7 +153,7 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
         }
         _write(repo, os.path.join(directory, f"{flag_id}.json"), record)
         if gate is not None:  # after the flag: a marker may outlive its flags, never the other way round
-            _set_marker(repo, lay, _marker(gate, worktree, scope))
+            _set_marker(repo, lay, changes.marker(gate, worktree, scope))
     journal.append(repo, "flag-raised", {"id": flag_id, "reason": reason, "command": command}, now)
     return flag_id
 
@@ -172,7 +167,7 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
     """
     lay = state.layout(repo)
     worktree = str(repo.toplevel)
-    markers = {gate: _marker(gate, worktree, scope) for gate in gates if gate in CATALOG}
+    markers = {gate: changes.marker(gate, worktree, scope) for gate in gates if gate in CATALOG}
     wanted = {gate: name for gate, name in markers.items() if os.path.lexists(os.path.join(lay.flags_open, name))}
     if not wanted:
         return []

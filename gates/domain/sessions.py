@@ -121,9 +121,12 @@ def record_brief(repo: Repo, harness: str, session: str | None, source: str | No
 
 # ---- salvage ---------------------------------------------------------------------------------------------
 
+UNCOMMITTED = ("--porcelain=v1", "-z", "--untracked-files=normal")  # the `git status` of uncommitted()
+
+
 def uncommitted(repo: Repo) -> list[tuple[str, str]]:
     """(status, path) of every uncommitted change, untracked files included."""
-    proc = repo.status("--porcelain=v1", "-z", "--untracked-files=normal")
+    proc = repo.status(*UNCOMMITTED)
     if proc.returncode != 0:
         return []
     fields = proc.stdout.split("\0")

@@ -299,6 +299,10 @@ class Repo:
         filter.<x>.clean=` and its kin: an empty command is no filter); the user's global filters
         (git-lfs, say) are theirs and stay. Submodules are not entered: their config is not ours.
         """
+        return self.git(*self.status_args(*args))
+
+    def status_args(self, *args: str) -> tuple[str, ...]:
+        """The git call of `status(*args)`, for `prefetch` (the repository's filters are asked of git first)."""
         if "filters" not in self.memo:
             listed = self.git(*FILTER_ARGS)
             keys = []
@@ -307,7 +311,7 @@ class Repo:
                 if scope not in ("global", "system"):
                     keys.append(rest.split(" ", 1)[0])
             self.memo["filters"] = [arg for key in keys for arg in ("-c", f"{key}=")]
-        return self.git(*self.memo["filters"], "status", "--ignore-submodules=all", *args)
+        return (*self.memo["filters"], "status", "--ignore-submodules=all", *args)
 
     def recent(self) -> list[str]:
         """HEAD's last first-parent commits (newest first): one git call answers most questions about a Meta ref."""
