@@ -17,16 +17,22 @@ if TYPE_CHECKING:
 else:
     from _operator import itemgetter  # operator's own, without operator.py's Python half
 
-    def _methods(name, fields, defaults):
+    class _Fields(tuple):
+        """What every declared class shares (one copy of each method, not one per class: a check declares a
+        dozen of them at import); the class holds its `_fields` and `_field_defaults`."""
+
+        __slots__ = ()
+
         def __new__(cls, *args, **named):
+            fields, name = cls._fields, cls.__name__
             if len(args) > len(fields):
                 raise TypeError(f"{name}() takes {len(fields)} arguments but {len(args)} were given")
             values = list(args)
             for field in fields[len(args):]:
                 if field in named:
                     values.append(named.pop(field))
-                elif field in defaults:
-                    values.append(defaults[field])
+                elif field in cls._field_defaults:
+                    values.append(cls._field_defaults[field])
                 else:
                     raise TypeError(f"{name}() missing required argument: '{field}'")
             if named:
@@ -34,29 +40,27 @@ else:
             return tuple.__new__(cls, values)
 
         def __repr__(self):
-            shown = ", ".join(f"{field}={value!r}" for field, value in zip(fields, self, strict=True))
+            shown = ", ".join(f"{field}={value!r}" for field, value in zip(self._fields, self, strict=True))
             return f"{type(self).__name__}({shown})"
 
         def _asdict(self):
-            return dict(zip(fields, self, strict=True))
+            return dict(zip(self._fields, self, strict=True))
 
         def _replace(self, **changes):
-            unknown = set(changes) - set(fields)
+            unknown = set(changes) - set(self._fields)
             if unknown:
                 raise ValueError(f"Got unexpected field names: {sorted(unknown)!r}")
-            return type(self)(*(changes.get(field, value) for field, value in zip(fields, self, strict=True)))
+            return type(self)(*(changes.get(field, value) for field, value in zip(self._fields, self, strict=True)))
 
         def __getnewargs__(self):
             return tuple(self)
 
+        @classmethod
         def _make(cls, iterable):
             values = tuple(iterable)
-            if len(values) != len(fields):
-                raise TypeError(f"Expected {len(fields)} arguments, got {len(values)}")
+            if len(values) != len(cls._fields):
+                raise TypeError(f"Expected {len(cls._fields)} arguments, got {len(values)}")
             return tuple.__new__(cls, values)
-
-        return {"__new__": __new__, "__repr__": __repr__, "_asdict": _asdict, "_replace": _replace,
-                "__getnewargs__": __getnewargs__, "_make": classmethod(_make)}
 
     class _Declared(type):
         def __new__(mcs, name, bases, namespace):
@@ -67,11 +71,10 @@ else:
             if any(field not in defaults for field in fields[len(fields) - len(defaults):]):
                 raise TypeError(f"{name}: a field without a default follows one with a default")
             body = {key: value for key, value in namespace.items() if key not in fields and key != "__annotations__"}
-            body.update(_methods(name, fields, defaults))
             body.update({field: property(itemgetter(index), doc=f"field {index}: {field}")
                          for index, field in enumerate(fields)})
             body.update({"__slots__": (), "_fields": fields, "_field_defaults": defaults, "__match_args__": fields})
-            return type(name, (tuple,), body)
+            return type(name, (_Fields,), body)
 
     class NamedTuple(metaclass=_Declared):
         """Subclass it as typing.NamedTuple is subclassed."""
