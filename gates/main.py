@@ -63,14 +63,14 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout = guard  # every write to stdout below fails as a StdoutError, never a traceback
     run = Run(argv)
     try:
-        code = cli.run(argv, run)
         try:
-            sys.stdout.flush()  # here, not at the interpreter's exit: a full disk or closed pipe is our exit 3
-        except StdoutError as exc:
-            code = cli.failed(exc, run)
-    finally:
-        sys.stdout = real_stdout
-    try:
+            code = cli.run(argv, run)
+            try:
+                sys.stdout.flush()  # here, not at the interpreter's exit: a full disk or closed pipe is our exit 3
+            except StdoutError as exc:
+                code = cli.failed(exc, run)
+        finally:
+            sys.stdout = real_stdout
         return run.write_flags(code)
     finally:
         run.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -102,11 +103,19 @@ def test_a_plain_install_into_a_fresh_venv_finds_its_schemas(tmp_path: Path) -> 
     assert subprocess.run([str(venv / "bin" / "gate"), "install-hooks"], cwd=repo, capture_output=True).returncode == 0
     exec_line = (repo / ".git" / "hooks" / "pre-commit").read_text().splitlines()[-1]
     site_packages = next((venv / "lib").glob("python*/site-packages"))
-    assert f" -I -S -c 'import sys; sys.path += [\"{site_packages}\"]; " in exec_line, exec_line
+    words = shlex.split(exec_line)
+    assert words[2:5] == ["-I", "-S", "-c"] and f'p = ["{site_packages}"]; ' in words[5], exec_line
     (repo / "more.txt").write_text("more")
     subprocess.run(["git", "add", "more.txt"], cwd=repo, check=True)
     commit = subprocess.run(["git", "commit", "-q", "-m", "more"], cwd=repo, capture_output=True, text=True)
     assert commit.returncode == 0, commit.stdout + commit.stderr  # the hook's gate ran and passed
+    # The environment rebuilt for another Python: the folder the hook names is gone, and it finds the gate through site.
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.write_text(hook.read_text().replace(str(site_packages), str(tmp_path / "gone" / "site-packages")))
+    (repo / "again.txt").write_text("again")
+    subprocess.run(["git", "add", "again.txt"], cwd=repo, check=True)
+    commit = subprocess.run(["git", "commit", "-q", "-m", "again"], cwd=repo, capture_output=True, text=True)
+    assert commit.returncode == 0, commit.stdout + commit.stderr
     (repo / "HANDOFF.md").write_text(handoff_text(commit_all(repo), threads="- [x] done"))
     subprocess.run(["git", "add", "HANDOFF.md"], cwd=repo, check=True)
     blocked = subprocess.run(["git", "commit", "-q", "-m", "checked item"], cwd=repo, capture_output=True, text=True)

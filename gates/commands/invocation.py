@@ -35,7 +35,8 @@ class Run:
         self.scope: dict[str, Any] | None = None  # what this check judged (changes.scope_of)
         self.passed: list[str] = []  # gates that ran in this check and found no error
         self.done: list[str] = []  # what this run changed, said again if its output is lost
-        self._early = Early()  # the repository asked of git now, read by repo() (dropped at the end if not)
+        # A check asks git for the repository now and reads the answer in repo() (stopped at the end if unread).
+        self._early = Early() if argv[:1] == ["check"] else None
 
     @property
     def command(self) -> str:
@@ -101,8 +102,9 @@ class Run:
         self.notice(reason, message)
 
     def close(self) -> None:
-        """The end of the invocation: a git call started for it and never read is waited for and dropped."""
-        self._early.drop()
+        """The end of the invocation: a git call started for it and never read is stopped and reaped."""
+        if self._early is not None:
+            self._early.drop()
 
     def write_flags(self, code: int) -> int:
         """Resolve the flags of the gates that passed in this check, then flag this run's failures and events."""

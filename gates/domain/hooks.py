@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from gates.infra import fsio, jsonio, paths
+from gates.infra import fsio, paths
 from gates.infra.errors import VIOLATION, GateError
 from gates.infra.git import Repo
 from gates.infra.text import excerpt, shell_quote
@@ -52,26 +52,52 @@ def command() -> str:
     """`<python> -I [-S] -c '…'`: how a hook starts the gate, with no shim looked up and nothing imported from
     the repository under review.
 
-    When this gate is installed in one of the interpreter's site-packages folders (a plain install), the
-    interpreter starts without `site` (-S: its .pth files and the sitecustomize it looks for cost a
-    third of Python's start) and the program puts those folders back itself. An editable or unusual
-    install keeps `site`, which knows how to find it: no folder of a checkout is ever put on the path.
+    When this gate is installed in one of the interpreter's site-packages folders (a plain install) and
+    `site` would add nothing there but the folder itself, the interpreter starts without `site` (-S:
+    its .pth files and the sitecustomize it looks for cost a tenth of a check) and the program puts
+    the folders back itself. Should `gates` no longer be in any of them (the environment was rebuilt
+    for another Python), it runs `site` after all, so the hook still finds what is installed now. An
+    editable or unusual install keeps `site`, which knows how to find it: no folder of a checkout is
+    ever put on the path.
     """
     folders = _site_folders()
-    listed = jsonio.dumps(folders)  # JSON's list of strings is Python's too, and its quotes need no shell escape
-    program = f"import sys; sys.path += {listed}; {ENTRY}" if folders else ENTRY
+    if folders:
+        program = (f"import sys, os; p = {py_list(folders)}; sys.path += p if any(os.path.isdir(os.path.join(f, "
+                   f'"gates")) for f in p) else __import__("site").main() or []; {ENTRY}')
+    else:
+        program = ENTRY
     return f"{shell_quote(sys.executable)} -I{' -S' if folders else ''} -c {shell_quote(program)}"
 
 
+def py_list(items: list[str]) -> str:
+    """A Python list literal of `items` in double quotes (the hook's program stands in single quotes): any path
+    comes back as it was, one that is not UTF-8 (surrogate escapes) or holds quotes included."""
+    return "[" + ", ".join('"' + repr(item)[1:-1].replace('"', '\\"') + '"' for item in items) + "]"
+
+
+# The one .pth file site may meet that changes nothing the gate imports (setuptools' switch for `distutils`).
+HARMLESS_PTH = frozenset({"distutils-precedence.pth"})
+
+
 def _site_folders() -> list[str]:
-    """The interpreter's site-packages folders when the running gate was imported from one of them, else []."""
+    """The interpreter's site-packages folders when the running gate was imported from one of them and they
+    hold no .pth file site would act on (an editable install of a dependency, say), else []."""
     import site
 
     import gates
 
     folders = list(dict.fromkeys(site.getsitepackages()))
     home = os.path.dirname(os.path.dirname(os.path.realpath(gates.__file__)))
-    return folders if any(os.path.realpath(folder) == home for folder in folders) else []
+    if not any(os.path.realpath(folder) == home for folder in folders):
+        return []
+    for folder in folders:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        if any(name.endswith(".pth") and name not in HARMLESS_PTH for name in names):
+            return []
+    return folders
 
 
 def script(kind: str) -> str:

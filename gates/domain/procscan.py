@@ -19,6 +19,7 @@ import stat
 import subprocess
 from pathlib import Path
 
+from gates.infra.git import own_processes
 from gates.infra.paths import within
 from gates.infra.text import Pattern
 
@@ -70,14 +71,14 @@ def scan(targets: dict[tuple[int, int], str], roots: list[str]) -> Scan:
         return _scan_lsof(lsof, targets, roots)
     inodes = set(targets)
     result = Scan()
-    me, uid = os.getpid(), os.geteuid()
+    ours, uid = own_processes(), os.geteuid()  # the gate and its own git children are no other writer
     try:
         entries = [entry.name for entry in os.scandir(PROC) if entry.name.isdigit()]
     except OSError as exc:
         return Scan(False, [f"/proc cannot be listed: {exc.strerror}"])
     for name in entries:
         pid = int(name)
-        if pid != me:
+        if pid not in ours:
             _one(pid, uid, inodes, roots, result)
     return result
 
@@ -330,7 +331,7 @@ def _lsof_records(output: str) -> list[tuple[int, dict[str, str]]]:
 
 def _scan_lsof(lsof: str, targets: dict[tuple[int, int], str], roots: list[str]) -> Scan:
     result = Scan()
-    me = os.getpid()
+    ours = own_processes()
     if targets:
         held = _run_tool([lsof, "-w", "-n", "-P", "-F", "pfi", "--", *targets.values()])
         if held is None:
@@ -338,14 +339,14 @@ def _scan_lsof(lsof: str, targets: dict[tuple[int, int], str], roots: list[str])
         by_inode = {ino: (dev, ino) for dev, ino in targets}
         for pid, fields in _lsof_records(held):
             key = by_inode.get(int(fields["i"])) if fields.get("i", "").isdigit() else None
-            if key is not None and pid not in (me, 0):
+            if key is not None and pid != 0 and pid not in ours:
                 result.open_by.setdefault(key, []).append(pid)
     cwds = _run_tool([lsof, "-w", "-n", "-P", "-a", "-u", str(os.geteuid()), "-c", "git", "-d", "cwd", "-F", "pfn"])
     if cwds is None:
         return Scan(False, ["lsof failed to list the working directories of git processes"])
     for pid, fields in _lsof_records(cwds):
         cwd = fields.get("n", "")
-        if pid in (me, 0):
+        if pid == 0 or pid in ours:
             continue
         if _inside(cwd, roots):
             result.git_in_repo.append((pid, f"its cwd {cwd} is in the repository"))

@@ -178,12 +178,21 @@ def _run(args: list[str], cwd: str, env: Mapping[str, str], stdin: bytes | None 
     return _Running(args, cwd, env, stdin).wait()
 
 
+_CHILDREN: set[int] = set()  # git processes this gate started and has not reaped (their pids cannot be reused)
+
+
+def own_processes() -> frozenset[int]:
+    """This process and the git processes it started that still run: none of them is another writer."""
+    return frozenset({os.getpid(), *_CHILDREN})
+
+
 class _Running:
     """A git process started and not yet waited for: `wait()` feeds it, reads it to its end and reaps it."""
 
     def __init__(self, args: list[str], cwd: str, env: Mapping[str, str], stdin: bytes | None = None) -> None:
         self.cwd, self.stdin = cwd, stdin
         self.argv, self.pid, self.out_r, self.err_r, self.feed = _spawn(args, cwd, env, stdin)
+        _CHILDREN.add(self.pid)
 
     def wait(self) -> Raw:
         try:
@@ -191,10 +200,25 @@ class _Running:
         finally:
             os.close(self.out_r)
             os.close(self.err_r)
-        code = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        code = self._reap()
         if code == 128 and not os.path.isdir(self.cwd):
             raise GateError(f"cannot run git: no such directory: {self.cwd}", reason="io-error")
         return Raw(self.argv, code, out, err)
+
+    def abandon(self) -> None:
+        """Stop a call whose answer nobody will read, and reap it: no descriptor, no zombie, no wait for git."""
+        for fd in (self.out_r, self.err_r, *((self.feed,) if self.feed is not None else ())):
+            os.close(fd)
+        try:
+            os.kill(self.pid, _signal.SIGKILL)  # a read-only git of our own: nothing of it is left half done
+        except ProcessLookupError:
+            pass
+        self._reap()
+
+    def _reap(self) -> int:
+        code = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        _CHILDREN.discard(self.pid)
+        return code
 
 
 def _spawn(args: list[str], cwd: str, env: Mapping[str, str],
@@ -522,9 +546,11 @@ def _discovery(cwd: str | os.PathLike[str] | None,
 
 
 class Early:
-    """discover()'s git call, started when the invocation begins, so git answers while the gate imports the
-    modules of its command. Read once, by the discovery of the same folder and environment, else waited
-    for and dropped: an answer is never kept past the invocation that asked."""
+    """discover()'s git call, started when a check begins, so git answers while the gate imports the modules
+    of its command. Read once, by the discovery of the same folder and environment, else waited for and
+    dropped: an answer is never kept past the invocation that asked. Only a command that asks for the
+    repository as soon as its modules are imported may start one: a command that first waits for its
+    input (a harness's hook reads stdin for up to 2 s) would read a HEAD older than its other answers."""
 
     def __init__(self) -> None:
         try:
@@ -541,8 +567,10 @@ class Early:
         return raw if (where, env) == (self.where, self.env) else None
 
     def drop(self) -> None:
-        if self.running is not None:
-            self.take("", {})
+        """The invocation ends and nothing read the answer: git is stopped and reaped, not waited for."""
+        running, self.running = self.running, None
+        if running is not None:
+            running.abandon()
 
 
 def discover(cwd: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None,

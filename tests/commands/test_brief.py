@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -158,3 +160,20 @@ def test_the_brief_groups_open_flags_by_reason(repo: Path) -> None:
         "  broke it",
     ]
     assert one not in "\n".join(section)
+
+
+def test_the_gates_own_git_is_no_holder_of_a_stale_lock(repo: Path, tmp_path: Path) -> None:
+    """brief asks `git status` while it judges the locks: its own git, still running then, is no other writer that
+    could hold the lock (in a large repository status outlasts the scan; a slow git stands in for it here)."""
+    wrapper = tmp_path / "bin"
+    wrapper.mkdir()
+    (wrapper / "git").write_text(f'#!/bin/sh\ncase "$*" in *" status "*) sleep 2;; esac\nexec "{shutil.which("git")}" "$@"\n')
+    (wrapper / "git").chmod(0o755)
+    with (repo / ".gate.yaml").open("a") as config:
+        config.write("locks:\n  threshold: 1s\n")
+    lock = repo / ".git" / "index.lock"
+    lock.write_text("")
+    time.sleep(1.5)  # older than the threshold by its ctime too, which nothing can set back
+    proc = run_gate(repo, "brief", env={**os.environ, "PATH": f"{wrapper}:{os.environ['PATH']}"})
+    said = [line for line in proc.stdout.splitlines() if line.startswith("Git lock")]
+    assert len(said) == 1 and ": stale —" in said[0], proc.stdout

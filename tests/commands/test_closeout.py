@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 from conftest import git, run_gate
@@ -110,3 +111,16 @@ def test_a_broken_repository_never_wedges_the_stop(repo: Path, tmp_path: Path) -
     outside = subprocess.run(["sh", "-c", agents.command_line("closeout", "claude")], cwd=lonely, input="{}",
                              capture_output=True, text=True, timeout=60, env=env)
     assert outside.returncode == 0 and outside.stdout == ""
+
+
+def test_a_hook_that_waits_for_its_input_judges_the_head_after_it(repo: Path) -> None:
+    """The harness's input can take seconds to arrive: a commit made meanwhile is the HEAD the stop judges and
+    journals (git is asked where the repository is after the input, not when the process began)."""
+    proc = subprocess.Popen(["sh", "-c", agents.command_line("closeout", "claude")], cwd=repo, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.8)  # the hook has started and waits for its input (it waits up to 2 s)
+    _work(repo, "late.py", "committed while the hook waited for its input")
+    out, err = proc.communicate(json.dumps({"session_id": "s-late", "stop_hook_active": False}), timeout=60)
+    assert proc.returncode == 0, err
+    closeouts = [entry for entry in _journal(repo) if entry.get("action") == "closeout"]
+    assert closeouts[-1]["details"]["head"] == git(repo, "rev-parse", "HEAD")  # type: ignore[index]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -223,3 +225,33 @@ def test_an_early_discovery_never_read_is_reaped(repo: Path, monkeypatch: pytest
     early.drop()
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # no zombie left behind: it was waited for
+
+
+def test_an_early_discovery_never_read_is_stopped_not_waited_for(repo: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A check that fails before it asks (a usage error) ends at once: the slow git it started is stopped."""
+    wrapper = tmp_path / "bin"
+    wrapper.mkdir()
+    finished = tmp_path / "finished"
+    (wrapper / "git").write_text(f'#!/bin/sh\nsleep 3\ntouch "{finished}"\nexec "{shutil.which("git")}" "$@"\n')
+    (wrapper / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper}:{os.environ['PATH']}")
+    monkeypatch.setattr("gates.infra.git._GIT", [])  # git is found on this PATH
+    monkeypatch.chdir(repo)
+    early = Early()
+    assert early.running is not None and early.running.argv[0] == str(wrapper / "git")
+    early.drop()
+    assert not finished.exists()  # it was stopped, not waited for: a wait would have let it finish
+    time.sleep(3.5)
+    assert not finished.exists()
+
+
+def test_commands_other_than_check_start_no_early_git(repo: Path, tmp_path: Path) -> None:
+    wrapper = tmp_path / "bin"
+    wrapper.mkdir()
+    log = wrapper / "calls.log"
+    (wrapper / "git").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{shutil.which("git")}" "$@"\n')
+    (wrapper / "git").chmod(0o755)
+    env = {**os.environ, "PATH": f"{wrapper}:{os.environ['PATH']}"}
+    assert run_gate(repo, "schema", "config", env=env).returncode == 0
+    assert not log.exists()
