@@ -35,8 +35,10 @@ class Run:
         self.scope: dict[str, Any] | None = None  # what this check judged (changes.scope_of)
         self.passed: list[str] = []  # gates that ran in this check and found no error
         self.done: list[str] = []  # what this run changed, said again if its output is lost
-        # A check asks git for the repository now and reads the answer in repo() (stopped at the end if unread).
-        self._early = Early() if argv[:1] == ["check"] else None
+        # A command that asks for the repository first of all (a check, a brief for a person: no harness input to wait
+        # for) asks git now and reads the answer in repo(); it is stopped at the end if unread.
+        first = argv[:1] == ["check"] or argv[:1] == ["brief"] and not any(a.startswith("--format") for a in argv)
+        self._early = Early() if first else None
 
     @property
     def command(self) -> str:

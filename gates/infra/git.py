@@ -546,9 +546,9 @@ def _discovery(cwd: str | os.PathLike[str] | None,
 
 
 class Early:
-    """discover()'s git call, started when a check begins, so git answers while the gate imports the modules
-    of its command. Read once, by the discovery of the same folder and environment, else waited for and
-    dropped: an answer is never kept past the invocation that asked. Only a command that asks for the
+    """discover()'s git call, started when a check (or a plain brief) begins, so git answers while the gate
+    imports the modules of its command. Read once, by the discovery of the same folder and environment,
+    else dropped (stopped, if nobody read it): never kept past the invocation that asked. Only a command that asks for the
     repository as soon as its modules are imported may start one: a command that first waits for its
     input (a harness's hook reads stdin for up to 2 s) would read a HEAD older than its other answers."""
 
