@@ -25,7 +25,7 @@ def launch() -> NoReturn:
     interpreter's teardown of every module (a tenth of a check), unless something registered an exit
     handler (`atexit` was imported) or another thread still runs: then it ends the ordinary way.
     Nothing waits for the teardown: files are written with os.write and closed as they go
-    (gates/infra/fsio.py), and a git started but never asked for is left to the kernel either way.
+    (gates/infra/fsio.py), and every git the run started and never read is stopped when main() ends.
     A SystemExit (argparse's `--help` and usage errors) or an exception ends the ordinary way too.
     """
     gc.disable()

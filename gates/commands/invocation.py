@@ -5,7 +5,6 @@ Every command's `run(args, run)` is given one; `gates.cli.main` makes it and wri
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 
@@ -37,7 +36,7 @@ class Run:
         self.done: list[str] = []  # what this run changed, said again if its output is lost
         # A command that asks for the repository first of all (a check, a brief for a person: no harness input to wait
         # for) asks git now and reads the answer in repo(); it is stopped at the end if unread.
-        first = argv[:1] == ["check"] or argv[:1] == ["brief"] and not any(a.startswith("--format") for a in argv)
+        first = argv[:1] == ["check"] or (argv[:1] == ["brief"] and not any(a.startswith("--format") for a in argv))
         self._early = Early() if first else None
 
     @property
@@ -104,14 +103,15 @@ class Run:
         self.notice(reason, message)
 
     def close(self) -> None:
-        """The end of the invocation: a git call started for it and never read is stopped and reaped."""
+        """The end of the invocation: every git call started for it and never read is stopped and reaped."""
         if self._early is not None:
             self._early.drop()
+        if self._repo is not None:
+            self._repo.drop_started()
 
     def write_flags(self, code: int) -> int:
         """Resolve the flags of the gates that passed in this check, then flag this run's failures and events."""
-        if self.passed and self.scope is not None and self._repo is not None \
-                and _open_here(self._repo, self.passed, self.scope):
+        if self.passed and self.scope is not None and self._repo is not None and _open_here(self._repo, self):
             from gates.domain import flags
 
             try:
@@ -159,17 +159,10 @@ def ids(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _open_here(repo: Repo, gates: list[str], scope: dict[str, Any]) -> bool:
-    """Whether one of `gates` has a flag open in this worktree and scope (its marker): when none has, a passing
-    check has nothing to resolve, and the flags module is not even loaded (flags open in other worktrees,
-    a denied claim's, say, are theirs to resolve)."""
+def _open_here(repo: Repo, run: Run) -> bool:
+    """Whether a gate that passed has a flag open in this worktree and scope: when none has, there is nothing to
+    resolve and the flags module is not even loaded (flags open in other worktrees, a denied claim's, say, are
+    theirs to resolve)."""
     from gates.domain import changes
-    from gates.infra import state
 
-    try:
-        names = set(os.listdir(state.layout(repo).flags_open))
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True  # let flags.resolve meet the problem and say it
-    return any(changes.marker(gate, str(repo.toplevel), scope) in names for gate in gates)
+    return bool(changes.open_markers(repo, run.passed, run.scope))

@@ -48,9 +48,14 @@ def _guard(title: str, build: Callable[[], str]) -> Section:
 
 
 def sections(repo: Repo, config: Config, now: datetime) -> list[Section]:
-    # What git will be asked whatever the hand-over says runs side by side from the start.
-    repo.prefetch(git.FILTER_ARGS, *((git.log_args(3), git.RECENT_ARGS) if repo.head else ()))
-    repo.prefetch(repo.status_args(*sessions.UNCOMMITTED))  # the salvage's question, the slowest: asked now
+    # What git will be asked whatever the hand-over says runs side by side from the start (the salvage's status,
+    # the slowest, included). Only a head start: a call that cannot start here is asked again by its section,
+    # under its guard, which says why it failed.
+    try:
+        repo.prefetch(git.FILTER_ARGS, *((git.log_args(3), git.RECENT_ARGS) if repo.head else ()))
+        repo.prefetch(repo.status_args(*sessions.UNCOMMITTED))
+    except (GateError, OSError):
+        pass
     # Read the hand-over file once for the two sections that need it (a failure is simply read again).
     read: list[Loaded] = []
 

@@ -73,3 +73,13 @@ def marker(gate: str, worktree: str, scope: dict[str, Any] | None) -> str:
     """The name of the marker (flags/open/<name>) that says `gate` has a flag open in `worktree` and `scope`."""
     digest = sha256(jsonio.dumps([worktree, scope], sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
     return f"{gate}.{digest[:24]}"
+
+
+def open_markers(repo: Repo, gates: list[str], scope: dict[str, Any] | None) -> dict[str, str]:
+    """{gate: its marker's name} for each of `gates` with a flag open in this worktree and `scope`: one lstat a
+    gate. What flags.resolve resolves, asked first without loading the flags module."""
+    from gates.infra import state
+
+    folder, worktree = state.layout(repo).flags_open, str(repo.toplevel)
+    named = {gate: marker(gate, worktree, scope) for gate in gates}
+    return {gate: name for gate, name in named.items() if os.path.lexists(os.path.join(folder, name))}

@@ -167,8 +167,7 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
     """
     lay = state.layout(repo)
     worktree = str(repo.toplevel)
-    markers = {gate: changes.marker(gate, worktree, scope) for gate in gates if gate in CATALOG}
-    wanted = {gate: name for gate, name in markers.items() if os.path.lexists(os.path.join(lay.flags_open, name))}
+    wanted = changes.open_markers(repo, [gate for gate in gates if gate in CATALOG], scope)
     if not wanted:
         return []
     now = now or clock.now()

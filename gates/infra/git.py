@@ -309,11 +309,16 @@ class Repo:
     def prefetch(self, *calls: tuple[str, ...]) -> None:
         """Start these git calls now, side by side, to be read by the `git` calls with the same arguments: a
         command that knows what it will ask waits for the slowest answer, not for the sum of them. Each
-        reads no input and writes what it answers only to its pipe; one never asked for is left to the kernel
-        when the gate exits."""
+        reads no input, changes nothing and writes what it answers only to its pipe; one never asked for is
+        stopped when the invocation ends (drop_started)."""
         for args in calls:
             if args not in self.started:
                 self.started[args] = _Running(list(args), self.toplevel, self.env)
+
+    def drop_started(self) -> None:
+        """Stop and reap every call `prefetch` started that nobody read (a command that failed half way)."""
+        while self.started:
+            self.started.popitem()[1].abandon()
 
     def status(self, *args: str) -> Output:
         """`git status` that runs no program the repository names.
@@ -547,10 +552,11 @@ def _discovery(cwd: str | os.PathLike[str] | None,
 
 class Early:
     """discover()'s git call, started when a check (or a plain brief) begins, so git answers while the gate
-    imports the modules of its command. Read once, by the discovery of the same folder and environment,
-    else dropped (stopped, if nobody read it): never kept past the invocation that asked. Only a command that asks for the
-    repository as soon as its modules are imported may start one: a command that first waits for its
-    input (a harness's hook reads stdin for up to 2 s) would read a HEAD older than its other answers."""
+    imports the modules of its command. Read once, by the discovery of the same folder and environment;
+    asked from elsewhere, or never asked, it is stopped: never kept past the invocation that started it.
+    Only a command that asks for the repository as soon as its modules are imported may start one: a
+    command that first waits for its input (a harness's hook reads stdin for up to 2 s) would read a
+    HEAD older than its other answers."""
 
     def __init__(self) -> None:
         try:
@@ -560,11 +566,10 @@ class Early:
             self.running = None
 
     def take(self, where: str, env: dict[str, str]) -> Raw | None:
+        if self.running is not None and (where, env) != (self.where, self.env):
+            self.drop()  # asked from elsewhere: that answer is no answer
         running, self.running = self.running, None
-        if running is None:
-            return None
-        raw = running.wait()
-        return raw if (where, env) == (self.where, self.env) else None
+        return running.wait() if running is not None else None
 
     def drop(self) -> None:
         """The invocation ends and nothing read the answer: git is stopped and reaped, not waited for."""

@@ -10,7 +10,8 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from conftest import git, handoff_text, init_repo, run_gate
+import pytest
+from conftest import call_gate, git, handoff_text, init_repo, run_gate
 
 from gates.domain import flags
 from gates.infra.git import discover
@@ -177,3 +178,18 @@ def test_the_gates_own_git_is_no_holder_of_a_stale_lock(repo: Path, tmp_path: Pa
     proc = run_gate(repo, "brief", env={**os.environ, "PATH": f"{wrapper}:{os.environ['PATH']}"})
     said = [line for line in proc.stdout.splitlines() if line.startswith("Git lock")]
     assert len(said) == 1 and ": stale —" in said[0], proc.stdout
+
+
+def test_a_git_call_that_cannot_start_early_is_asked_again_by_its_section(
+        repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The head start brief gives git (its log, its history, its status) is only that: out of descriptors there,
+    each section still asks and the brief is whole."""
+    from gates.infra.git import Repo
+
+    def cannot(self: Repo, *calls: tuple[str, ...]) -> None:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(Repo, "prefetch", cannot)
+    code, out, err = call_gate(repo, "brief", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0, err
+    assert "## 2. Tripwire" in out and "could not be read" not in out and "git log --oneline -3:" in out

@@ -227,22 +227,58 @@ def test_an_early_discovery_never_read_is_reaped(repo: Path, monkeypatch: pytest
         os.waitpid(pid, os.WNOHANG)  # no zombie left behind: it was waited for
 
 
-def test_an_early_discovery_never_read_is_stopped_not_waited_for(repo: Path, tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """A check that fails before it asks (a usage error) ends at once: the slow git it started is stopped."""
+def _slow_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, repo: Path) -> Path:
+    """git on PATH that takes 2 s for a call in `repo` and then leaves a mark; the path of that mark."""
     wrapper = tmp_path / "bin"
     wrapper.mkdir()
     finished = tmp_path / "finished"
-    (wrapper / "git").write_text(f'#!/bin/sh\nsleep 3\ntouch "{finished}"\nexec "{shutil.which("git")}" "$@"\n')
+    (wrapper / "git").write_text(f'#!/bin/sh\ncase "$*" in *"-C {repo} "*) sleep 2; touch "{finished}";; esac\n'
+                                 f'exec "{shutil.which("git")}" "$@"\n')
     (wrapper / "git").chmod(0o755)
     monkeypatch.setenv("PATH", f"{wrapper}:{os.environ['PATH']}")
     monkeypatch.setattr("gates.infra.git._GIT", [])  # git is found on this PATH
+    return finished
+
+
+@pytest.mark.parametrize("how", ["never read", "read from elsewhere"])
+def test_an_early_discovery_not_read_here_is_stopped_not_waited_for(repo: Path, tmp_path: Path, how: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A check that fails before it asks (a usage error), or asks from another folder, does not wait for the slow
+    git it started: it is stopped (a wait would let it finish and leave its mark)."""
+    finished = _slow_git(tmp_path, monkeypatch, repo)
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q", "-b", "main")
     monkeypatch.chdir(repo)
     early = Early()
-    assert early.running is not None and early.running.argv[0] == str(wrapper / "git")
-    early.drop()
-    assert not finished.exists()  # it was stopped, not waited for: a wait would have let it finish
-    time.sleep(3.5)
+    assert early.running is not None and early.running.argv[:3] == [str(tmp_path / "bin" / "git"), "-C", str(repo)]
+    if how == "never read":
+        early.drop()
+    else:
+        assert discover(other, early=early).toplevel == os.path.realpath(other)
+    assert early.running is None and not finished.exists()
+    time.sleep(2.5)
+    assert not finished.exists()
+
+
+def test_prefetched_calls_nobody_read_are_stopped_when_the_invocation_ends(repo: Path, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from gates.commands.invocation import Run
+    from gates.infra.git import own_processes
+
+    monkeypatch.chdir(repo)
+    run = Run(["check"])
+    found = run.repo()
+    finished = _slow_git(tmp_path, monkeypatch, repo)
+    found.prefetch(("rev-list", "HEAD"), ("log", "-1"))
+    pids = [running.pid for running in found.started.values()]
+    assert set(pids) <= own_processes()  # the gate's own: never taken for another writer while they run
+    run.close()
+    assert found.started == {} and not set(pids) & own_processes()
+    for pid in pids:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # reaped: no zombie
+    time.sleep(2.5)
     assert not finished.exists()
 
 
