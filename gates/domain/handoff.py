@@ -143,11 +143,15 @@ class Section:
 
     def walk(self) -> list[Item]:
         out: list[Item] = []
-        stack = list(reversed(self.items))
-        while stack:
-            item = stack.pop()
-            out.append(item)
-            stack.extend(reversed(item.children))
+        add = out.append
+        for top in self.items:
+            add(top)
+            if top.children:  # most items of a long hand-over have none
+                stack = list(reversed(top.children))
+                while stack:
+                    item = stack.pop()
+                    add(item)
+                    stack.extend(reversed(item.children))
         return out
 
 
@@ -288,8 +292,9 @@ class _Parser:
         """Feed every line. An item line outside a fence, a comment and a conflict (most of a long hand-over)
         takes the short way to _item: what feed would find about it is decided by its first character."""
         slow, add = self.feed, self._item
+        plain = True  # no fence, comment or conflict is open: only feed opens or closes one
         for number, raw in enumerate(lines, start=1):
-            if self.fence is None and not self.comment_line and not self.in_conflict and "<!--" not in raw:
+            if plain and "<!--" not in raw:
                 body = raw.lstrip(" \t")  # `raw` itself when it starts with its marker
                 first = body[:1]
                 if (first == "-" or first == "*" or first == "+") and body[1:2] in (" ", "\t"):
@@ -305,6 +310,7 @@ class _Parser:
                         add(number, shape, raw)
                         continue
             slow(number, raw)
+            plain = self.fence is None and not self.comment_line and not self.in_conflict
 
     def _in_fence(self, number: int, raw: str) -> None:
         assert self.fence is not None
