@@ -18,6 +18,12 @@ PACKAGE = ROOT / "gates"
 
 GATE_MODULES = {f"gates.checks.{gate_id.replace('-', '_')}" for gate_id in CATALOG}
 COMMAND_MODULES = {f"gates.commands.{module}" for module, _ in COMMANDS.values()}
+SHARED_COMMAND_HELPERS = {  # the modules of gates/commands that the commands share by design, and why
+    "gates.commands": "the package: COMMANDS (the names) and HIDDEN (argparse.SUPPRESS without argparse)",
+    "gates.commands.invocation": "Run, the one invocation every command is given, and the gate-id list parser",
+    "gates.commands._remote": "the remote half of claims, which `gate claim`/`release`/`claims` and `gate doctor` use",
+}
+GATE_LOADER = ("gates.checks", "_Modules.__getitem__")  # where GATES imports a gate's module, by id, on first use
 
 
 def room(module: str) -> str:
@@ -79,7 +85,7 @@ def source_is_package(module: str, known: set[str]) -> bool:
     return any(other.startswith(module + ".") for other in known)
 
 
-def violations(modules: dict[str, str], gates: set[str], commands: set[str]) -> list[str]:
+def violations(modules: dict[str, str], gates: set[str]) -> list[str]:
     """Every broken rule, one line each."""
     known = set(modules)
     found = []
@@ -93,9 +99,33 @@ def violations(modules: dict[str, str], gates: set[str], commands: set[str]) -> 
                 found.append(f"{module} ({here}) imports {target} ({there})")
             if module in gates and target in gates:
                 found.append(f"gate {module} imports another gate, {target}")
-            if module in commands and target in commands:
+            if here == there == "checks" and module not in gates and target in gates:
+                found.append(f"{module} imports the gate {target}: gates load through GATES, by id")
+            if here == there == "commands" and target not in SHARED_COMMAND_HELPERS:
                 found.append(f"command {module} imports another command, {target}")
+    found.extend(f"{module} imports a module by name in {where}: only GATES loads a gate so" for module, where in
+                 dynamic_imports(modules) if room(module) == "checks" and (module, where) != GATE_LOADER)
     found.extend(f"import cycle: {' -> '.join(cycle)}" for cycle in cycles(edges))
+    return found
+
+
+def dynamic_imports(modules: dict[str, str]) -> list[tuple[str, str]]:
+    """(module, the function) of every `__import__(...)` or `import_module(...)` call: an import by a computed name."""
+    found = []
+
+    def visit(node: ast.AST, scope: list[str], module: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = scope + [child.name] if isinstance(child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) \
+                else scope
+            if isinstance(child, ast.Call):
+                name = child.func.id if isinstance(child.func, ast.Name) else \
+                    child.func.attr if isinstance(child.func, ast.Attribute) else ""
+                if name in ("__import__", "import_module"):
+                    found.append((module, ".".join(scope) or "<module>"))
+            visit(child, inner, module)
+
+    for module, source in modules.items():
+        visit(ast.parse(source), [], module)
     return found
 
 
@@ -130,7 +160,22 @@ def test_every_module_is_in_a_room() -> None:
 
 
 def test_the_house_keeps_its_rules() -> None:
-    assert violations(sources(), GATE_MODULES, COMMAND_MODULES) == []
+    assert violations(sources(), GATE_MODULES) == []
+
+
+def test_the_shared_command_helpers_are_the_modules_no_command_is() -> None:
+    """The allow-list of gates/commands names exactly its modules that COMMANDS does not (the shared helpers)."""
+    modules = {module for module in sources() if room(module) == "commands"}
+    assert set(SHARED_COMMAND_HELPERS) == modules - COMMAND_MODULES
+
+
+def test_gates_load_only_through_the_catalog() -> None:
+    """The runner reaches a gate as GATES[id]; GATES imports the module by its name, the one import by name in checks/."""
+    loads = [found for found in dynamic_imports(sources()) if room(found[0]) == "checks"]
+    assert loads == [GATE_LOADER], loads
+    runner = sources()["gates.checks.runner"]
+    assert "GATES[gate_id]" in runner and not [name for name, _ in imports("gates.checks.runner", runner, set(sources()))
+                                               if name in GATE_MODULES]
 
 
 def test_the_rules_can_fail() -> None:
@@ -141,16 +186,44 @@ def test_the_rules_can_fail() -> None:
         "gates.domain.flags": "from gates.cli import COMMANDS\n",
         "gates.infra.text": "if True:\n    from gates.domain import handoff\n",
         "gates.infra.errors": "from gates.infra import git\n",  # git imports errors: a cycle
+        "gates.commands._remote": "def g():\n    from gates.commands import claims\n",
+        "gates.commands.invocation": "from gates.commands.check import run\n",
+        "gates.checks.runner": "from gates.checks import heartbeat\n",
+        "gates.checks.context": "def h():\n    __import__('gates.checks.mailbox')\n",
     }
     modules = sources()
     for module, line in planted.items():
         modules[module] = modules[module] + "\n" + line
-    found = "\n".join(violations(modules, GATE_MODULES, COMMAND_MODULES))
+    found = "\n".join(violations(modules, GATE_MODULES))
     assert "gate gates.checks.heartbeat imports another gate, gates.checks.handoff_fresh" in found
     assert "command gates.commands.stamp imports another command, gates.commands.journal" in found
     assert "gates.domain.flags (domain) imports gates.cli (cli)" in found
     assert "gates.infra.text (infra) imports gates.domain.handoff (domain)" in found
     assert "import cycle:" in found and "gates.infra.errors" in found, found
+    assert "command gates.commands._remote imports another command, gates.commands.claims" in found
+    assert "command gates.commands.invocation imports another command, gates.commands.check" in found
+    assert "gates.checks.runner imports the gate gates.checks.heartbeat: gates load through GATES, by id" in found
+    assert "gates.checks.context imports a module by name in h: only GATES loads a gate so" in found
+    assert not [line for line in found.splitlines() if line.startswith("command gates.commands.claims ")], found
+
+
+def test_every_gate_and_command_has_its_test_module_and_no_test_module_is_an_orphan() -> None:
+    """tests/checks/ and tests/commands/ hold a test_<module>.py for every gate and every command module; tests/domain/
+    and tests/infra/ hold them only for modules tested on their own, so each of theirs names an existing module
+    (`test_<module>.py`, or `test_<module>_<aspect>.py` for a second one)."""
+    tests = ROOT / "tests"
+    missing = [f"tests/{folder}/test_{name.rpartition('.')[2]}.py" for folder, names in
+               (("checks", GATE_MODULES), ("commands", COMMAND_MODULES))
+               for name in sorted(names) if not (tests / folder / f"test_{name.rpartition('.')[2]}.py").is_file()]
+    assert not missing, f"no test module: {missing}"
+    orphans = []
+    for folder in ("domain", "infra"):
+        names = {path.stem for path in (PACKAGE / folder).glob("*.py")} - {"__init__"}
+        for test in sorted((tests / folder).glob("test_*.py")):
+            tested = test.stem.removeprefix("test_")
+            if not any(tested == name or tested.startswith(f"{name}_") for name in names):
+                orphans.append(f"tests/{folder}/{test.name}")
+    assert not orphans, f"test modules of no gates/domain or gates/infra module: {orphans}"
 
 
 GIT_DOOR = {"gates.infra.git", "gates.infra.gitnet"}  # the door and its network half, which a check never loads
@@ -194,8 +267,8 @@ def test_nothing_below_the_commands_prints() -> None:
 
 
 def test_the_walk_through_adds_a_gate_with_its_module_and_a_registry_line(tmp_path: Path) -> None:
-    """docs/architecture.md's walk-through, done: the page's own module and one catalog line make a gate that
-    `gate check` selects by default, runs, reports and flags; nothing else of the package is touched."""
+    """docs/architecture.md's walk-through, done: the page's own module and registry line, with its schema key, make
+    a gate that `gate check` runs once `.gate.yaml` turns it on, reports (an over-cap file as OVER_CAP) and flags."""
     import re
     import shutil
     import subprocess
@@ -204,6 +277,8 @@ def test_the_walk_through_adds_a_gate_with_its_module_and_a_registry_line(tmp_pa
 
     from conftest import commit_all, handoff_text, init_repo
 
+    from gates.checks.context import OVER_CAP
+
     page = (ROOT / "docs" / "architecture.md").read_text()
     module = textwrap.dedent(re.search(r"```python\n(.*?)```", page, re.S).group(1))  # type: ignore[union-attr]
     copy = tmp_path / "copy"
@@ -211,21 +286,32 @@ def test_the_walk_through_adds_a_gate_with_its_module_and_a_registry_line(tmp_pa
     shutil.copytree(ROOT / "schemas", copy / "schemas")
     (copy / "gates" / "checks" / "handoff_owner.py").write_text(module)
     catalog = copy / "gates" / "infra" / "catalog.py"
+    line = re.search(r'^ *(Gate\("handoff-owner", .*\),)$', page, re.M).group(1)  # type: ignore[union-attr]
     text = catalog.read_text()
     assert text.count("\n)}") == 1
-    catalog.write_text(text.replace("\n)}", '\n    Gate("handoff-owner", "the Meta block names an owner", None),\n)}'))
+    catalog.write_text(text.replace("\n)}", f"\n    {line}\n)}}"))
+    schema = copy / "schemas" / "config.schema.json"
+    assert schema.read_text().count('"heartbeat": {"type": "boolean"}') == 1
+    schema.write_text(schema.read_text().replace('"heartbeat": {"type": "boolean"}',
+                                                 '"heartbeat": {"type": "boolean"}, "handoff-owner": {"type": "boolean"}'))
     work = init_repo(tmp_path / "work")
     (work / "README").write_text("x\n")
     head = commit_all(work, "first")
     (work / "HANDOFF.md").write_text(handoff_text(head))
+    (work / ".gate.yaml").write_text("gates:\n  handoff-owner: true\n")
+    on = sum(gate.on for gate in CATALOG.values()) + 1  # the gates on by default, and the new one
     env = {**__import__("os").environ, "PYTHONPATH": str(copy)}
     proc = subprocess.run([sys.executable, "-m", "gates", "check"], cwd=work, env=env, capture_output=True, text=True)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert proc.stdout == ("HANDOFF.md:1: [handoff-owner] no owner: add `owner:` to the Meta block\n"
-                           "gate check: failed: 1 error (handoff-owner: 1; 10 gates on HANDOFF.md)\n")
+                           f"gate check: failed: 1 error (handoff-owner: 1; {on} gates on HANDOFF.md)\n")
     flags = subprocess.run([sys.executable, "-m", "gates", "flags"], cwd=work, env=env, capture_output=True, text=True)
     assert "handoff-owner" in flags.stdout  # flagged under its own id, as the registry line says
     (work / "HANDOFF.md").write_text(handoff_text(head).replace("## Meta\n", "## Meta\n- owner: ada\n"))
     proc = subprocess.run([sys.executable, "-m", "gates", "check", "--only", "handoff-owner"], cwd=work, env=env,
                           capture_output=True, text=True)
     assert (proc.returncode, proc.stdout) == (0, "gate check: passed (1 gate on HANDOFF.md)\n"), proc.stderr
+    (work / "HANDOFF.md").write_text("x" * 70000)  # over handoff.max_bytes
+    proc = subprocess.run([sys.executable, "-m", "gates", "check", "--only", "handoff-owner"], cwd=work, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and proc.stdout.startswith(f"HANDOFF.md:1: [handoff-owner] {OVER_CAP}\n"), proc.stdout

@@ -16,3 +16,83 @@ def test_mypy_strict_is_clean() -> None:
 def test_ruff_is_clean() -> None:
     proc = subprocess.run([sys.executable, "-m", "ruff", "check", "gates", "tests"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ---- the one door to the disk -----------------------------------------------------------------------------
+# The repository is hostile input: a FIFO planted where the gate opens a file would make it wait forever, a huge
+# file would be read whole. So no module but gates/infra/fsio.py opens a file itself. Each exception below names
+# the one function it is in and why its open cannot meet a planted file (or cannot wait on one).
+DOOR = "gates/infra/fsio.py"
+ALLOWED = {
+    "gates/infra/schemas.py:schema_bytes": "a schema shipped inside the package, never a file of the repository",
+    "gates/infra/console.py:_silence": "os.devnull, opened for writing to point a broken stdout at it",
+    "gates/domain/flags.py:_set_marker": "creates an empty marker with O_CREAT|O_EXCL and fsio.safe_flags: it never "
+                                         "opens a file that is already there, and reads nothing",
+    "gates/domain/locks.py:filesystem_now": "the clock probe of the state dir, opened with fsio.safe_flags (a FIFO: "
+                                            "ENXIO at once) and refused unless a regular file; only touched, never read",
+    "gates/domain/locks.py:quarantine": "pins the lock just judged a regular file, with fsio.safe_flags (never waits, "
+                                        "never follows a link), to check that the very file judged is the one moved",
+    "gates/domain/leftovers.py:_move_one": "pins the temp file just lstat'ed as a regular file, with fsio.safe_flags, "
+                                           "to check that the very file judged is the one moved",
+}
+_OPENERS = {"open", "fdopen", "read_text", "read_bytes", "write_text", "write_bytes"}  # as a name or a method
+
+
+def raw_opens(source: str) -> list[tuple[str, int, str]]:
+    """(enclosing function or <module>, line, what) for every call in `source` that opens a file itself: open(),
+    os.open, io.open, os.fdopen, Path.open/read_text/read_bytes/write_text/write_bytes, and `from os import open`."""
+    import ast
+
+    found: list[tuple[str, int, str]] = []
+
+    def walk(node: ast.AST, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else where
+            if isinstance(child, ast.Call):
+                func = child.func
+                if isinstance(func, ast.Name) and func.id in ("open", "fdopen"):
+                    found.append((inner, child.lineno, f"{func.id}()"))
+                elif isinstance(func, ast.Attribute) and func.attr in _OPENERS:
+                    found.append((inner, child.lineno, f"{ast.unparse(func)}()"))
+            elif isinstance(child, ast.ImportFrom) and child.module in ("os", "io", "builtins", "pathlib", "codecs"):
+                found.extend((inner, child.lineno, f"from {child.module} import {alias.name}")
+                             for alias in child.names if alias.name in _OPENERS)
+            walk(child, inner)
+
+    walk(ast.parse(source), "<module>")
+    return found
+
+
+def test_no_module_but_fsio_opens_a_file_itself() -> None:
+    """The class of the FIFO hangs (a raw open() of a worktree's gitdir, of a hook), kept closed: a new raw open
+    anywhere under gates/ fails here until it goes through fsio, or is listed above with its reason."""
+    seen, unexpected = set(), []
+    for path in sorted((ROOT / "gates").rglob("*.py")):
+        module = path.relative_to(ROOT).as_posix()
+        if module == DOOR:
+            continue
+        for where, line, what in raw_opens(path.read_text(encoding="utf-8")):
+            key = f"{module}:{where}"
+            if key in ALLOWED:
+                seen.add(key)
+            else:
+                unexpected.append(f"{module}:{line} ({where}): {what} — read through gates/infra/fsio.py "
+                                  "(read_regular, read_bytes_capped, open_state_fd, write_atomic)")
+    assert unexpected == [], "\n".join(unexpected)
+    assert sorted(set(ALLOWED) - seen) == [], "allowed but no longer there: remove these entries"
+
+
+def test_the_door_check_sees_every_spelling_of_a_raw_open() -> None:
+    planted = ("import io, os\nfrom pathlib import Path\nfrom os import open as o\n"
+               "def a(p):\n    with open(p) as f:\n        return f.read()\n"
+               "def b(p):\n    return os.open(p, os.O_RDONLY), io.open(p), os.fdopen(3)\n"
+               "def c(p):\n    return Path(p).read_text(), Path(p).read_bytes(), Path(p).open()\n"
+               "x = open('/etc/hostname')\n")
+    assert raw_opens(planted) == [
+        ("<module>", 3, "from os import open"),
+        ("a", 5, "open()"),
+        ("b", 8, "os.open()"), ("b", 8, "io.open()"), ("b", 8, "os.fdopen()"),
+        ("c", 10, "Path(p).read_text()"), ("c", 10, "Path(p).read_bytes()"), ("c", 10, "Path(p).open()"),
+        ("<module>", 11, "open()"),
+    ]
+    assert raw_opens("def d(fd):\n    return os.read(fd, 10), fsio.read_regular('x', 10)\n") == []

@@ -151,7 +151,52 @@ def broken_links(pages: list[Path], root: Path = ROOT) -> list[str]:
 # --- the checks ----------------------------------------------------------------------------------------------------
 
 def test_hook_ids_are_the_catalog_and_the_gate_hook() -> None:
-    assert set(_manifest_ids()) == _expected_hook_ids()
+    hooks, expected = set(_manifest_ids()), _expected_hook_ids()
+    assert hooks == expected, (f".pre-commit-hooks.yaml: hooks missing {sorted(expected - hooks)}, "
+                               f"hooks of no gate {sorted(hooks - expected)}")
+
+
+def test_the_schema_gates_keys_are_the_catalog() -> None:
+    schema = json.loads((ROOT / "schemas" / "config.schema.json").read_text())
+    keys = list(schema["properties"]["gates"]["properties"])
+    assert keys == list(CATALOG), (f"schemas/config.schema.json: the `gates` properties {keys} are not the catalog's "
+                                   f"ids, in its order {list(CATALOG)} (gates/infra/catalog.py)")
+
+
+def _defaults() -> list[tuple[str, bool]]:
+    return [(gate.id, gate.on) for gate in CATALOG.values()]
+
+
+def init_config_gates(template: str) -> list[tuple[str, bool]]:
+    """The `gates:` block of the commented `.gate.yaml` that `gate init` writes, uncommented and read."""
+    lines = template.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("# gates:"))) + 1
+    block = [line[1:] for line in lines[start:] if line.startswith("#   ")]
+    return list(YAML(typ="safe").load("\n".join(block)).items())
+
+
+def docs_default_gates(text: str) -> list[tuple[str, bool]]:
+    """The `gates:` of the first YAML block under docs/configuration.md's '## The defaults'."""
+    body = text.split("\n## The defaults\n", 1)[1]
+    block = re.search(r"```yaml\n(.*?)```", body, re.S)
+    assert block, "docs/configuration.md: no ```yaml block under '## The defaults'"
+    return list(YAML(typ="safe").load(block.group(1))["gates"].items())
+
+
+def test_the_config_gate_init_writes_lists_every_gate_with_its_default() -> None:
+    from gates.domain.scaffold import CONFIG_TEMPLATE
+
+    assert init_config_gates(CONFIG_TEMPLATE) == _defaults(), \
+        "gates/domain/scaffold.py: CONFIG_TEMPLATE's `gates:` are not the catalog's ids and `on` defaults, in its order"
+
+
+def test_the_configuration_page_shows_every_gate_with_its_default() -> None:
+    page = (DOCS / "configuration.md").read_text()
+    assert docs_default_gates(page) == _defaults(), \
+        "docs/configuration.md: the defaults block's `gates:` are not the catalog's ids and `on` defaults, in its order"
+    rows = re.findall(r"^\| `gates\.([a-z-]+)` \| `(true|false)`", page, re.M)
+    assert rows == [(gate_id, str(on).lower()) for gate_id, on in _defaults()], \
+        "docs/configuration.md: the `gates.<id>` rows are not the catalog's ids and `on` defaults, in its order"
 
 
 def test_every_gate_id_has_its_module() -> None:
@@ -161,14 +206,14 @@ def test_every_gate_id_has_its_module() -> None:
 
 def test_the_readme_gate_table_has_one_row_per_hook() -> None:
     rows = readme_gate_rows(README.read_text())
-    assert len(rows) == len(set(rows)), rows
-    assert set(rows) == _expected_hook_ids()
+    assert len(rows) == len(set(rows)), f"README.md: a gate table row repeats: {rows}"
+    assert set(rows) == _expected_hook_ids(), f"README.md: the gate table's rows {rows} are not the hooks"
 
 
 def test_docs_gates_has_one_section_per_hook() -> None:
     sections = gates_doc_sections((DOCS / "gates.md").read_text())
-    assert len(sections) == len(set(sections)), sections
-    assert set(sections) == _expected_hook_ids()
+    assert len(sections) == len(set(sections)), f"docs/gates.md: a gate section repeats: {sections}"
+    assert set(sections) == _expected_hook_ids(), f"docs/gates.md: the gate sections {sections} are not the hooks"
 
 
 def test_every_config_key_is_documented() -> None:
@@ -214,6 +259,14 @@ def test_a_removed_table_row_or_section_is_noticed() -> None:
     assert "mailbox" not in readme_gate_rows(readme.replace(row + "\n", ""))
     gates_doc = (DOCS / "gates.md").read_text()
     assert "heartbeat" not in gates_doc_sections(gates_doc.replace("## `heartbeat`", "## heartbeat"))
+
+
+def test_a_gate_missing_from_a_gates_list_is_noticed() -> None:
+    from gates.domain.scaffold import CONFIG_TEMPLATE
+
+    assert ("mailbox", True) not in init_config_gates(CONFIG_TEMPLATE.replace("#   mailbox: true\n", ""))
+    page = (DOCS / "configuration.md").read_text()
+    assert ("heartbeat", True) in docs_default_gates(page.replace("  heartbeat: false\n", "  heartbeat: true\n"))
 
 
 def test_a_test_named_where_it_is_not_is_noticed() -> None:

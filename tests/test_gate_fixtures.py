@@ -120,7 +120,7 @@ def _claim_from_another_worktree(repo_dir: Path, tmp: Path) -> None:
 
 
 def _push(repo_dir: Path, tmp: Path, remote: str | None, push: str | None) -> list[Any] | None:
-    from gates.checks.handoff_claim_remote import Update
+    from gates.domain.push import Update
     from gates.infra.gitnet import ZERO_OID
 
     if remote == "bare":

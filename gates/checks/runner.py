@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gates.checks import GATES
+from gates.checks import CATALOG, GATES
 from gates.checks.context import Context
 from gates.domain import changes
 from gates.domain.handoff import load_handoff
@@ -16,9 +16,6 @@ from gates.infra.git import RECENT_ARGS, Repo
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-# The gate id of findings about the gate's own environment rather than a gate's rule: a state dir writing
-# commands would refuse, and temp files of a killed writer (staged: an error; lying about: a warning).
 
 
 def select(config: Config, only: list[str], skip: list[str]) -> list[str]:
@@ -38,7 +35,7 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[str], now: 
     history = repo.history()
     if not range_spec:  # what is staged, and the Meta ref's questions, asked while the gates are imported
         repo.prefetch(repo.changed_args(repo.head, None, []))
-        if repo.head and ("handoff-structure" in gate_ids or "handoff-fresh" in gate_ids):
+        if repo.head and any(CATALOG[gate_id].history for gate_id in gate_ids):
             repo.prefetch(RECENT_ARGS)
     for gate_id in gate_ids:
         GATES[gate_id]  # noqa: B018 (imported now, while git answers)

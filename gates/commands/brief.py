@@ -96,7 +96,7 @@ def _save(repo: Repo, text: str) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
-    parser.add_argument("--format", choices=("text", "json", "claude", "codex", "gemini"), default="text",
+    parser.add_argument("--format", choices=harness.START_FORMATS, default="text",
                        help="claude, codex, gemini: exactly the JSON that harness's session-start hook expects")
 
 

@@ -27,8 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--format", choices=tuple(RENDERERS),
                        default="github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text",
                        help="default: github when GITHUB_ACTIONS=true, else text")
-    parser.add_argument("--fix", action="store_true", help="archive checked items and render tables, then exit 1 if "
-                       "anything changed (stage the files again)")
+    parser.add_argument("--fix", action="store_true", help="let every chosen gate that can mend what it finds mend "
+                       "it first (docs/gates.md), then exit 1 if anything changed (stage the files again)")
     parser.add_argument("--range", metavar="BASE..HEAD", help="judge every commit of this range (for CI on a pull request)")
     parser.add_argument("--remote", action="store_true", help="push time: also judge the push against the remote "
                        "claim (handoff-claim-remote; needs claims.remote)")
@@ -91,9 +91,9 @@ def _run_gates(run: Run, args: argparse.Namespace) -> tuple[CheckResult, list[tu
     push = None
     if args.remote or args.pre_push or "handoff-claim-remote" in gate_ids and os.environ.get("PRE_COMMIT_TO_REF") \
             or "handoff-claim-remote" in args.only:  # at push time (issue 18)
-        from gates.checks import handoff_claim_remote
+        from gates.domain import push as pushed
 
-        push = handoff_claim_remote.updates(repo, sys.stdin if args.pre_push else None, os.environ)
+        push = pushed.updates(repo, sys.stdin if args.pre_push else None, os.environ)
         if "handoff-claim-remote" not in gate_ids and "handoff-claim-remote" not in args.skip:
             gate_ids.append("handoff-claim-remote")
     result = check.run(repo, config, gate_ids, files, range_spec=args.range, push=push, fixed=bool(fixed))

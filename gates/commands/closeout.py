@@ -116,7 +116,7 @@ def _text(run: Run, session: str | None) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
-    parser.add_argument("--format", choices=("text", "claude", "codex", "gemini", "copilot", "cursor"),
+    parser.add_argument("--format", choices=harness.STOP_FORMATS,
                               default="text", help="a harness's stop-hook envelope; text: the steps, exit 1 until done")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from gates.domain import handoff, journal
-from gates.infra import fsio
+from gates.infra import clock, fsio
 from gates.infra.clock import datetime
 from gates.infra.config import Config
 from gates.infra.errors import GateError
@@ -47,7 +47,7 @@ def plan(doc: handoff.Document) -> list[Move]:
 
 
 def _block(source_lines: list[str], moves: list[Move], head: str | None, now: datetime) -> list[str]:
-    block = ["", f"## Archived {now:%Y-%m-%d} (HEAD {head[:12] if head else 'none: no commit yet'})"]
+    block = ["", f"## Archived {clock.date_text(now)} (HEAD {head[:12] if head else 'none: no commit yet'})"]
     current = None
     for move in moves:
         if move.section != current:

@@ -14,7 +14,7 @@ import os
 from gates.domain import claims, flags, handoff, lockscan, sessions
 from gates.domain.ancestry import relation
 from gates.domain.handoff import Loaded, load_handoff
-from gates.infra import git, jsonio, state
+from gates.infra import git, state
 from gates.infra.clock import datetime
 from gates.infra.config import Config, parse_duration
 from gates.infra.errors import GateError
@@ -246,11 +246,6 @@ def fit(parts: list[Section], header: str, limit: int, pointer: str) -> str:
         if len(text) <= limit:
             return text
     return text[: limit - len(pointer) - 5] + "\n… " + pointer
-
-
-def claude_envelope(text: str) -> str:
-    return jsonio.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}},
-                      ensure_ascii=False)
 
 
 def save_full(repo: Repo, text: str) -> str:

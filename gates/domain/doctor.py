@@ -7,7 +7,7 @@ import stat
 
 from gates.domain import flags, hooks, journal, leftovers, locks, lockscan
 from gates.infra import config as config_module
-from gates.infra import jsonio, state
+from gates.infra import fsio, jsonio, paths, state
 from gates.infra.catalog import CATALOG
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 OK, WARN, FIX = "ok", "warn", "FIX"
 MIN_GIT = (2, 24)
+SETTINGS_CAP = 1 << 20  # what of a Claude Code settings file is read
 OUR_HOOK_IDS = {"gate", *CATALOG}
 
 
@@ -139,11 +140,15 @@ def _claude(repo: Repo) -> list[Check]:
         path = os.path.join(folder, name)
         if not os.path.isfile(path):
             continue
-        try:
-            with open(path, encoding="utf-8") as handle:
-                settings = jsonio.loads(handle.read())
-        except (OSError, ValueError) as exc:
-            broken.append(Check(FIX, f".claude/{name} cannot be read as JSON ({exc}): Claude Code ignores it too"))
+        shown = f".claude/{name}"
+        try:  # a file of the work tree: resolved and confined, never waited on (fsio), capped
+            data = fsio.read_bytes_capped(paths.confined(repo, path, shown), SETTINGS_CAP, shown)
+            if isinstance(data, int):
+                raise GateError(f"{data:,} bytes, over the {SETTINGS_CAP:,}-byte cap", reason="input-unreadable")
+            settings = jsonio.loads(fsio.decode_text(data, shown))
+        except (GateError, ValueError) as exc:
+            detail = exc.message if isinstance(exc, GateError) else exc
+            broken.append(Check(FIX, f"{shown} cannot be read as JSON ({detail}): Claude Code ignores it too"))
             continue
         if not isinstance(settings, dict):
             broken.append(Check(FIX, f".claude/{name} is not a JSON object"))

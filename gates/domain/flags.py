@@ -64,7 +64,7 @@ EVENT_REASONS = frozenset({
     "claim-unverified",
 })
 REASONS = frozenset(CATALOG) | EVENT_REASONS
-ID_PATTERN = Pattern(r"^\d{8}T\d{6}Z-[a-z][a-z+-]{0,63}-[0-9a-f]{8}$")
+ID_PATTERN = Pattern(rf"^{clock.NAME_PATTERN}-[a-z][a-z+-]{{0,63}}-[0-9a-f]{{8}}$")
 MAX_FLAG_BYTES = 1 << 20
 MAX_MESSAGE_CHARS = 64 * 1024
 

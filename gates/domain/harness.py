@@ -42,10 +42,10 @@ MAX_INPUT = 1 << 20
 INPUT_SECONDS = 2.0
 
 # Formats of `gate brief`: (envelope, character budget of the context). None: plain text or the json document.
-START_BUDGET: dict[str, int | None] = {"claude": 9000, "codex": 6000, "gemini": 9000, "text": None, "json": None}
+START_BUDGET: dict[str, int | None] = {"text": None, "json": None, "claude": 9000, "codex": 6000, "gemini": 9000}
 START_FORMATS = tuple(START_BUDGET)
 HOOK_START_FORMATS = ("claude", "codex", "gemini")
-STOP_FORMATS = ("claude", "codex", "gemini", "copilot", "cursor", "text")
+STOP_FORMATS = ("text", "claude", "codex", "gemini", "copilot", "cursor")
 
 
 class HookInput(NamedTuple):
@@ -204,11 +204,9 @@ def allow_envelope(fmt: str) -> str:
 
 def schema(name: str) -> dict[str, Any]:
     """A shipped schema of a harness document (schemas/harness/NAME.schema.json), written from its documentation."""
-    from gates.infra.schemas import schema_dir
+    from gates.infra import schemas
 
-    with open(os.path.join(schema_dir(), "harness", f"{name}.schema.json"), encoding="utf-8") as handle:
-        loaded: dict[str, Any] = jsonio.loads(handle.read())
-    return loaded
+    return schemas.load(f"harness/{name}")
 
 
 START_SCHEMA = {"claude": "claude-session-start", "codex": "codex-session-start", "gemini": "gemini-session-start"}

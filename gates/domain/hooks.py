@@ -13,7 +13,7 @@ import os
 import sys
 
 from gates.infra import fsio, paths
-from gates.infra.errors import VIOLATION, GateError
+from gates.infra.errors import CANNOT_RUN, VIOLATION, GateError
 from gates.infra.git import Repo
 from gates.infra.text import excerpt, shell_quote
 
@@ -24,6 +24,7 @@ ENTRY = "from gates.main import launch; launch()"  # the end of every `-c` progr
 # What earlier versions wrote (`from gates.cli import main` still runs): recognised as ours too.
 ENTRIES = (ENTRY, "import sys; from gates.main import main; sys.exit(main())",
            "import sys; from gates.cli import main; sys.exit(main())")
+HOOK_CAP = 1 << 20  # what of a hook file is read: ours is a few hundred bytes
 PUSH_ARGS = " --remote --pre-push"  # the pushed refs on stdin; handoff-claim-remote judges them when claims.remote is set
 
 
@@ -108,12 +109,19 @@ def script(kind: str) -> str:
 
 
 def read_hook(path: str) -> str:
-    """A hook file's text ('' when it cannot be read)."""
+    """A hook file's text ('' when there is none or it cannot be read), its first HOOK_CAP bytes.
+
+    Read through a symlink, as git runs it. A FIFO, a device, a socket or a folder there is refused with a
+    one-line error: git cannot run it, the gate must not wait on it, and it is no hook of the user's to chain.
+    """
     try:
-        with open(path, "rb") as handle:
-            return handle.read(1 << 20).decode(errors="replace")
+        data = fsio.read_regular(path, HOOK_CAP, follow=True)
+    except fsio.NotRegularFile as exc:
+        raise GateError(f"refusing {path}: {exc.strerror} — git cannot run it as a hook; move it aside yourself",
+                        code=CANNOT_RUN, reason="input-unreadable") from None
     except OSError:
         return ""
+    return data[:HOOK_CAP].decode(errors="replace")
 
 
 def is_ours(path: str) -> bool:
@@ -122,16 +130,17 @@ def is_ours(path: str) -> bool:
 
 def install(repo: Repo, kinds: list[str]) -> list[str]:
     folder = hooks_dir(repo)
+    present = _present(folder, kinds)
     os.makedirs(folder, exist_ok=True)
     said = []
     for kind in kinds:
         path = os.path.join(folder, kind)
         chained = os.path.join(folder, f"{kind}{CHAINED}")
-        if os.path.lexists(path) and not is_ours(path):
+        if present.get(kind) is False:  # a hook of the user's
             if os.path.lexists(chained):
                 raise GateError(f"{path} exists and so does {chained}: move one of them yourself", code=VIOLATION,
                                 reason="io-error")
-            os.rename(path, chained)
+            _move(path, chained, f"your {kind} hook")
             said.append(f"kept your {kind} hook: it now runs first, from {chained}")
         fsio.write_atomic(path, script(kind).encode(), executable=True)
         os.chmod(path, os.stat(path).st_mode | 0o111 & ~fsio.umask())
@@ -142,20 +151,34 @@ def install(repo: Repo, kinds: list[str]) -> list[str]:
 def uninstall(repo: Repo, kinds: list[str]) -> list[str]:
     """Remove each of our hooks among `kinds`, putting back the hook that was moved aside for it."""
     folder = hooks_dir(repo)
+    present = _present(folder, kinds)
     said = []
     for kind in kinds:
         path = os.path.join(folder, kind)
         chained = os.path.join(folder, f"{kind}{CHAINED}")
-        ours = os.path.lexists(path) and is_ours(path)
+        ours = present.get(kind, False)
         if ours:
             os.unlink(path)  # our own generated file
         if os.path.lexists(chained):
             if os.path.lexists(path):
                 said.append(f"left your {kind} hook at {chained}: {path} is not ours, so it stays where it is")
                 continue
-            os.rename(chained, path)
+            _move(chained, path, f"your {kind} hook")
             said.append(f"removed the handoff-gate {kind} hook; your own hook is back at {path}" if ours
                         else f"your own {kind} hook is back at {path} (the handoff-gate hook was gone already)")
         elif ours:
             said.append(f"removed {path}")
     return said or [f"no handoff-gate hook in {folder}"]
+
+
+def _present(folder: str, kinds: list[str]) -> dict[str, bool]:
+    """For each of `kinds` with a hook in place, whether it is ours. All are read before anything changes, so a
+    hook that is refused (a FIFO) leaves every hook as it was."""
+    return {kind: is_ours(path) for kind in kinds if os.path.lexists(path := os.path.join(folder, kind))}
+
+
+def _move(source: str, target: str, what: str) -> None:
+    """Rename `source` to `target` in the hooks folder and fsync it: the user's hook is never lost to a crash."""
+    failed = fsio.move_aside(source, target)
+    if isinstance(failed, OSError):
+        raise GateError(f"cannot move {what} from {source} to {target}: {failed.strerror}", reason="io-error")

@@ -26,6 +26,7 @@ from gates.infra.git import Repo
 from gates.infra.plain import NamedTuple
 
 MIN_AGE = 600.0  # seconds: younger temp files may belong to a writer running now; they are reported, never moved
+MAX_MOVED_BYTES = 64 << 20  # the largest leftover moved aside (the gate's own files are capped far below it)
 SKIP_IN_STATE = frozenset({"lost+found"})  # what was moved aside already
 
 
@@ -82,7 +83,8 @@ def staged(changed: list[tuple[str, str]]) -> list[str]:
 def _scan(folder: str) -> list[str]:
     try:
         with os.scandir(folder) as entries:
-            return [entry.path for entry in entries if fsio.is_temp_name(entry.name)]
+            return [entry.path for entry in entries  # (the prefix first: a folder of 10,000 records has none)
+                    if entry.name.startswith(fsio.TEMP_PREFIX) and fsio.is_temp_name(entry.name)]
     except OSError:
         return []
 
@@ -149,6 +151,8 @@ def _move_one(item: Leftover, target: str, name: str) -> tuple[dict[str, object]
         return None, f"cannot be read: {exc.strerror}"
     if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or info.st_uid != os.geteuid():
         return None, "not a regular file of yours with one link: inspect it yourself"
+    if info.st_size > MAX_MOVED_BYTES:  # hashed for the manifest: a planted 4 GB file would take minutes
+        return None, f"{info.st_size:,} bytes, larger than any file the gate writes: inspect it yourself"
     try:
         fd = os.open(item.path, fsio.safe_flags(os.O_RDONLY))
     except OSError as exc:

@@ -37,6 +37,7 @@ KNOWN_TOP = frozenset({
     "REVERT_HEAD.lock", "AUTO_MERGE.lock", "config.lock", "config.worktree.lock", "packed-refs.lock", "shallow.lock",
 })
 _PID_LINE = Pattern(r"^pid (\d{1,10})\s*$")
+_GITDIR_CAP = 1 << 16  # a worktree's `gitdir` holds one path
 
 
 def filesystem_now(lay: state.Layout) -> float:
@@ -124,12 +125,15 @@ def _repo_roots(repo: Repo) -> tuple[list[str], list[str]]:
     doubts = []
     for admin in admin_dirs(repo)[1:]:
         roots.add(os.path.realpath(admin))
-        try:
-            with open(os.path.join(admin, "gitdir"), "rb") as handle:
-                gitfile = handle.read().decode(errors="replace").strip()
-        except OSError as exc:
+        try:  # a file of the git dir, which whoever shaped the repository may have planted: never waited on
+            data = fsio.read_regular(os.path.join(admin, "gitdir"), _GITDIR_CAP)
+        except OSError as exc:  # a FIFO, a folder, a symlink, unreadable: that worktree's admin data is unreadable
             doubts.append(f"the work tree of {admin} cannot be located ({exc.strerror})")
             continue
+        if len(data) > _GITDIR_CAP:
+            doubts.append(f"the work tree of {admin} cannot be located (its gitdir file is over {_GITDIR_CAP} bytes)")
+            continue
+        gitfile = data.decode(errors="replace").strip()
         if gitfile:
             roots.add(os.path.realpath(os.path.dirname(gitfile)))
     return sorted(roots), doubts
@@ -251,8 +255,8 @@ def _manifest(repo: Repo, evidence_dir: str, lock: Lock, target: str, content: b
             "original": lock.path,
             "moved_to": os.path.relpath(target, evidence_dir).replace(os.sep, "/"),
             "size": lock.size,
-            "mtime": clock.at(lock.mtime).isoformat(),
-            "ctime": clock.at(lock.ctime).isoformat(),
+            "mtime": clock.utc_text_fine(clock.at(lock.mtime)),  # to the microsecond: evidence of its age
+            "ctime": clock.utc_text_fine(clock.at(lock.ctime)),
             "sha256": sha256(content).hexdigest(),
             "reason": lock.reason,
             "evidence": lock.evidence,
@@ -261,7 +265,7 @@ def _manifest(repo: Repo, evidence_dir: str, lock: Lock, target: str, content: b
     state.write(repo, os.path.join(evidence_dir, "manifest.json"), (jsonio.dumps(manifest, indent=2) + "\n").encode())
 
 
-_EVIDENCE_ID = Pattern(r"^\d{8}T\d{6}Z-[0-9a-f]{12}$")
+_EVIDENCE_ID = Pattern(rf"^{clock.NAME_PATTERN}-[0-9a-f]{{12}}$")  # state.new_evidence_dir's names
 
 
 def restore(repo: Repo, evidence_id: str) -> list[str]:

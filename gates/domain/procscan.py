@@ -19,6 +19,7 @@ import stat
 import subprocess
 from pathlib import Path
 
+from gates.infra import fsio
 from gates.infra.git import own_processes
 from gates.infra.paths import within
 from gates.infra.text import Pattern
@@ -91,7 +92,7 @@ def _one(pid: int, uid: int, inodes: set[tuple[int, int]], roots: list[str], res
         return  # exited meanwhile
     mine = owner == uid
     try:
-        comm = (base / "comm").read_text(errors="replace").strip()
+        comm = fsio.read_regular(base / "comm", _COMM_CAP)[:_COMM_CAP].decode(errors="replace").strip()
         if comm.startswith("git") and mine:
             how = _git_process(base, roots)
             if how is not None:
@@ -114,6 +115,8 @@ def _one(pid: int, uid: int, inodes: set[tuple[int, int]], roots: list[str], res
 
 
 _READ_CAP = 1 << 20  # a command line or environment larger than this is doubt
+_COMM_CAP = 64  # the kernel keeps 16 bytes of a process's name
+_MOUNTINFO_CAP = 1 << 24  # a mount table larger than this is doubt: the filesystem type is unknown
 _MAX_PATH_WORDS = 256  # more path-like words than this on one command line is doubt (each costs a realpath)
 # git's global options that take the next word as their value (git.c, handle_options).
 _GLOBAL_WITH_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env",
@@ -149,8 +152,7 @@ def _git_process(base: Path, roots: list[str]) -> str | None:
 
 def _nul_list(path: Path, what: str) -> list[str]:
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(_READ_CAP + 1)
+        data = fsio.read_regular(path, _READ_CAP)
     except (FileNotFoundError, ProcessLookupError):
         raise  # it exited meanwhile; ESRCH: it is exiting, its memory is gone, it can no longer touch a lock
     except OSError as exc:
@@ -242,9 +244,10 @@ def _resolve(path: str, name: str) -> str:
 
 
 def _read_small(path: str) -> str:
+    """A gitfile or a `commondir` file (of any git dir a process names, so possibly planted): read through a symlink
+    as git does, never waited on (a FIFO is doubt), at most 4097 bytes."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read(4097).decode("utf-8", "surrogateescape")
+        return fsio.read_regular(path, 4096, follow=True).decode("utf-8", "surrogateescape")
     except OSError as exc:
         raise Doubt(f"{path[:200]} cannot be read ({exc.strerror})") from None
 
@@ -380,13 +383,15 @@ _MOUNT_BSD = Pattern(r"^.+? on (.+) \(([^,()]+)(?:, [^()]*)?\)$")  # macOS: `dev
 def _mounts() -> list[tuple[str, str]] | None:
     """(mount point, filesystem type) of every mount: /proc/self/mountinfo, else the `mount` command's listing."""
     try:
-        lines = (PROC / "self" / "mountinfo").read_text(errors="replace").splitlines()
+        data = fsio.read_regular(PROC / "self" / "mountinfo", _MOUNTINFO_CAP, follow=True)  # the kernel's own
     except OSError:
         tool = _system_tool(MOUNT)
         output = _run_tool([tool]) if tool else None
         return None if output is None else parse_mount_listing(output)
+    if len(data) > _MOUNTINFO_CAP:
+        return None
     found = []
-    for line in lines:
+    for line in data.decode(errors="replace").splitlines():
         left, _, right = line.partition(" - ")
         fields = left.split()
         if len(fields) >= 5 and right:

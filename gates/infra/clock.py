@@ -20,6 +20,8 @@ else:
 TEXT = "%Y-%m-%dT%H:%M:%SZ"
 FINE = "%Y-%m-%dT%H:%M:%S.%fZ"
 NAME = "%Y%m%dT%H%M%SZ"  # in file names and ids: sorts as time does, no `:` or `-`
+DATE = "%Y-%m-%d"
+NAME_PATTERN = r"\d{8}T\d{6}Z"  # a regular expression matching what NAME writes, for the ids that start with it
 
 
 def now() -> datetime:
@@ -39,6 +41,11 @@ def utc_text_fine(when: datetime) -> str:
 def name_text(when: datetime) -> str:
     """`when` to the second for a file name or an id, as `YYYYMMDDTHHMMSSZ`."""
     return when.strftime(NAME)
+
+
+def date_text(when: datetime) -> str:
+    """The UTC day of `when`, as `YYYY-MM-DD` (a record's date, an archive block's heading)."""
+    return when.strftime(DATE)
 
 
 def at(seconds: float) -> datetime:

@@ -351,6 +351,47 @@ def read_bytes_capped(path: StrPath, cap: int, shown: str, *, dir_fd: int | None
     return len(data) if len(data) > cap else data
 
 
+class NotRegularFile(OSError):
+    """What `read_regular` raises for a FIFO, a device, a socket or a folder: its strerror says which."""
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def _not_regular(mode: int, path: StrPath) -> NotRegularFile:
+    if stat.S_ISLNK(mode):
+        return NotRegularFile(errno.ELOOP, "a symlink: not followed", os.fspath(path))
+    if stat.S_ISDIR(mode):
+        return NotRegularFile(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
+    what = next((name for test, name in _KINDS if test(mode)), "not a plain file")
+    return NotRegularFile(errno.EINVAL, f"{what}, not a regular file", os.fspath(path))
+
+
+def read_regular(path: StrPath, cap: int, *, follow: bool = False) -> bytes:
+    """At most `cap` + 1 bytes of the regular file at `path` (more than `cap`: the caller knows it is larger), for
+    readers that name every OSError themselves: a file of a git dir (a worktree's `gitdir`, a hook, `HEAD`), /proc.
+
+    Never waits: anything but a regular file (a FIFO, a device, a socket, a folder) is refused before it is opened
+    (NotRegularFile), and the open carries O_NONBLOCK, so a FIFO swapped in meanwhile returns at once and is refused
+    by its fstat. A symlink at `path` is refused too (NotRegularFile, ELOOP), unless `follow` (for a file git itself
+    reads through one). Every other OSError (FileNotFoundError, PermissionError, ProcessLookupError from /proc) is
+    raised as it is.
+    """
+    info = os.stat(path, follow_symlinks=follow)
+    if not stat.S_ISREG(info.st_mode):
+        raise _not_regular(info.st_mode, path)
+    flags = safe_flags(os.O_RDONLY)
+    fd = os.open(path, flags & ~getattr(os, "O_NOFOLLOW", 0) if follow else flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(mode, path)
+        return _read_up_to(fd, cap + 1)
+    finally:
+        os.close(fd)
+
+
 def _read_up_to(fd: int, limit: int) -> bytes:
     chunks = []
     while limit > 0:

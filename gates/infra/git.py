@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found,unused-ignore]  # signal itself builds enums at import
 import os
-import stat
 
 from gates.infra.errors import GateError
 from gates.infra.paths import within
@@ -379,21 +378,6 @@ class Repo:
         branch = self.memo["branch"]
         return str(branch) if branch else None
 
-    def first_parent_distance(self, commit: str, limit: int) -> int | None:
-        """How many first-parent steps HEAD is past `commit`, if `commit` is among HEAD's first `limit` + 1."""
-        if limit + 1 <= RECENT:
-            chain = self.recent()[: limit + 1]
-        else:
-            chain = self.git("rev-list", "--first-parent", f"--max-count={limit + 1}", "HEAD", "--").stdout.split()
-        return chain.index(commit) if commit in chain else None
-
-    def commits_between(self, ancestor: str) -> int | None:
-        """First-parent commits from `ancestor` to HEAD, or None when `ancestor` is not in HEAD's history."""
-        if self.git("merge-base", "--is-ancestor", ancestor, "HEAD").returncode != 0:
-            return None
-        proc = self.git("rev-list", "--first-parent", "--count", f"{ancestor}..HEAD", "--")
-        return int(proc.stdout.strip() or 0)
-
     def is_shallow(self) -> bool:
         return self.git("rev-parse", "--is-shallow-repository").stdout.strip() == "true"
 
@@ -502,14 +486,12 @@ _ASK = object()  # HEAD's file does not say: git is asked
 
 
 def _head_branch(git_dir: str) -> object:
-    try:
-        fd = os.open(os.path.join(git_dir, "HEAD"), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    from gates.infra import fsio
+
+    try:  # a FIFO, a symlink or anything but a regular file there: git is asked
+        data = fsio.read_regular(os.path.join(git_dir, "HEAD"), 511)
     except OSError:
         return _ASK
-    try:
-        data = os.read(fd, 512) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
-    finally:
-        os.close(fd)
     text = data.decode("utf-8", "surrogateescape")
     if text.endswith("\n") and text.count("\n") == 1:
         line = text[:-1]

@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import os
 
-from gates.infra.errors import GateError
+from gates.infra.errors import USAGE, GateError
 from gates.infra.git import REPO_ENV_VARS, SAFE_CONFIG, Repo, _env, _run, git_program
 from gates.infra.paths import within
+from gates.infra.text import Pattern
+
+_REMOTE_NAME = Pattern(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_SCHEME = Pattern(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # subprocess only where a network call runs: the names are for the type checker only
@@ -143,10 +147,8 @@ def scratch(repo: Repo, timeout: float = NETWORK_TIMEOUT) -> Scratch:
 
 def remote_url(repo: Repo, name: str) -> str:
     """`remote.<name>.url` exactly as configured (no rewriting), judged: only plain URLs of the allowed protocols."""
-    import re
-
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", name) or ".." in name:
-        raise GateError(f"remote name {name[:40]!r} refused: use 1-64 of A-Z a-z 0-9 . _ -", code=2, reason="usage")
+    if not _REMOTE_NAME.fullmatch(name) or ".." in name:
+        raise GateError(f"remote name {name[:40]!r} refused: use 1-64 of A-Z a-z 0-9 . _ -", code=USAGE, reason="usage")
     proc = repo.git("config", "--get", f"remote.{name}.url")
     url = proc.stdout.strip()
     if proc.returncode != 0 or not url:
@@ -156,13 +158,11 @@ def remote_url(repo: Repo, name: str) -> str:
 
 def judge_url(repo: Repo, url: str) -> str:
     """The URL to use for `url`, or refuse it: no transport helper (`ext::`), no option, no control character."""
-    import re
-
     shown = url[:80]
     if url.startswith("-") or any(ord(c) < 0x20 or ord(c) == 0x7F for c in url) or len(url) > 2048:
         raise GateError(f"remote URL {shown!r} refused: it starts with '-' or holds control characters",
                         reason="remote-unreachable")
-    scheme = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", url)
+    scheme = _SCHEME.match(url)
     if scheme:
         if scheme.group(1).lower() not in NETWORK_PROTOCOLS:
             raise GateError(f"remote URL {shown!r} refused: protocol {scheme.group(1)!r} is not one of "

@@ -166,7 +166,7 @@ def junit(result: CheckResult | None, error: GateError | None = None) -> str:
     from xml.etree import ElementTree
 
     gates = _gate_ids(result)
-    suite = ElementTree.Element("testsuite", name="handoff-gate", tests=str(len(gates) or 1))
+    suite = ElementTree.Element("testsuite", name="handoff-gate", tests=str(len(gates) + (error is not None)))
     failures = 0
     for gate_id in gates:
         case = ElementTree.SubElement(suite, "testcase", classname="handoff-gate", name=gate_id)

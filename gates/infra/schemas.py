@@ -27,7 +27,9 @@ def schema_dir() -> str:
 
 
 def schema_path(name: str) -> str:
-    if name not in NAMES:
+    """The file of a shipped schema: one of NAMES, or `harness/NAME` (a harness document's, schemas/harness/)."""
+    folder, _, base = name.rpartition("/")
+    if not (name in NAMES or folder == "harness" and base.replace("-", "").isalnum() and base.isascii()):
         raise KeyError(name)
     return os.path.join(schema_dir(), f"{name}.schema.json")
 

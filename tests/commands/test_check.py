@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT, call_gate, commit_all, flag_records, git, handoff_text, run_gate
 from helpers import break_with_punctuation
 
-from gates.checks import GATES
+from gates.checks import CATALOG, GATES
 from gates.infra import schemas
 
 
@@ -145,7 +145,7 @@ def test_in_process_and_subprocess_agree(repo: Path, capsys: pytest.CaptureFixtu
     assert (code, out, err) == (proc.returncode, proc.stdout, proc.stderr)
 
 
-OPT_IN = ("heartbeat", "handoff-claim-remote")  # gates off by default
+OPT_IN = tuple(gate.id for gate in CATALOG.values() if not gate.on)  # gates off by default
 
 
 DATA = ROOT / "tests" / "data"

@@ -100,6 +100,26 @@ def test_leftovers_in_the_state_dir_are_reported_and_moved(repo: Path, capsys: p
     assert [e["from"] for e in json.loads((folder / "manifest.json").read_text())["files"]] == [str(left)]
 
 
+def test_a_planted_huge_temp_file_is_left_for_a_person_not_hashed(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hostile repository plants a 4 GB sparse file under a temp file's exact name: it is named, never hashed
+    (which would take minutes) and never moved; the file and the state dir stay as they were."""
+    from gates.domain import leftovers
+
+    planted = repo / ".tmp-HANDOFF.md-0123456789ab"
+    with open(planted, "wb") as handle:
+        handle.truncate(4 << 30)
+    before = planted.stat()
+    monkeypatch.setattr(leftovers, "MIN_AGE", 0.0)
+    code, out, _ = call_gate(repo, "doctor", "--fix", capsys=capsys, monkeypatch=monkeypatch)
+    assert f"fix: left {planted.name}: 4,294,967,296 bytes, larger than any file the gate writes: inspect it " \
+           "yourself" in out.splitlines(), out
+    after = planted.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    manifests = list((repo / ".git" / "gate" / "lost+found").glob("*/manifest.json"))
+    assert [json.loads(m.read_text())["files"] for m in manifests] == [[]]  # nothing moved, and it says so
+
+
 def test_young_temp_files_are_never_moved(repo: Path, capsys: pytest.CaptureFixture[str],
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     left = _kill_a_writer(repo / "HANDOFF.md")

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 from conftest import GATE_BIN, call_gate, flag_records, git, run_gate
+from helpers import entries
 from locks_helpers import aged, fast, judge, only_our_git, quarantined, snapshot
 
 from gates.domain import locks, lockscan, procscan
+from gates.infra import clock
 from gates.infra.git import discover
 
 
@@ -482,3 +484,130 @@ def test_a_forged_quarantine_manifest_restores_nothing_and_touches_nothing(repo:
     after = snapshot(tmp_path)
     assert {k: v for k, v in after.items() if "/gate/" not in k} == {k: v for k, v in before.items() if "/gate/" not in k}
     assert victim.read_text() == "the user's file\n" and list(outside.iterdir()) == []
+
+
+# ---- what the repository plants where the judging reads: never waited on -------------------------------------
+TIMEOUT = 30  # a FIFO waited on never returns: the run is killed and the test fails instead of hanging
+
+
+def _everything(root: Path) -> dict[str, tuple[int, bytes | str]]:
+    """Every entry under `root` (a FIFO by its mode, never opened) but the gate's own state."""
+    return {name: entry for name, entry in entries(root).items() if "/.git/gate/" not in f"/{name}/"}
+
+
+@pytest.fixture
+def fifo_gitdir(repo: Path, tmp_path: Path) -> Path:
+    """The attack: a FIFO at a linked worktree's `.git/worktrees/<name>/gitdir`, which the gate reads to learn
+    where git processes of that worktree work. Opened for reading, it waits for a writer forever."""
+    git(repo, "worktree", "add", "-q", "-b", "side", str(tmp_path / "linked"))
+    gitdir = repo / ".git" / "worktrees" / "linked" / "gitdir"
+    gitdir.unlink()
+    os.mkfifo(gitdir)
+    fast(repo)
+    aged(repo / ".git" / "index.lock").write_bytes(b"held")
+    time.sleep(1.2)  # older than the one-second threshold: judged, so the gitdir is read
+    return gitdir
+
+
+def _doubt(gitdir: Path) -> str:
+    return f"the work tree of {gitdir.parent} cannot be located (a FIFO, not a regular file)"
+
+
+@pytest.mark.parametrize("args", [(), ("--quarantine",)])
+def test_gate_locks_takes_a_fifo_at_a_worktrees_gitdir_as_doubt_and_moves_nothing(repo: Path, tmp_path: Path,
+                                                                                   fifo_gitdir: Path,
+                                                                                   args: tuple[str, ...]) -> None:
+    before = _everything(tmp_path)
+    proc = run_gate(repo, "locks", *args, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    line = next(line for line in proc.stdout.splitlines() if " index.lock " in line)
+    assert line.startswith("live       index.lock  4 bytes, ")
+    assert line.endswith(f"liveness cannot be established ({_doubt(fifo_gitdir)})"), line
+    assert proc.stderr == "" and quarantined(repo) == []
+    assert _everything(tmp_path) == before and fifo_gitdir.is_fifo()
+    document = json.loads(run_gate(repo, "locks", "--format", "json", timeout=TIMEOUT).stdout)
+    judged = next(lock for lock in document["locks"] if lock["shown"] == "index.lock")
+    assert judged["verdict"] == lockscan.LIVE and _doubt(fifo_gitdir) in judged["evidence"]["doubts"]
+
+
+def test_the_git_stale_locks_gate_takes_a_fifo_at_a_worktrees_gitdir_as_doubt(repo: Path, tmp_path: Path,
+                                                                              fifo_gitdir: Path) -> None:
+    before = _everything(tmp_path)
+    proc = run_gate(repo, "check", "--only", "git-stale-locks", timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # a live lock is a warning, never a violation
+    found = [line for line in proc.stdout.splitlines() if "[git-stale-locks" in line]
+    assert len(found) == 1 and found[0].startswith(".git/index.lock:1: [git-stale-locks warning] lock held for ")
+    assert f"judged live (liveness cannot be established ({_doubt(fifo_gitdir)}))" in found[0]
+    assert _everything(tmp_path) == before and fifo_gitdir.is_fifo()
+    assert [r["reason"] for r in flag_records(repo / ".git")] == ["lock-held-live"]
+
+
+def test_gate_doctor_takes_a_fifo_at_a_worktrees_gitdir_as_doubt(repo: Path, tmp_path: Path, fifo_gitdir: Path) -> None:
+    before = _everything(tmp_path)
+    proc = run_gate(repo, "doctor", timeout=TIMEOUT)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # no commit hook runs the gate in this repository
+    said = [line for line in proc.stdout.splitlines() if "index.lock" in line]
+    assert len(said) == 1 and said[0].startswith("warn  git lock index.lock held for "), proc.stdout
+    assert said[0].endswith(f"s: liveness cannot be established ({_doubt(fifo_gitdir)})"), said
+    assert "Traceback" not in proc.stderr
+    assert _everything(tmp_path) == before and fifo_gitdir.is_fifo()
+
+
+@pytest.mark.skipif(not os.path.isfile("/proc/self/environ"), reason="reads a git process's environment in /proc")
+def test_a_git_process_whose_git_dir_has_a_fifo_for_commondir_is_doubt_not_a_hang(repo: Path, tmp_path: Path) -> None:
+    """The attack one step further: a git process of this user started with GIT_DIR at a folder whose `commondir`
+    is a FIFO. git itself waits on it forever; the gate, reading it to learn where that git works, must not."""
+    planted = tmp_path / "planted-git-dir"
+    planted.mkdir()
+    (planted / "HEAD").write_text("ref: refs/heads/main\n")
+    os.mkfifo(planted / "commondir")
+    fast(repo)
+    aged(repo / ".git" / "index.lock")
+    before = _everything(tmp_path)
+    stuck = subprocess.Popen(["git", "rev-parse", "--git-common-dir"], cwd=tmp_path, env={**os.environ,
+                             "GIT_DIR": str(planted)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.2)
+        assert stuck.poll() is None  # git waits on the FIFO
+        proc = run_gate(repo, "locks", "--quarantine", "--format", "json", timeout=TIMEOUT)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        judged = next(lock for lock in json.loads(proc.stdout)["locks"] if lock["shown"] == "index.lock")
+        assert judged["verdict"] == lockscan.LIVE
+        assert {"pid": stuck.pid, "how": f"cwd {tmp_path}, and its target cannot be established: {planted}/commondir "
+                                         "cannot be read (a FIFO, not a regular file)"} in judged["evidence"]["git_processes"]
+    finally:
+        stuck.kill()
+        stuck.wait(timeout=TIMEOUT)
+    assert _everything(tmp_path) == before and (planted / "commondir").is_fifo()
+
+
+def test_a_gitdir_too_large_or_a_symlink_is_doubt(repo: Path, tmp_path: Path) -> None:
+    git(repo, "worktree", "add", "-q", "-b", "side", str(tmp_path / "linked"))
+    gitdir = repo / ".git" / "worktrees" / "linked" / "gitdir"
+    real = gitdir.read_bytes()
+    aged(repo / ".git" / "index.lock")
+    gitdir.write_bytes(b"/" * (locks._GITDIR_CAP + 1))
+    assert "its gitdir file is over 65536 bytes" in judge(repo, 60)["index.lock"].reason
+    (tmp_path / "elsewhere").write_bytes(real)
+    gitdir.unlink()
+    gitdir.symlink_to(tmp_path / "elsewhere")
+    assert judge(repo, 60)["index.lock"].reason.endswith("(a symlink: not followed))")
+    gitdir.unlink()
+    gitdir.write_bytes(real)
+    assert judge(repo, 60)["index.lock"].verdict == lockscan.STALE
+
+
+def test_a_quarantine_manifest_writes_times_in_the_clocks_one_form(repo: Path) -> None:
+    fast(repo)
+    aged(repo / ".git" / "index.lock")
+    time.sleep(1.2)
+    assert run_gate(repo, "locks", "--quarantine", timeout=TIMEOUT).returncode == 0
+    [folder] = quarantined(repo)
+    assert locks._EVIDENCE_ID.match(folder.name)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    item = manifest["items"][0]
+    assert item["mtime"] == clock.utc_text_fine(clock.at((folder / "index.lock").stat().st_mtime))  # a rename keeps it
+    for key in ("mtime", "ctime"):
+        assert item[key].endswith("Z") and "+" not in item[key], item[key]
+        assert clock.parse_utc(item[key]) is not None
+    assert clock.parse_utc(manifest["when"]) is not None and manifest["when"].endswith("Z")

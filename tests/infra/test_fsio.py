@@ -1,4 +1,4 @@
-"""The one atomic writer, the capped reader and the temp-file names (gates/infra/fsio.py)."""
+"""The atomic writer, the capped reader, the temp-file names, the safe open flags and move-aside (gates/infra/fsio.py)."""
 
 from __future__ import annotations
 
@@ -82,3 +82,25 @@ def test_temp_names_are_recognised_exactly() -> None:
                    ".tmp-HANDOFF.md", ".tmp-someflag-abc", "tmp-HANDOFF.md-0123456789ab", ".tmp-" + "n" * 41 + "-0123456789ab",
                    "HANDOFF.md", ".tmp-HANDOFF.md-0123456789abc", ".tmp-HANDOFF.md-0123456789ag"]
     assert [n for n in near_misses if fsio.is_temp_name(n)] == []
+
+
+def test_safe_flags_always_refuse_links_and_never_wait_on_a_fifo(tmp_path: Path) -> None:
+    flags = fsio.safe_flags(os.O_RDONLY)
+    assert flags & os.O_NOFOLLOW and flags & os.O_CLOEXEC and flags & os.O_NONBLOCK
+    assert not fsio.safe_flags(os.O_RDONLY, nonblock=False) & os.O_NONBLOCK
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    os.close(os.open(fifo, flags))  # returns at once: no writer is waited for
+
+
+def test_move_aside_checks_the_pinned_file_and_names_a_failed_rename(tmp_path: Path) -> None:
+    source, other, folder = tmp_path / "a", tmp_path / "b", tmp_path / "evidence"
+    folder.mkdir()
+    source.write_text("a")
+    other.write_text("b")
+    assert fsio.move_aside(source, folder / "a", pinned=os.stat(source)) is True
+    assert (folder / "a").read_text() == "a" and not source.exists()
+    assert fsio.move_aside(other, folder / "b", pinned=os.stat(folder / "a")) is False  # not the file judged
+    failed = fsio.move_aside(tmp_path / "gone", folder / "gone")
+    assert isinstance(failed, FileNotFoundError)
+    assert fsio.move_names_aside(folder, ["a", "gone"], tmp_path) == ["a"]
