@@ -27,17 +27,22 @@ class Context:
         self.now = now
         self.changes = changes or []  # what the change-judging gates judge
         self.range_spec = range_spec  # set under `gate check --range`: changes are those commits
-        self.push = push  # at push time (`gate check --remote`, pre-push): the refs pushed (handoff_claim_remote.Update)
+        self.push = push  # at push time (`gate check --remote`, pre-push): the refs pushed (domain.push.Update)
         self.events: list[tuple[str, str]] = []  # (flag reason, message) to flag even on success
-        self._records: tuple[list[Any], list[tuple[str, int, str]]] | None = None
+        self._scan: Any = None
+
+    def records_scan(self) -> Any:
+        """The records folder as listed now (domain.records.Scan), once per check for every gate that needs it."""
+        if self._scan is None:
+            from gates.domain import records
+
+            self._scan = records.scan(self.repo, self.config)
+        return self._scan
 
     def records(self) -> tuple[list[Any], list[tuple[str, int, str]]]:
         """The records of the work tree, read once per check for every gate that needs them."""
-        if self._records is None:
-            from gates.domain import records
-
-            self._records = records.load_all(self.repo, self.config)
-        return self._records
+        loaded: tuple[list[Any], list[tuple[str, int, str]]] = self.records_scan().load()
+        return loaded
 
     def staged(self, path: str) -> bool:
         """Whether the commit being made changes `path` (never true under --range: history has no index)."""

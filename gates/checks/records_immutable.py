@@ -26,12 +26,35 @@ def check(ctx: Context) -> list[Finding]:
     findings: list[Finding] = []
     for change in ctx.changes:
         findings.extend(_judge_change(change, relative, validate=ctx.range_spec is not None))
-    found, broken = ctx.records()
-    findings += [Finding(shown, line, ID, f"not a record: {message}") for shown, line, message in broken]
-    for record in found:
-        findings += [Finding(record.shown, line, ID, message) for line, message in records.problems(record)]
-    findings.extend(_reciprocity(found))
+    findings.extend(_of_the_folder(ctx))
     return findings
+
+
+def _of_the_folder(ctx: Context) -> list[Finding]:
+    """What the records themselves break: files that are not records, schema problems, supersession that is not
+    reciprocal. A function of the records alone, so it is kept under the hash of the folder's content
+    (records.Scan.key): an unchanged folder of 10,000 records is not parsed or walked again."""
+    from gates.infra import cache
+
+    scan = ctx.records_scan()
+
+    def compute() -> list[list[object]]:
+        found, broken = scan.load()
+        out = [Finding(shown, line, ID, f"not a record: {message}") for shown, line, message in broken]
+        for record in found:
+            out += [Finding(record.shown, line, ID, message) for line, message in records.problems(record)]
+        out.extend(_reciprocity(found))
+        return [list(finding) for finding in out]
+
+    rows = cache.memo(ctx.repo, "records-findings", lambda: scan.key, compute, _rows)
+    return [Finding(*row) for row in rows]
+
+
+def _rows(value: object) -> bool:
+    """Whether a kept value is findings as compute() writes them: (path, line, this gate, message, severity)."""
+    return isinstance(value, list) and all(
+        isinstance(row, list) and len(row) == 5 and isinstance(row[0], str) and type(row[1]) is int
+        and row[2] == ID and isinstance(row[3], str) and row[4] in ("error", "warning") for row in value)
 
 
 def _judge_change(change: Change, relative: str, validate: bool) -> Iterator[Finding]:

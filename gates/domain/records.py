@@ -12,7 +12,7 @@ import os
 import stat
 import time
 
-from gates.infra import dataio, fsio, paths, schemas
+from gates.infra import clock, dataio, fsio, paths, schemas
 from gates.infra.clock import datetime
 from gates.infra.config import Config
 from gates.infra.digest import sha256
@@ -89,94 +89,198 @@ def folder(repo: Repo, config: Config) -> tuple[str, str]:
 
 
 def load_all(repo: Repo, config: Config) -> tuple[list[Record], list[tuple[str, int, str]]]:
-    """Every record in the work tree, and (path, line, message) for each file that is not one.
-
-    Parsed and validated records are cached by content hash. A file whose inode, size, mtime and
-    ctime are those it had when the cache last read it is taken to hold the content it had then,
-    unless it changed within RACY_NS of that read (git trusts its index's stat data the same way):
-    an unchanged folder of records costs a listing, not a read and a hash of each. Deleting the
-    cache changes no answer.
-    """
-    from gates.infra import cache
-
-    directory, relative = folder(repo, config)
-    try:
-        dir_fd = fsio.open_dir(directory)
-    except (FileNotFoundError, NotADirectoryError):
-        return [], []
-    except OSError as exc:
-        raise GateError(f"cannot open the records folder: {exc.strerror}", reason="input-unreadable",
-                        path=relative) from None
-    try:
-        return _load_folder(repo, directory, relative, dir_fd, cache)
-    finally:
-        os.close(dir_fd)
+    """Every record in the work tree, and (path, line, message) for each file that is not one."""
+    return scan(repo, config).load()
 
 
 RACY_NS = 2_000_000_000  # a file changed this close to the cache's read may have changed again unseen
 
 
-def _load_folder(repo: Repo, directory: str, relative: str, dir_fd: int,
-                 cache: Any) -> tuple[list[Record], list[tuple[str, int, str]]]:
+class Scan:
+    """The records folder as listed now: each file's content hash, and its records when they are asked for.
+
+    A file whose inode, size, mtime and ctime are those it had when the cache last read it is taken
+    to hold the content it had then, unless it changed within RACY_NS of that read (git trusts its
+    index's stat data the same way): an unchanged folder costs a listing and a stat of each file,
+    not a read and a hash of each. `key` is a hash of every file's name and content (and of the
+    record schema and the gate's version): two scans with one key hold the same records, so what
+    is computed from the records alone may be kept under it. Parsed records are cached by content
+    hash and read only when asked for. Deleting the cache changes no answer.
+    """
+
+    def __init__(self, repo: Repo, directory: str, relative: str, names: list[str], digests: list[str | None],
+                 unread: dict[int, tuple[int, str]], fresh: dict[str, Any], known: dict[str, Any] | None,
+                 schema_key: str, key: str | None = None) -> None:
+        self.repo, self.directory, self.relative = repo, directory, relative
+        self.names = names  # the record files listed, in order
+        self.digests = digests  # the content hash of each, or None when it was not read (see `unread`)
+        self.unread = unread  # by index: (line, message) of a file that was not read
+        self.fresh = fresh  # the entries of the files read now, by content hash
+        self.known = known  # the cached entries, once read
+        self.schema_key = schema_key
+        self.consistent = True  # false when a file read for its entry no longer held the content listed
+        self._loaded: tuple[list[Record], list[tuple[str, int, str]]] | None = None
+        # (An empty folder is quick to judge: nothing is kept for it.)
+        self._key = (key or _key_of(schema_key, relative, names, digests, unread)) if names else None
+
+    @property
+    def key(self) -> str | None:
+        """The hash of the folder's content as listed; None once a read has shown it changing under the scan."""
+        return self._key if self.consistent else None
+
+    def load(self) -> tuple[list[Record], list[tuple[str, int, str]]]:
+        """The records, and (path, line, message) for each file that is not one, read once per scan."""
+        if self._loaded is None:
+            self._loaded = self._load()
+        return self._loaded
+
+    def _load(self) -> tuple[list[Record], list[tuple[str, int, str]]]:
+        from gates.infra import cache
+
+        wanted = {digest for digest in self.digests if digest is not None}
+        known = self.known
+        if known is None:
+            known = _known(self.repo, self.schema_key) if wanted - self.fresh.keys() else {}
+        entries = {**{d: known[d] for d in wanted if d in known}, **self.fresh}
+        records, broken = [], []
+        for index, (name, digest) in enumerate(zip(self.names, self.digests, strict=True)):
+            shown = f"{self.relative}/{name}"
+            why = self.unread.get(index)
+            if digest is not None and digest not in entries:  # its entry is gone from the cache: read it again
+                data = fsio.read_bytes_capped(os.path.join(self.directory, name), MAX_RECORD_BYTES, shown)
+                if isinstance(data, int) or sha256(data).hexdigest() != digest:
+                    self.consistent = False  # changed since the listing: judged as it is now, kept under no key
+                    pending: dict[str, tuple[bytes, str]] = {}
+                    digest, why = _read_entry(data, shown, pending)
+                    entries.update({d: _entry(*item) for d, item in pending.items()})
+                else:
+                    entries[digest] = _entry(data, shown)
+            if digest is None:
+                if why is not None:
+                    broken.append((shown, *why))
+                continue
+            entry = entries[digest]
+            if "broken" in entry:
+                broken.append((shown, entry["broken"][0], entry["broken"][1]))
+            else:
+                records.append(Record(shown, entry["meta"], entry["lines"], [tuple(p) for p in entry["problems"]]))
+        if entries.keys() - known.keys():
+            cache.put(self.repo, ENTRIES, {"schema": self.schema_key, "entries": {d: entries[d] for d in wanted
+                                                                                  if d in entries}})
+        return records, broken
+
+
+ENTRIES = "records-entries"  # parsed records by content hash; "records" holds the stat data of the last listing
+
+
+def scan(repo: Repo, config: Config) -> Scan:
+    """The records folder as it is now (see Scan); an absent folder holds no records."""
+    from gates.infra import cache
+
+    directory, relative = folder(repo, config)
     schema_key = cache.key(schemas.schema_bytes("record"))[:16]
+    try:
+        dir_fd = fsio.open_dir(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return Scan(repo, directory, relative, [], [], {}, {}, {}, schema_key)
+    except OSError as exc:
+        raise GateError(f"cannot open the records folder: {exc.strerror}", reason="input-unreadable",
+                        path=relative) from None
+    try:
+        return _scan_folder(repo, directory, relative, dir_fd, schema_key, cache)
+    finally:
+        os.close(dir_fd)
+
+
+def _scan_folder(repo: Repo, directory: str, relative: str, dir_fd: int, schema_key: str, cache: Any) -> Scan:
     old = cache.get(repo, "records") or {}
-    same_schema = old.get("schema") == schema_key
-    known: dict[str, Any] = old.get("entries", {}) if same_schema else {}
-    seen: dict[str, Any] = old.get("files", {}) if same_schema else {}
-    trusted_before = int(old.get("read_ns") or 0) - RACY_NS
+    same_schema = isinstance(old, dict) and old.get("schema") == schema_key
+    seen: dict[str, Any] = old.get("files", {}) if same_schema and isinstance(old.get("files"), dict) else {}
+    trusted_before = int(old.get("read_ns") or 0) - RACY_NS if same_schema else 0
     read_ns = time.time_ns()
-    entries: dict[str, Any] = {}
     files: dict[str, list[int | str]] = {}
-    records, broken = [], []
-    fresh = False  # a file was read: the next check may trust it, once it is older than RACY_NS
+    listed: list[str] = []
+    digests: list[str | None] = []
+    unread: dict[int, tuple[int, str]] = {}
+    pending: dict[str, tuple[bytes, str]] = {}  # the files read now, by content hash
     with os.scandir(dir_fd) as listing:
         names = sorted(entry.name for entry in listing if entry.name.endswith(".md"))
+    lstat, regular = os.stat, stat.S_ISREG
     for name in names:
-        shown = f"{relative}/{name}"
         try:
-            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            info = lstat(name, dir_fd=dir_fd, follow_symlinks=False)
         except FileNotFoundError:
             continue  # removed since the listing
+        before = seen.get(name)
+        # Most files of a large folder are unchanged: their stat data are those kept, and older than the read.
+        if before is not None and regular(info.st_mode) and type(before) is list and len(before) == 5 \
+                and before[0] == info.st_ino and before[1] == info.st_size and before[2] == info.st_mtime_ns \
+                and before[3] == info.st_ctime_ns and type(before[4]) is str \
+                and info.st_mtime_ns < trusted_before and info.st_ctime_ns < trusted_before:
+            files[name] = before
+            listed.append(name)
+            digests.append(before[4])
+            continue
+        shown = f"{relative}/{name}"
         if stat.S_ISLNK(info.st_mode):
             real, why = paths.resolve(repo, os.path.join(directory, name))
             if why:  # never read, never quoted
-                broken.append((shown, 1, f"a symlink that {why}: not read"))
-                continue
-            digest = _digest_of(fsio.read_bytes_capped(real, MAX_RECORD_BYTES, shown), shown, broken, known, entries)
-        else:
-            mark = [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
-            before = seen.get(name)
-            if stat.S_ISREG(info.st_mode) and before and before[:4] == mark and before[4] in known \
-                    and max(info.st_mtime_ns, info.st_ctime_ns) < trusted_before:
-                digest = str(before[4])
-                entries[digest] = known[digest]
+                unread[len(listed)] = (1, f"a symlink that {why}: not read")
+                digest, broken = None, None
             else:
-                data = fsio.read_bytes_capped(name, MAX_RECORD_BYTES, shown, dir_fd=dir_fd)
-                digest = _digest_of(data, shown, broken, known, entries)
-                fresh = True
-            if digest is not None:
-                files[name] = [*mark, digest]
-        if digest is None:
-            continue
-        entry = entries[digest]
-        if "broken" in entry:
-            broken.append((shown, entry["broken"][0], entry["broken"][1]))
+                digest, broken = _read_entry(fsio.read_bytes_capped(real, MAX_RECORD_BYTES, shown), shown, pending)
         else:
-            records.append(Record(shown, entry["meta"], entry["lines"], [tuple(p) for p in entry["problems"]]))
-    if fresh or entries.keys() != known.keys() or files != seen:
-        cache.put(repo, "records", {"schema": schema_key, "read_ns": read_ns, "files": files, "entries": entries})
-    return records, broken
+            data = fsio.read_bytes_capped(name, MAX_RECORD_BYTES, shown, dir_fd=dir_fd)
+            digest, broken = _read_entry(data, shown, pending)
+            if digest is not None:
+                files[name] = [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, digest]
+        if digest is None and broken is not None:
+            unread[len(listed)] = broken
+        listed.append(name)
+        digests.append(digest)
+    # A file read now: the next check may trust it, once it is older than RACY_NS. Its entry is parsed unless
+    # the cache has its content's already.
+    known = _known(repo, schema_key) if pending else None
+    fresh = {digest: (known or {}).get(digest) or _entry(data, shown) for digest, (data, shown) in pending.items()}
+    # The folder's key, kept with the listing: a folder whose every file was trusted as it was listed last
+    # time has the key it had then.
+    kept = old.get("key") if not pending and not unread and files == seen and len(listed) == len(seen) else None
+    key = kept if isinstance(kept, str) else _key_of(schema_key, relative, listed, digests, unread)
+    if pending or files != seen or key != kept or len(old) != 4:  # (an earlier version's listing held entries)
+        cache.put(repo, "records", {"schema": schema_key, "read_ns": read_ns, "files": files,
+                                    "key": None if unread else key})
+    return Scan(repo, directory, relative, listed, digests, unread, fresh, known, schema_key, key)
 
 
-def _digest_of(data: bytes | int, shown: str, broken: list[tuple[str, int, str]], known: dict[str, Any],
-               entries: dict[str, Any]) -> str | None:
-    """The content hash of a record file read now (its entry parsed unless known), or None when it is too big."""
+def _key_of(schema_key: str, relative: str, names: list[str], digests: list[str | None],
+            unread: dict[int, tuple[int, str]]) -> str:
+    """A hash of a listing: the name and content hash of every file, and why any was not read."""
+    from gates.infra import cache
+
+    return cache.key(schema_key.encode(), relative.encode("utf-8", "surrogateescape"),
+                     "\0".join(names).encode("utf-8", "surrogateescape"),
+                     "\0".join(digest or "" for digest in digests).encode(),
+                     repr(sorted(unread.items())).encode("utf-8", "surrogateescape"))
+
+
+def _known(repo: Repo, schema_key: str) -> dict[str, Any]:
+    """The cached entries of parsed records, by content hash (none when they were made for another schema)."""
+    from gates.infra import cache
+
+    kept = cache.get(repo, ENTRIES)
+    entries = kept.get("entries") if isinstance(kept, dict) and kept.get("schema") == schema_key else None
+    return entries if isinstance(entries, dict) else {}
+
+
+def _read_entry(data: bytes | int, shown: str,
+                pending: dict[str, tuple[bytes, str]]) -> tuple[str | None, tuple[int, str] | None]:
+    """The content hash of a record file read now (kept in `pending` to be parsed), or None and why it was not
+    read: it is over the cap."""
     if isinstance(data, int):
-        broken.append((shown, 1, f"{data:,} bytes, over the {MAX_RECORD_BYTES:,}-byte cap"))
-        return None
+        return None, (1, f"{data:,} bytes, over the {MAX_RECORD_BYTES:,}-byte cap")
     digest = sha256(data).hexdigest()
-    entries[digest] = known.get(digest) or _entry(data, shown)
-    return digest
+    pending.setdefault(digest, (data, shown))
+    return digest, None
 
 
 def _entry(data: bytes, shown: str) -> dict[str, Any]:
@@ -200,9 +304,9 @@ def new(repo: Repo, config: Config, title: str, now: datetime) -> str:
     directory, _ = folder(repo, config)
     prefix = config.section("records")["prefix"]
     for _ in range(10):
-        record_id = f"{prefix}-{now:%Y%m%dT%H%M%SZ}-{os.urandom(6).hex()}"
+        record_id = f"{prefix}-{clock.name_text(now)}-{os.urandom(6).hex()}"
         path = os.path.join(directory, f"{record_id}-{slug(title)}.md")
-        body = (f"---\nid: {record_id}\ntitle: {_quote(title)}\nstatus: open\ndate: {now:%Y-%m-%d}\n---\n\n"
+        body = (f"---\nid: {record_id}\ntitle: {_quote(title)}\nstatus: open\ndate: {clock.date_text(now)}\n---\n\n"
                 f"# {title}\n\n## Context\n\n## Decision\n\n## Consequences\n")
         if fsio.write_atomic(path, body.encode("utf-8"), exclusive=True, parents=True):
             from gates.domain import journal  # only a new record is journalled; a check never loads it

@@ -22,7 +22,7 @@ from gates.infra.git import Repo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable
 
 MAX_ENTRY_BYTES = 64 << 20
 PRUNE_AFTER = 30 * 86400.0
@@ -44,6 +44,23 @@ def get(repo: Repo, name: str) -> Any:
         return None if data is None else jsonio.loads(data.decode("utf-8"))
     except (GateError, ValueError, OSError):  # UnicodeDecodeError and json's errors are ValueErrors
         return None
+
+
+def memo(repo: Repo, name: str, key: Callable[[], str | None], compute: Callable[[], Any],
+         valid: Callable[[Any], bool]) -> Any:
+    """What `compute()` returns, kept under `name` with `key()`, a hash of everything it depends on: asked again
+    with the same key, the value kept is given back (when `valid` accepts it) instead of computing it again.
+    Only the last key is kept. A None key, or one that changed while computing (its input was seen to change),
+    is never kept. Deleting the entry changes no answer."""
+    asked = key()
+    if asked is not None:
+        kept = get(repo, name)
+        if isinstance(kept, dict) and kept.get("key") == asked and valid(kept.get("value")):
+            return kept["value"]
+    value = compute()
+    if asked is not None and key() == asked:
+        put(repo, name, {"key": asked, "value": value})
+    return value
 
 
 def put(repo: Repo, name: str, value: Any) -> None:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 from conftest import commit_all, git, run_gate
@@ -85,3 +89,54 @@ def test_a_closed_record_can_be_superseded_and_nothing_more(repo: Path) -> None:
     old.write_text(old.read_text().replace(f"superseded_by: {new_id}", "superseded_by: D-other", 1))
     git(repo, "add", "-A")
     assert f"edits record {old_id}, which is superseded" in run_gate(repo, "check", "--only", "records-immutable").stdout
+
+
+def test_what_the_records_decide_follows_their_content(repo: Path) -> None:
+    """What the records alone decide is kept under a hash of the folder's listing (every name and content hash):
+    the same folder gives the same answer from the cache, any change of content is judged again, an answer
+    kept for an earlier content is never given for a later one, and deleting or corrupting the cache changes
+    no answer."""
+    old, old_id = record(repo, "First idea")
+    new, new_id = record(repo, "Better idea")
+    _set_status(old, "superseded", f"\nsuperseded_by: {new_id}")
+    unmatched = new.read_text()
+    time.sleep(2.2)  # older than the racy window: the next listing trusts the stat data it keeps
+    first = run_gate(repo, "check", "--only", "records-immutable")
+    assert first.returncode == 1 and f"but {new_id} does not list {old_id}" in first.stdout, first.stdout
+    cache = repo / ".git" / "gate" / "cache"
+    assert (cache / "records-findings.json").is_file()
+    again = run_gate(repo, "check", "--only", "records-immutable")
+    assert (again.returncode, again.stdout) == (1, first.stdout)
+    new.write_text(unmatched.replace("status: open", f"status: open\nsupersedes: [{old_id}]", 1))
+    mended = run_gate(repo, "check", "--only", "records-immutable")
+    assert mended.returncode == 0, mended.stdout
+    new.write_text(unmatched)  # the first content again, in a file the listing has not seen yet
+    assert run_gate(repo, "check", "--only", "records-immutable").stdout == first.stdout
+    for name in ("records-findings.json", "records-entries.json", "records.json"):
+        (cache / name).unlink()
+        assert run_gate(repo, "check", "--only", "records-immutable").stdout == first.stdout, name
+    forged = json.loads((cache / "records-findings.json").read_text())
+    assert forged["value"]
+    for value in ([["HANDOFF.md", "1", "records-immutable", "x", "error"]], "nothing", [["x"]]):
+        (cache / "records-findings.json").write_text(json.dumps({"key": forged["key"], "value": value}))
+        assert run_gate(repo, "check", "--only", "records-immutable").stdout == first.stdout, value
+    (cache / "records-findings.json").write_text("{not json")
+    assert run_gate(repo, "check", "--only", "records-immutable").stdout == first.stdout
+
+
+def test_an_unchanged_folder_is_not_parsed_again(repo: Path) -> None:
+    """The cost of an unchanged folder: a listing and a stat of each file. Its parsed records are not read
+    (their cache may even be gone) and no record is parsed: the YAML reader is never imported."""
+    for n in range(5):
+        record(repo, f"Idea {n}")
+    commit_all(repo, "records")
+    time.sleep(2.2)
+    assert run_gate(repo, "check", "--only", "records-immutable").returncode == 0
+    cache = repo / ".git" / "gate" / "cache"
+    (cache / "records-entries.json").unlink()
+    probe = ("import sys; sys.argv = ['gate', 'check', '--only', 'records-immutable']\n"
+             "from gates.main import main\ncode = main()\nprint(code, 'ruamel.yaml' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+    assert proc.stdout.splitlines()[-1] == "0 False", proc.stdout + proc.stderr
+    assert not (cache / "records-entries.json").exists()  # nothing needed it
