@@ -45,7 +45,7 @@ def test_ids_module_names_and_readme_agree() -> None:
     for gate_id, module in GATES.items():
         assert module.__name__ == f"gates.checks.{gate_id.replace('-', '_')}"
         assert module.__doc__ and module.__doc__.startswith(f"{gate_id}: ")
-        assert f"`{gate_id}`" in readme, gate_id
+        assert f"`{gate_id}`" in readme, f"README.md names no gate `{gate_id}`: add its row to the gate table"
     assert "`gate`" in readme
 
 
@@ -54,12 +54,6 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     command = next(line for line in ci.splitlines() if line.startswith("python3 -m venv"))
     assert f"\n{command}\n" in readme
-
-
-def test_config_schema_knows_every_gate() -> None:
-    from gates.infra import schemas
-
-    assert set(schemas.load("config")["properties"]["gates"]["properties"]) == set(GATES)
 
 
 @pytest.mark.slow
