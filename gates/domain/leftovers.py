@@ -161,9 +161,12 @@ def _move_one(item: Leftover, target: str, name: str) -> tuple[dict[str, object]
         pinned = os.fstat(fd)
         if (pinned.st_dev, pinned.st_ino) != (info.st_dev, info.st_ino):
             return None, "it changed while being looked at"
-        digest = sha256()
-        while chunk := os.read(fd, 1 << 20):
+        digest, read = sha256(), 0
+        while read <= MAX_MOVED_BYTES and (chunk := os.read(fd, 1 << 20)):
             digest.update(chunk)
+            read += len(chunk)
+        if read != pinned.st_size or os.fstat(fd).st_size != read:  # it grew (or shrank) while it was hashed
+            return None, "it changed while being looked at"
         destination = os.path.join(target, name)
         moved = fsio.move_aside(item.path, destination, pinned=pinned)
         if isinstance(moved, OSError):

@@ -193,10 +193,13 @@ def scan(repo: Repo, config: Config) -> Scan:
 
 
 def _scan_folder(repo: Repo, directory: str, relative: str, dir_fd: int, schema_key: str, cache: Any) -> Scan:
-    old = cache.get(repo, "records") or {}
-    same_schema = isinstance(old, dict) and old.get("schema") == schema_key
-    seen: dict[str, Any] = old.get("files", {}) if same_schema and isinstance(old.get("files"), dict) else {}
-    trusted_before = int(old.get("read_ns") or 0) - RACY_NS if same_schema else 0
+    old = cache.get(repo, "records")
+    # The listing is kept for one folder, by one schema: any other listing (or one of another shape) is none.
+    if not isinstance(old, dict) or old.get("schema") != schema_key or old.get("folder") != directory \
+            or type(old.get("read_ns")) is not int or not isinstance(old.get("files"), dict):
+        old = {}
+    seen: dict[str, Any] = old.get("files", {})
+    trusted_before = old["read_ns"] - RACY_NS if old else 0
     read_ns = time.time_ns()
     files: dict[str, list[int | str]] = {}
     listed: list[str] = []
@@ -213,13 +216,13 @@ def _scan_folder(repo: Repo, directory: str, relative: str, dir_fd: int, schema_
             continue  # removed since the listing
         before = seen.get(name)
         # Most files of a large folder are unchanged: their stat data are those kept, and older than the read.
-        if before is not None and regular(info.st_mode) and type(before) is list and len(before) == 5 \
+        if before is not None and regular(info.st_mode) and type(before) is list and len(before) == 6 \
                 and before[0] == info.st_ino and before[1] == info.st_size and before[2] == info.st_mtime_ns \
-                and before[3] == info.st_ctime_ns and type(before[4]) is str \
+                and before[3] == info.st_ctime_ns and before[4] == info.st_dev and type(before[5]) is str \
                 and info.st_mtime_ns < trusted_before and info.st_ctime_ns < trusted_before:
             files[name] = before
             listed.append(name)
-            digests.append(before[4])
+            digests.append(before[5])
             continue
         shown = f"{relative}/{name}"
         if stat.S_ISLNK(info.st_mode):
@@ -233,7 +236,7 @@ def _scan_folder(repo: Repo, directory: str, relative: str, dir_fd: int, schema_
             data = fsio.read_bytes_capped(name, MAX_RECORD_BYTES, shown, dir_fd=dir_fd)
             digest, broken = _read_entry(data, shown, pending)
             if digest is not None:
-                files[name] = [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, digest]
+                files[name] = [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_dev, digest]
         if digest is None and broken is not None:
             unread[len(listed)] = broken
         listed.append(name)
@@ -246,8 +249,8 @@ def _scan_folder(repo: Repo, directory: str, relative: str, dir_fd: int, schema_
     # time has the key it had then.
     kept = old.get("key") if not pending and not unread and files == seen and len(listed) == len(seen) else None
     key = kept if isinstance(kept, str) else _key_of(schema_key, relative, listed, digests, unread)
-    if pending or files != seen or key != kept or len(old) != 4:  # (an earlier version's listing held entries)
-        cache.put(repo, "records", {"schema": schema_key, "read_ns": read_ns, "files": files,
+    if pending or files != seen or key != kept or len(old) != 5:  # (an earlier version's listing held entries)
+        cache.put(repo, "records", {"schema": schema_key, "folder": directory, "read_ns": read_ns, "files": files,
                                     "key": None if unread else key})
     return Scan(repo, directory, relative, listed, digests, unread, fresh, known, schema_key, key)
 
@@ -269,7 +272,25 @@ def _known(repo: Repo, schema_key: str) -> dict[str, Any]:
 
     kept = cache.get(repo, ENTRIES)
     entries = kept.get("entries") if isinstance(kept, dict) and kept.get("schema") == schema_key else None
-    return entries if isinstance(entries, dict) else {}
+    if not isinstance(entries, dict):
+        return {}
+    return {digest: entry for digest, entry in entries.items() if _entry_shape(entry)}  # any other: read again
+
+
+def _entry_shape(entry: object) -> bool:
+    """Whether a cached entry is one `_entry` writes: {"broken": [line, message]}, or the front matter as a
+    mapping, each key path's line (`[*path, line]`), and the schema problems as [line, message] pairs."""
+    if not isinstance(entry, dict):
+        return False
+    if "broken" in entry:
+        broken = entry["broken"]
+        return len(entry) == 1 and isinstance(broken, list) and len(broken) == 2 and type(broken[0]) is int \
+            and isinstance(broken[1], str)
+    lines, problems = entry.get("lines"), entry.get("problems")
+    return len(entry) == 3 and isinstance(entry.get("meta"), dict) and isinstance(lines, list) \
+        and all(isinstance(item, list) and item and type(item[-1]) is int for item in lines) \
+        and isinstance(problems, list) and all(isinstance(p, list) and len(p) == 2 and type(p[0]) is int
+                                               and isinstance(p[1], str) for p in problems)
 
 
 def _read_entry(data: bytes | int, shown: str,

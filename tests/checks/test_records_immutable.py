@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import commit_all, git, run_gate
 from records_helpers import record
 
@@ -140,3 +141,52 @@ def test_an_unchanged_folder_is_not_parsed_again(repo: Path) -> None:
                           stdin=subprocess.DEVNULL)
     assert proc.stdout.splitlines()[-1] == "0 False", proc.stdout + proc.stderr
     assert not (cache / "records-entries.json").exists()  # nothing needed it
+
+
+def test_a_renamed_records_folder_is_named_as_it_is_now(repo: Path) -> None:
+    """`git mv decisions adr` keeps every file's stat data: the findings must still name the folder as it is now
+    (they named the old one, which no longer exists, until a record's bytes changed)."""
+    path, _ = record(repo, "Alpha")
+    path.write_text(path.read_text().replace("status: open", "status: bogus", 1))
+    commit_all(repo, "bogus record")
+    time.sleep(2.2)
+    assert f"decisions/{path.name}:4:" in run_gate(repo, "check", "--only", "records-immutable").stdout
+    git(repo, "mv", "decisions", "adr")
+    (repo / ".gate.yaml").write_text("records:\n  path: adr\n")
+    for _ in range(2):
+        proc = run_gate(repo, "check", "--only", "records-immutable")
+        assert proc.returncode == 1 and f"adr/{path.name}:4:" in proc.stdout and "decisions/" not in proc.stdout, \
+            proc.stdout
+
+
+@pytest.mark.parametrize("file, value", [
+    ("records.json", [1]), ("records.json", {"read_ns": "x"}), ("records.json", None),
+    ("records-entries.json", "entries"), ("records-entries.json", [1]), ("records-findings.json", [1]),
+])
+def test_a_cache_of_another_shape_is_computed_afresh(repo: Path, file: str, value: object) -> None:
+    """Every cache file, and every entry in it, of a shape the gate did not write is passed over: the answer is
+    the one without a cache, never a traceback."""
+    path, _ = record(repo, "Alpha")
+    path.write_text(path.read_text().replace("status: open", "status: bogus", 1))
+    (repo / "decisions" / "empty-folder-neighbour.txt").write_text("not a record\n")
+    time.sleep(2.2)
+    first = run_gate(repo, "check", "--only", "records-immutable")
+    assert first.returncode == 1, first.stdout + first.stderr
+    cache = repo / ".git" / "gate" / "cache"
+    kept = json.loads((cache / "records.json").read_text())
+    entries = json.loads((cache / "records-entries.json").read_text())
+    shapes: list[tuple[str, object]] = [(file, value)]
+    if file == "records.json" and isinstance(value, dict):
+        shapes = [(file, {**kept, **value})]
+    if file == "records-entries.json" and value == "entries":  # each entry of another shape, one at a time
+        [digest] = entries["entries"]
+        bad_entries: list[object] = [None, 1, "x", [], {}, {"meta": 1, "lines": [], "problems": []}, {"broken": "x"},
+                                     {"meta": {}, "lines": [[1, "x"]], "problems": []},
+                                     {"meta": {}, "lines": [], "problems": [[1]]}]
+        shapes = [(file, {**entries, "entries": {digest: bad}}) for bad in bad_entries]
+    for name, shape in shapes:
+        (cache / name).write_text(json.dumps(shape))
+        if name != "records-findings.json":
+            (cache / "records-findings.json").unlink(missing_ok=True)  # so that the records are loaded
+        proc = run_gate(repo, "check", "--only", "records-immutable")
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, first.stdout, first.stderr), shape
