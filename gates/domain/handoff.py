@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 # about 10 ms to import. tests/domain/test_handoff_lines.py holds each shape as the regular expression
 # it was first written as and checks that the two agree on every line it generates.
 _BLANK = " \t"
+_BOXES = ("[ ]", "[x]", "[X]")  # a task item's box: then nothing, or blanks before its text
 _CONFLICT_FIRST = ("<", ">", "|")
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _KEY_CHARS = _LETTERS + "0123456789_-"
@@ -282,7 +283,7 @@ class _Parser:
         if heading:
             self._heading(number, *heading)
         elif item := _item_line(first, visible):
-            self._item(number, item, visible)
+            self._item(number, *item, visible)
         elif not self._continue(number, visible, blocks=False):
             self.open_items.clear()
             self.section.text_lines.append(number)
@@ -302,12 +303,12 @@ class _Parser:
                     # A thematic break is made of its marker and blanks: a line whose text starts otherwise is no
                     # break; one that starts with its marker again is left to feed.
                     if rest and rest[0] != first:
-                        add(number, (raw[: len(raw) - len(body)], first, rest), raw)
+                        add(number, "" if body is raw else raw[: len(raw) - len(body)], first, rest, raw)
                         continue
                 elif first.isdecimal() and raw[:1] not in _CONFLICT_FIRST:
                     shape = item_line(raw)
                     if shape:
-                        add(number, shape, raw)
+                        add(number, *shape, raw)
                         continue
             slow(number, raw)
             plain = self.fence is None and not self.comment_line and not self.in_conflict
@@ -352,12 +353,11 @@ class _Parser:
             self.section.text_lines.append(number)
         self._touch(number)
 
-    def _item(self, number: int, shape: tuple[str, str, str | None], visible: str) -> None:
-        lead, marker, rest = shape
-        indent = len(lead) if "\t" not in lead else _indent(lead)
+    def _item(self, number: int, lead: str, marker: str, rest: str | None, visible: str) -> None:
+        indent = 0 if not lead else len(lead) if "\t" not in lead else _indent(lead)
         body = rest.rstrip() if rest else ""
         checked: bool | None = None
-        if body[:1] == "[" and body[2:3] == "]" and body[1] in " xX" and body[3:4] in ("", " ", "\t"):
+        if body[:3] in _BOXES and body[3:4] in ("", " ", "\t"):
             checked = body[1] != " "  # `[ ]`, `[x]`, `[X]`, then nothing or blanks before the text
             body = body[3:].lstrip(" \t")
         item = Item(number, indent, marker, checked, body, number, len(visible.strip()))
