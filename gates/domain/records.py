@@ -206,8 +206,7 @@ def _scan_folder(repo: Repo, directory: str, relative: str, dir_fd: int, schema_
     digests: list[str | None] = []
     unread: dict[int, tuple[int, str]] = {}
     pending: dict[str, tuple[bytes, str]] = {}  # the files read now, by content hash
-    with os.scandir(dir_fd) as listing:
-        names = sorted(entry.name for entry in listing if entry.name.endswith(".md"))
+    names = sorted([name for name in os.listdir(dir_fd) if name.endswith(".md")])  # (names only: no entry objects)
     lstat, regular = os.stat, stat.S_ISREG
     for name in names:
         try:
