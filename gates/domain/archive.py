@@ -18,6 +18,10 @@ from gates.infra.errors import GateError
 from gates.infra.git import Repo
 from gates.infra.plain import NamedTuple
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Sequence
+
 MAX_ARCHIVE_BYTES = 64 << 20
 
 
@@ -34,7 +38,7 @@ def plan(doc: handoff.Document) -> list[Move]:
     """The outermost checked items: a checked item inside a checked one moves with it."""
     moves: list[Move] = []
 
-    def visit(section: str, items: list[handoff.Item]) -> None:
+    def visit(section: str, items: Sequence[handoff.Item]) -> None:
         for item in items:
             if item.checked:
                 moves.append(Move(section, item))

@@ -11,7 +11,7 @@ from gates.infra.plain import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Sequence
 
     from gates.domain.changes import Change
     from gates.infra.config import Config
@@ -123,7 +123,7 @@ class Item:
         self.text = text
         self.end_line = end_line
         self.chars = chars  # length of the whole item: its line and its continuation lines
-        self.children: list[Item] = []
+        self.children: Sequence[Item] = ()  # a list once it has one (most items of a long hand-over have none)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -220,7 +220,7 @@ class Document:
         return {"title": title, "meta": meta, "sections": sections}, lines
 
 
-def _item_lines(items: list[Item], prefix: tuple[object, ...], lines: dict[tuple[object, ...], int]) -> None:
+def _item_lines(items: Sequence[Item], prefix: tuple[object, ...], lines: dict[tuple[object, ...], int]) -> None:
     for index, item in enumerate(items):
         lines[prefix + (index,)] = item.line  # not `(*prefix, index)`: mypy on Python 3.10 takes it for PEP 646
         _item_lines(item.children, prefix + (index, "children"), lines)
@@ -365,7 +365,11 @@ class _Parser:
         while chain and chain[-1].indent >= indent:
             chain.pop()
         if chain:
-            chain[-1].children.append(item)
+            parent = chain[-1]
+            if parent.children:
+                parent.children.append(item)  # type: ignore[attr-defined]  # (a list, once it has one)
+            else:
+                parent.children = [item]
             for ancestor in chain:
                 ancestor.end_line = number  # a child is part of its parent's span
         else:

@@ -38,7 +38,7 @@ def test_sections_items_and_meta_carry_their_lines() -> None:
     assert (parent.line, parent.end_line, parent.checked) == (11, 14, False)
     assert [(c.line, c.checked, c.text) for c in parent.children] == [(12, True, "child")]
     assert [(g.line, g.marker, g.text) for g in parent.children[0].children] == [(13, "1.", "grandchild")]
-    assert sibling.line == 15 and sibling.children == []
+    assert sibling.line == 15 and not sibling.children
     assert [i.line for i in threads.walk()] == [11, 12, 13, 15]
 
 
