@@ -12,6 +12,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from gates.domain.records import Record, Scan
+
 OVER_CAP = "not checked: the file is over its size cap (see handoff-structure)"  # a gate's word on a file it cannot read
 
 
@@ -29,9 +31,9 @@ class Context:
         self.range_spec = range_spec  # set under `gate check --range`: changes are those commits
         self.push = push  # at push time (`gate check --remote`, pre-push): the refs pushed (domain.push.Update)
         self.events: list[tuple[str, str]] = []  # (flag reason, message) to flag even on success
-        self._scan: Any = None
+        self._scan: Scan | None = None
 
-    def records_scan(self) -> Any:
+    def records_scan(self) -> Scan:
         """The records folder as listed now (domain.records.Scan), once per check for every gate that needs it."""
         if self._scan is None:
             from gates.domain import records
@@ -39,10 +41,9 @@ class Context:
             self._scan = records.scan(self.repo, self.config)
         return self._scan
 
-    def records(self) -> tuple[list[Any], list[tuple[str, int, str]]]:
+    def records(self) -> tuple[list[Record], list[tuple[str, int, str]]]:
         """The records of the work tree, read once per check for every gate that needs them."""
-        loaded: tuple[list[Any], list[tuple[str, int, str]]] = self.records_scan().load()
-        return loaded
+        return self.records_scan().load()
 
     def staged(self, path: str) -> bool:
         """Whether the commit being made changes `path` (never true under --range: history has no index)."""

@@ -167,9 +167,9 @@ def _target(doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:
 
 def _placeholders(ctx: Context, doc: Document, at: At) -> Iterator[Finding]:
     """`gate init`'s placeholder is not a hand-over: a warning while it stands, a violation in a commit that carries it."""
-    if handoff.PLACEHOLDER not in "\n".join(doc.lines):  # one search, not a loop over every line
+    lines = [number for number in doc.comment_lines if handoff.PLACEHOLDER in doc.lines[number - 1]]  # a comment
+    if not lines:
         return
-    lines = [number for number, text in enumerate(doc.lines, start=1) if handoff.PLACEHOLDER in text]
     relative = ctx.config.section("handoff")["path"]
     carried = [change for change in ctx.changes if change.touches(relative)
                and handoff.PLACEHOLDER.encode() in (change.after(relative) or b"")]

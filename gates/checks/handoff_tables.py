@@ -25,7 +25,7 @@ def check(ctx: Context) -> list[Finding]:
             findings.append(Finding(loaded.shown, 1, ID, OVER_CAP))
             continue
         lines = loaded.doc.lines
-        for region in tables.regions(lines):
+        for region in tables.regions(lines, loaded.doc.comment_lines):
             line = region.start + 1
             if region.end is None:
                 findings.append(Finding(loaded.shown, line, ID,

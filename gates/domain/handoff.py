@@ -170,6 +170,7 @@ class Document:
         self.preamble = Section("", 1, 1)
         self.sections: list[Section] = []
         self.conflict_markers: list[int] = []
+        self.comment_lines: list[int] = []  # every line holding `<!--`, fenced or not: where the gate's markers can be
         self.unclosed: list[tuple[str, int]] = []  # ("fence" | "comment", line)
         self._items: list[Item] | None = None
 
@@ -260,6 +261,8 @@ class _Parser:
     # Each shape is tried only on a line whose first visible character it needs: on a hand-over of
     # 200,000 lines almost every line fails them.
     def feed(self, number: int, raw: str) -> None:
+        if "<!--" in raw:  # (run sends every such line here)
+            self.doc.comment_lines.append(number)
         # Conflict markers first: a merge leaves them wherever it likes, fences included.
         if conflict_line(raw) or (self.in_conflict and raw.rstrip() == "======="):
             self.doc.conflict_markers.append(number)

@@ -110,7 +110,7 @@ class Scan:
 
     def __init__(self, repo: Repo, directory: str, relative: str, names: list[str], digests: list[str | None],
                  unread: dict[int, tuple[int, str]], fresh: dict[str, Any], known: dict[str, Any] | None,
-                 schema_key: str, key: str | None = None) -> None:
+                 schema_key: str) -> None:
         self.repo, self.directory, self.relative = repo, directory, relative
         self.names = names  # the record files listed, in order
         self.digests = digests  # the content hash of each, or None when it was not read (see `unread`)
@@ -121,7 +121,7 @@ class Scan:
         self.consistent = True  # false when a file read for its entry no longer held the content listed
         self._loaded: tuple[list[Record], list[tuple[str, int, str]]] | None = None
         # (An empty folder is quick to judge: nothing is kept for it.)
-        self._key = (key or _key_of(schema_key, relative, names, digests, unread)) if names else None
+        self._key = _key_of(schema_key, relative, names, digests, unread) if names else None
 
     @property
     def key(self) -> str | None:
@@ -244,14 +244,9 @@ def _scan_folder(repo: Repo, directory: str, relative: str, dir_fd: int, schema_
     # the cache has its content's already.
     known = _known(repo, schema_key) if pending else None
     fresh = {digest: (known or {}).get(digest) or _entry(data, shown) for digest, (data, shown) in pending.items()}
-    # The folder's key, kept with the listing: a folder whose every file was trusted as it was listed last
-    # time has the key it had then.
-    kept = old.get("key") if not pending and not unread and files == seen and len(listed) == len(seen) else None
-    key = kept if isinstance(kept, str) else _key_of(schema_key, relative, listed, digests, unread)
-    if pending or files != seen or key != kept or len(old) != 5:  # (an earlier version's listing held entries)
-        cache.put(repo, "records", {"schema": schema_key, "folder": directory, "read_ns": read_ns, "files": files,
-                                    "key": None if unread else key})
-    return Scan(repo, directory, relative, listed, digests, unread, fresh, known, schema_key, key)
+    if pending or files != seen or len(old) != 4:  # (an earlier version's listing held more)
+        cache.put(repo, "records", {"schema": schema_key, "folder": directory, "read_ns": read_ns, "files": files})
+    return Scan(repo, directory, relative, listed, digests, unread, fresh, known, schema_key)
 
 
 def _key_of(schema_key: str, relative: str, names: list[str], digests: list[str | None],

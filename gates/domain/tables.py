@@ -33,13 +33,14 @@ class Region(NamedTuple):
     end: int | None  # 0-based index of the end marker; None when it is missing
 
 
-def regions(lines: list[str]) -> list[Region]:
+def regions(lines: list[str], comments: list[int] | None = None) -> list[Region]:
+    """The table regions of `lines`. Both markers are HTML comments: only the lines holding `<!--` are looked at,
+    and with `comments` (a parsed Document's comment_lines, 1-based) no other line is even visited."""
     found: list[Region] = []
-    if "gate:table" not in "\n".join(lines):  # both markers name it: a hand-over without a table is one search
-        return found
     open_at: tuple[str, int] | None = None
-    for index, line in enumerate(lines):
-        if "<!--" not in line:  # both markers are comments: most lines need no pattern at all
+    numbered = ((n - 1, lines[n - 1]) for n in comments) if comments is not None else enumerate(lines)
+    for index, line in numbered:
+        if "<!--" not in line:
             continue
         start = _START.match(line)
         if start:

@@ -104,8 +104,8 @@ PIECES = ["# T", "## Meta", "## Open Threads", "### sub", "- ref: abc", "- [ ] a
 def _model(doc: handoff.Document) -> object:
     return (doc.to_json("Meta"), [(i.line, i.indent, i.marker, i.checked, i.text, i.end_line, i.chars)
                                   for i in doc.items()],
-            doc.conflict_markers, doc.unclosed, doc.titles, [(s.name, s.line, s.end_line, s.text_lines) for s in
-                                                             doc.sections], doc.preamble.text_lines)
+            doc.conflict_markers, doc.comment_lines, doc.unclosed, doc.titles,
+            [(s.name, s.line, s.end_line, s.text_lines) for s in doc.sections], doc.preamble.text_lines)
 
 
 @settings(max_examples=RUNS, deadline=None)
@@ -118,3 +118,19 @@ def test_the_short_way_through_item_lines_models_as_feeding_each_line_does(lines
         parser.feed(number, raw)
     parser.finish()
     assert _model(handoff.parse(lines, "H")) == _model(fed)
+
+
+MARKED = [*PIECES, handoff.PLACEHOLDER, "<!-- gate:table decisions-all -->", "<!-- /gate:table -->",
+          "  <!-- gate:table x -->", "<!-- gate:table", "- item <!-- gate:placeholder -->"]
+
+
+@settings(max_examples=RUNS, deadline=None)
+@given(st.lists(st.sampled_from(MARKED), max_size=30))
+def test_the_comment_lines_are_every_line_that_holds_a_comment(lines: list[str]) -> None:
+    """The gates look for their markers (the placeholder, the table regions) only on the lines the parser saw
+    `<!--` on: those must be every such line, fenced or not, so no marker is missed."""
+    from gates.domain import tables
+
+    doc = handoff.parse(lines, "H")
+    assert doc.comment_lines == [n for n, line in enumerate(lines, start=1) if "<!--" in line]
+    assert tables.regions(lines, doc.comment_lines) == tables.regions(lines)

@@ -120,6 +120,31 @@ def test_a_planted_huge_temp_file_is_left_for_a_person_not_hashed(repo: Path, ca
     assert [json.loads(m.read_text())["files"] for m in manifests] == [[]]  # nothing moved, and it says so
 
 
+def test_a_temp_file_that_grows_while_it_is_hashed_is_left(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer appends to the leftover while the gate hashes it for the manifest: the hash no longer describes
+    the file, so it is left where it is (and said), never moved with a manifest that lies."""
+    from gates.domain import leftovers
+
+    left = _kill_a_writer(repo / "HANDOFF.md")
+    ino, real_read = left.stat().st_ino, os.read
+    grown: list[bool] = []
+
+    def read(fd: int, size: int) -> bytes:
+        if not grown and os.fstat(fd).st_ino == ino:
+            with open(left, "ab") as handle:  # another writer, between the gate's lstat and its read
+                handle.write(b"appended meanwhile\n")
+            grown.append(True)
+        return real_read(fd, size)
+
+    monkeypatch.setattr(leftovers, "MIN_AGE", 0.0)
+    monkeypatch.setattr(os, "read", read)
+    code, out, _ = call_gate(repo, "doctor", "--fix", capsys=capsys, monkeypatch=monkeypatch)
+    monkeypatch.setattr(os, "read", real_read)
+    assert grown and f"fix: left {left.name}: it changed while being looked at" in out.splitlines(), out
+    assert left.exists() and left.read_bytes().endswith(b"appended meanwhile\n")
+
+
 def test_young_temp_files_are_never_moved(repo: Path, capsys: pytest.CaptureFixture[str],
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     left = _kill_a_writer(repo / "HANDOFF.md")
