@@ -29,6 +29,9 @@ def launch() -> NoReturn:
     A SystemExit (argparse's `--help` and usage errors) or an exception ends the ordinary way too.
     """
     gc.disable()
+    from gates.infra import loader
+
+    loader.install()  # the package's own modules, without importlib's Python-level steps
     leave(main())
 
 

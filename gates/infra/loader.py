@@ -1,0 +1,128 @@
+"""The gate's own modules, loaded from their compiled bytecode without importlib's Python-level steps.
+
+A run of `gate` imports 40 to 60 of its own modules. importlib spends about 150,000 instructions on
+each before its code runs (a lock object, the finders, a spec, a loader, the module's attributes,
+the bytecode's checks in Python): a tenth of a check. `install()` (called by gates.main.launch, so
+only a process started as `gate` uses it; the tests' in-process runs import the ordinary way) puts
+a `__import__` in front of the interpreter's that loads a module of the package `gates` itself
+when, and only when, its `__pycache__` holds bytecode that importlib would use as it is: the same
+magic number, a time-stamped (not hash-checked) file whose recorded time and size are the source
+file's. Anything else (no bytecode yet, a stale or unreadable file, a relative import, any other
+package, a second thread running, an interpreter with a pycache prefix or an optimisation level)
+goes to the interpreter's own import, unchanged, which writes the bytecode for the next run as it
+always does.
+
+A module loaded here is the module importlib makes, less its loader and spec (both None, as for
+code run with `exec`): its name, file, cached file, package and, for a package, path are set; the
+code's file name is fixed to the source's place as importlib fixes it; a module whose code raises
+is taken out of `sys.modules` again. tests/infra/test_loader.py holds the two ways to the same
+modules.
+"""
+
+from __future__ import annotations
+
+import _io
+import builtins
+import marshal
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import Any, Callable
+
+PACKAGE = "gates"
+
+
+def install() -> bool:
+    """Load the package's modules this way from now on, when this interpreter allows it; whether it does."""
+    external = sys.modules.get("_frozen_importlib_external")
+    package = sys.modules.get(PACKAGE)
+    tag = sys.implementation.cache_tag
+    if external is None or package is None or tag is None or sys.flags.optimize or sys.pycache_prefix is not None \
+            or sys.implementation.name != "cpython":
+        return False
+    magic = external.MAGIC_NUMBER
+    builtins.__import__ = _Importer(builtins.__import__, magic, tag, package.__path__[0]).__call__
+    return True
+
+
+class _Importer:
+    def __init__(self, original: Callable[..., ModuleType], magic: bytes, tag: str, root: str) -> None:
+        self.original = original
+        self.magic = magic
+        self.suffix = f".{tag}.pyc"
+        self.root = root
+
+    def __call__(self, name: str, globals: Any = None, locals: Any = None, fromlist: Any = (),
+                 level: int = 0) -> ModuleType:
+        modules = sys.modules
+        threading = modules.get("threading")
+        if level or not (name == PACKAGE or name.startswith("gates.")) \
+                or threading is not None and threading.active_count() > 1:  # (importlib's locks, for threads)
+            return self.original(name, globals, locals, fromlist, level)
+        module = modules.get(name) or self.load(name)
+        if module is None:
+            return self.original(name, globals, locals, fromlist, level)
+        if not fromlist:
+            return modules[PACKAGE]
+        path = getattr(module, "__path__", None)
+        if path is not None:  # `from gates.infra import fsio`: a submodule not loaded yet is loaded first
+            for attr in fromlist:
+                if attr != "*" and not hasattr(module, attr) and self.load(f"{name}.{attr}") is None:
+                    return self.original(name, globals, locals, fromlist, level)
+        return module
+
+    def load(self, name: str) -> ModuleType | None:
+        """The module from its bytecode, when importlib would use that bytecode as it is; else None."""
+        import os
+
+        modules = sys.modules
+        parent_name, _, child = name.rpartition(".")
+        parent = modules.get(parent_name) or (self.load(parent_name) if parent_name != PACKAGE else None)
+        folder = getattr(parent, "__path__", None)
+        if not folder or folder[0] != self.root and not folder[0].startswith(self.root + os.sep):
+            return None
+        base = os.path.join(folder[0], child)
+        source, is_package = os.path.join(base, "__init__.py"), True
+        try:
+            stat = os.stat(source)
+        except OSError:
+            source, is_package = base + ".py", False
+            try:
+                stat = os.stat(source)
+            except OSError:
+                return None
+        where, _, filename = source.rpartition(os.sep)
+        cached = os.path.join(where, "__pycache__", filename[:-3] + self.suffix)
+        try:
+            with _io.open_code(cached) as handle:  # the package's own bytecode, read as importlib reads it
+                data = handle.read()
+            if data[:4] != self.magic or data[4:8] != b"\0\0\0\0" \
+                    or int.from_bytes(data[8:12], "little") != int(stat.st_mtime) & 0xFFFFFFFF \
+                    or int.from_bytes(data[12:16], "little") != stat.st_size & 0xFFFFFFFF:
+                return None
+            code = marshal.loads(memoryview(data)[16:])
+        except (OSError, ValueError, EOFError, TypeError):
+            return None
+        import _imp
+
+        _imp._fix_co_filename(code, source)  # type: ignore[attr-defined]  # (what importlib calls; not in the stubs)
+        module = type(sys)(name)
+        module.__file__ = source
+        module.__cached__ = cached  # type: ignore[attr-defined]
+        if is_package:
+            module.__path__ = [base]
+            module.__package__ = name
+        else:
+            module.__package__ = parent_name
+        modules[name] = module
+        try:
+            exec(code, module.__dict__)
+        except BaseException:
+            if modules.get(name) is module:
+                del modules[name]
+            raise
+        module = modules[name]  # what the module put there, as importlib returns
+        setattr(parent, child, module)
+        return module
