@@ -98,7 +98,10 @@ def test_utc_times(value: str) -> None:
 PIECES = ["# T", "## Meta", "## Open Threads", "### sub", "- ref: abc", "- [ ] a", "- [x] b", "  - [X] c", "* x", "+ y",
           "1. z", "12) w", "```", "~~~", "``` `x`", "<!--", "-->", "x <!-- y -->", "<<<<<<< HEAD", "=======",
           ">>>>>>> o", "---", "- - -", "* * *", "- -", "+ +", "text", "   more", "\tindented", "", "-", "- ", "-\t",
-          "\u0663. ar", "- [ ]", "- [x]x", "    - four", "-\r", "--- x"]
+          "\u0663. ar", "- [ ]", "- [x]x", "    - four", "-\r", "--- x",
+          # the margin's shortest way (Handoff._Parser.run) and where it hands over to _item
+          "- [ ]\u3000", "- [ ]\u3000x", "- [ ]  x", "- [ ]\tx", "- [X] \u3000", "- \tx", "-  x", "- [x]\r", "* [ ] y",
+          "+\tz", "- [ ] x\r", "-\t[x] w", "- [x]", "- [ ] [x] v", "- \u3000y", "* *x", "- -x"]
 
 
 def _model(doc: handoff.Document) -> object:
