@@ -168,4 +168,4 @@ def test_git_processes_per_check(repo: Path, tmp_path: Path) -> None:
     (wrapper / "git").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
     (wrapper / "git").chmod(0o755)
     for _ in range(2):  # the same on every run: nothing is answered from a record
-        assert _git_calls(repo, log) == 3, log.read_text()  # discovery, rev-list, diff --cached
+        assert _git_calls(repo, log) == 2, log.read_text()  # discovery (with HEAD's recent line), diff --cached

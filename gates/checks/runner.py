@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gates.checks import CATALOG, GATES
+from gates.checks import GATES
 from gates.checks.context import Context
 from gates.domain import changes
 from gates.domain.handoff import load_handoff
@@ -11,7 +11,7 @@ from gates.infra.clock import datetime
 from gates.infra.config import Config
 from gates.infra.errors import USAGE, GateError
 from gates.infra.findings import ENVIRONMENT, ERROR, WARNING, CheckResult, Finding
-from gates.infra.git import RECENT_ARGS, Repo
+from gates.infra.git import Repo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,10 +33,8 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[str], now: 
     """Judge the hand-over as the commit will record it: staged, its staged content. After `--fix` mended it in
     the work tree (`fixed`), the work tree's: that is what the user stages again, and the commit is stopped anyway."""
     history = repo.history()
-    if not range_spec:  # what is staged, and the Meta ref's questions, asked while the gates are imported
+    if not range_spec:  # what is staged, asked while the gates are imported (HEAD's recent line came with HEAD)
         repo.prefetch(repo.changed_args(repo.head, None, []))
-        if repo.head and any(CATALOG[gate_id].history for gate_id in gate_ids):
-            repo.prefetch(RECENT_ARGS)
     for gate_id in gate_ids:
         GATES[gate_id]  # noqa: B018 (imported now, while git answers)
     found = changes.in_range(repo, history, range_spec) if range_spec else changes.staged(repo, history)

@@ -52,7 +52,7 @@ def sections(repo: Repo, config: Config, now: datetime) -> list[Section]:
     # the slowest, included). Only a head start: a call that cannot start here is asked again by its section,
     # under its guard, which says why it failed.
     try:
-        repo.prefetch(git.FILTER_ARGS, *((git.log_args(3), git.RECENT_ARGS) if repo.head else ()))
+        repo.prefetch(git.FILTER_ARGS, *((git.log_args(3),) if repo.head else ()))  # (HEAD's recent line came with it)
         repo.prefetch(repo.status_args(*sessions.UNCOMMITTED))
     except (GateError, OSError):
         pass

@@ -10,22 +10,18 @@ from gates.infra.plain import NamedTuple
 
 class Gate(NamedTuple):
     """flag_reason: None unless the gate's failures are flagged under another reason; on: whether `gate check`
-    runs it when the config does not say (the `gates:` defaults are made from this); history: whether it reads
-    HEAD's recent first-parent history (the check asks git for it while the gates are imported)."""
+    runs it when the config does not say (the `gates:` defaults are made from this)."""
 
     id: str
     summary: str
     flag_reason: str | None
     on: bool = True
-    history: bool = False
 
 
 CATALOG: dict[str, Gate] = {gate.id: gate for gate in (
-    Gate("handoff-structure", "the hand-over file has its sections, Meta block, target and size limits", None,
-         history=True),
+    Gate("handoff-structure", "the hand-over file has its sections, Meta block, target and size limits", None),
     Gate("handoff-no-checked-items", "no checked-off task items in the hand-over file", None),
-    Gate("handoff-fresh", "the Meta ref is HEAD or a recent ancestor, and the hand-over is not stale", None,
-         history=True),
+    Gate("handoff-fresh", "the Meta ref is HEAD or a recent ancestor, and the hand-over is not stale", None),
     Gate("handoff-claim", "no commit of the state file while another live worktree holds its claim", "claim-denied"),
     Gate("handoff-claim-remote", "no push of the state file while another clone holds its remote claim, or under a "
          "stale fence", None, False),  # push time only: `gate check --remote` and its hook run it

@@ -291,13 +291,15 @@ class Repo:
     """A discovered work tree: where its files and its git dirs are, and its HEAD."""
 
     def __init__(self, toplevel: str, git_dir: str, common_dir: str, head: str | None,
-                 env: Mapping[str, str]) -> None:
+                 env: Mapping[str, str], recent: list[str] | None = None) -> None:
         self.toplevel = toplevel
         self.git_dir = git_dir
         self.common_dir = common_dir
         self.head = head  # None while the branch has no commit yet
         self.env = env
         self.memo: dict[str, Any] = {}  # answers git gave this run, and what is made of them
+        if recent is not None:  # (discover() asks for HEAD's recent line with HEAD itself)
+            self.memo["recent"] = recent
         self.started: dict[tuple[str, ...], _Running] = {}  # calls prefetch started, by their arguments
 
     def git(self, *args: str) -> Output:
@@ -342,7 +344,8 @@ class Repo:
         return (*self.memo["filters"], "status", "--ignore-submodules=all", *args)
 
     def recent(self) -> list[str]:
-        """HEAD's last first-parent commits (newest first): one git call answers most questions about a Meta ref."""
+        """HEAD's last first-parent commits (newest first): they answer most questions about a Meta ref. The
+        discovery read them with HEAD (DISCOVER_ARGS); a Repo made otherwise asks git once."""
         if "recent" not in self.memo:
             proc = self.git(*RECENT_ARGS)
             self.memo["recent"] = proc.stdout.split() if self.head and proc.returncode == 0 else []
@@ -515,7 +518,12 @@ def _plain_branch(name: str) -> bool:
         and all(part and not part.startswith(".") and not part.endswith(".lock") for part in parts)
 
 
-DISCOVER_ARGS = ("rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--verify", "--quiet", "HEAD")
+# Where the repository is, its HEAD, and HEAD's last RECENT first-parent commits (`HEAD~0` to `HEAD~15`: what
+# `git rev-list --first-parent --max-count=16 HEAD` lists, replacements and grafts included), in one process.
+# --revs-only leaves out what does not resolve: an unborn HEAD, an ancestor past the root or a shallow boundary,
+# and `HEAD~0` when HEAD names no commit (HEAD is then printed, as `rev-parse --verify HEAD` prints it, and no line).
+DISCOVER_ARGS = ("rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--revs-only", "HEAD",
+                 *(f"HEAD~{n}" for n in range(RECENT)))
 
 
 def _discovery(cwd: str | os.PathLike[str] | None,
@@ -577,6 +585,7 @@ def discover(cwd: str | os.PathLike[str] | None = None, environ: Mapping[str, st
         )
     common = os.path.join(where, lines[2])  # as git prints it: absolute, or relative to `where`
     head = lines[3].strip() if proc.returncode == 0 and len(lines) > 3 else None
+    recent = [line.strip() for line in lines[4:4 + RECENT]] if head else []
     toplevel = os.path.realpath(lines[0])
     start = os.path.realpath(where)
     if "GIT_WORK_TREE" not in env and not within(start, toplevel):
@@ -593,6 +602,7 @@ def discover(cwd: str | os.PathLike[str] | None = None, environ: Mapping[str, st
         common_dir=os.path.realpath(common),
         head=head,
         env=env,
+        recent=recent,
     )
 
 

@@ -170,9 +170,10 @@ def test_prefetched_calls_answer_as_direct_ones_and_each_runs_once(repo: Path) -
     from gates.infra import git as door
 
     found = discover(repo, {})
-    found.prefetch(door.RECENT_ARGS, door.log_args(2), ("rev-parse", "--verify", "no-such-ref"))
-    assert list(found.started) == [door.RECENT_ARGS, door.log_args(2), ("rev-parse", "--verify", "no-such-ref")]
-    assert found.recent() == git(repo, "rev-list", "--first-parent", "--max-count=16", "HEAD").split()
+    listed = ("rev-list", "--max-count=3", "HEAD", "--")
+    found.prefetch(listed, door.log_args(2), ("rev-parse", "--verify", "no-such-ref"))
+    assert list(found.started) == [listed, door.log_args(2), ("rev-parse", "--verify", "no-such-ref")]
+    assert found.git(*listed).stdout.split() == git(repo, "rev-list", "--max-count=3", "HEAD").split()
     assert found.log_oneline(2) == git(repo, "log", "--no-decorate", "--max-count=2", "--format=%h %s").split("\n")
     assert list(found.started) == [("rev-parse", "--verify", "no-such-ref")]  # collected calls are gone
     assert found.git("rev-parse", "--verify", "no-such-ref").returncode == 128 and not found.started
@@ -291,3 +292,48 @@ def test_commands_other_than_check_start_no_early_git(repo: Path, tmp_path: Path
     env = {**os.environ, "PATH": f"{wrapper}:{os.environ['PATH']}"}
     assert run_gate(repo, "schema", "config", env=env).returncode == 0
     assert not log.exists()
+
+
+def test_the_discovery_reads_heads_recent_line_as_rev_list_does(repo: Path, tmp_path: Path) -> None:
+    """discover() takes HEAD's last 16 first-parent commits from its own rev-parse (HEAD~0 to HEAD~15): what
+    `git rev-list --first-parent --max-count=16 HEAD` lists, through merges, replacements, a shallow clone, a
+    short history, a HEAD at a tag object or at a tree, and an unborn branch; the check then asks git nothing
+    more about them."""
+    from gates.infra import git as door
+
+    def agree(where: Path) -> list[str]:
+        found = discover(where, {})
+        listed = subprocess.run(["git", "rev-list", "--first-parent", "--max-count=16", "HEAD", "--"], cwd=where,
+                                capture_output=True, text=True)
+        expected = listed.stdout.split() if listed.returncode == 0 and found.head else []
+        assert found.recent() == expected and not found.started
+        head = subprocess.run(["git", "rev-parse", "--verify", "--quiet", "HEAD"], cwd=where, capture_output=True,
+                              text=True).stdout.strip() or None
+        assert found.head == head
+        return expected
+
+    assert len(agree(repo)) == 2  # a short history: all of it
+    for n in range(20):
+        (repo / "f").write_text(str(n))
+        commit_all(repo, f"c{n}")
+    git(repo, "checkout", "-q", "-b", "side", "HEAD~3")
+    (repo / "g").write_text("side")
+    commit_all(repo, "side")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge", "side")
+    line = agree(repo)
+    assert len(line) == 16 and git(repo, "rev-parse", "side") not in line  # the first parents only
+    git(repo, "replace", "--graft", "HEAD~2")  # HEAD~2 now has no parent: the line ends there
+    assert len(agree(repo)) == 3
+    git(repo, "replace", "-d", git(repo, "rev-parse", "HEAD~2"))
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "4", f"file://{repo}", str(shallow))
+    assert len(agree(shallow)) == 4
+    git(repo, "tag", "-a", "-m", "t", "annotated")
+    (repo / ".git" / "HEAD").write_text(git(repo, "rev-parse", "annotated") + "\n")  # a tag object, detached
+    assert len(agree(repo)) == 16
+    (repo / ".git" / "HEAD").write_text(git(repo, "rev-parse", "HEAD^{tree}") + "\n")  # a hostile HEAD: a tree
+    assert agree(repo) == [] and discover(repo, {}).head is not None
+    unborn = init_repo(tmp_path / "unborn")
+    assert agree(unborn) == [] and discover(unborn, {}).head is None
+    assert len(door.DISCOVER_ARGS) == 6 + door.RECENT
