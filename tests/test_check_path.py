@@ -45,6 +45,16 @@ def test_a_check_loads_no_heavy_module_once_the_config_is_cached(repo: Path) -> 
     assert _probe(repo) == "LOADED= CODE=0"  # the parsers and the modules above, kept off every hook
 
 
+def test_the_lock_a_commit_holds_costs_no_process_scan(repo: Path) -> None:
+    """`git commit -a` holds index.lock while its pre-commit hook runs: a lock younger than the threshold is fresh
+    without asking `mount` its filesystem or scanning processes, and neither `re` nor subprocess is loaded."""
+    (repo / ".git" / "index.lock").write_bytes(b"")
+    watched = ("gates.domain.procscan", "subprocess", "re", "gates.domain.locks")
+    assert imported_by("from gates.main import main\nassert main(['check']) == 0", watched, cwd=repo) == \
+        ["gates.domain.locks"]
+    assert _probe(repo) == "LOADED= CODE=0"
+
+
 def test_what_has_nothing_to_judge_is_not_even_loaded(repo: Path) -> None:
     """No claim in the clone, no flag open: the claims and flags modules stay unloaded; once there is a claim, and
     once a flag is open, each loads, and the flag is resolved by the check that loaded it."""

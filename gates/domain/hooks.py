@@ -103,7 +103,7 @@ def _site_folders() -> list[str]:
 
 def script(kind: str) -> str:
     return (f"#!/bin/sh\n{MARK}\n"
-            f'chained="$(dirname "$0")/{kind}{CHAINED}"\n'
+            f'chained="${{0%/*}}/{kind}{CHAINED}"\n'  # (git names a hook by a path; `dirname` would be a process)
             f'if [ -x "$chained" ]; then "$chained" "$@" || exit $?; fi\n'
             f"exec {command()} check{PUSH_ARGS if kind == 'pre-push' else ''}\n")
 

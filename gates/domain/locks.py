@@ -17,7 +17,6 @@ import errno
 import os
 import stat
 
-from gates.domain import journal
 from gates.domain.lockscan import FRESH, INELIGIBLE, LIVE, STALE, Lock, admin_dirs
 from gates.infra import clock, dataio, fsio, jsonio, paths, state
 from gates.infra.clock import datetime
@@ -58,13 +57,17 @@ def filesystem_now(lay: state.Layout) -> float:
 
 
 def judge(repo: Repo, locks: list[Lock], threshold: float, fs_now: float) -> None:
-    """Give every lock its verdict; one scan of the processes serves them all."""
+    """Give every lock its verdict; one scan of the processes serves them all.
+
+    A lock younger than the threshold is fresh whatever its filesystem: the filesystem's type (which
+    asks `mount`) and the processes are asked only about older ones. The lock `git commit -a` holds
+    while its pre-commit hook runs is such a lock, on every commit."""
     candidates = [lock for lock in locks if _eligible(lock)]
     for lock in candidates:
         lock.age = fs_now - max(lock.mtime, lock.ctime)
         if lock.age < threshold:
             lock.verdict, lock.reason = FRESH, f"younger than the threshold ({int(threshold)}s)"
-    aged = [lock for lock in candidates if lock.verdict != FRESH]
+    aged = [lock for lock in candidates if lock.verdict != FRESH and _on_a_local_filesystem(lock)]
     if not aged:
         return
     from gates.domain import procscan
@@ -99,18 +102,25 @@ def _eligible(lock: Lock) -> bool:
         problem = "a ~pid.lock companion: evidence about its lock, never moved on its own"
     elif not lock.shown.startswith("refs/") and os.path.basename(lock.path) not in KNOWN_TOP:
         problem = "not a lock name git is known to leave"
-    else:
-        from gates.domain import procscan
-
-        kind = procscan.filesystem_type(str(lock.path))
-        if kind is None:
-            problem = "the type of its filesystem cannot be established: reported, never moved"
-        elif procscan.is_network_fs(kind):
-            problem = f"on a network filesystem ({kind}): reported, never moved"
     if problem:
         lock.verdict, lock.reason = INELIGIBLE, problem
         return False
     return True
+
+
+def _on_a_local_filesystem(lock: Lock) -> bool:
+    """Whether an old lock's holder can be looked for here: not when its filesystem is a network one, whose
+    other clients' processes are not ours to see, or of a type that cannot be established."""
+    from gates.domain import procscan
+
+    kind = procscan.filesystem_type(str(lock.path))
+    if kind is None:
+        lock.verdict, lock.reason = INELIGIBLE, "the type of its filesystem cannot be established: reported, never moved"
+    elif procscan.is_network_fs(kind):
+        lock.verdict, lock.reason = INELIGIBLE, f"on a network filesystem ({kind}): reported, never moved"
+    else:
+        return True
+    return False
 
 
 def _kind(mode: int) -> str:
@@ -223,6 +233,8 @@ def _move_pinned(repo: Repo, lay: state.Layout, lock: Lock, pin: int, threshold:
     if not moved:
         return _put_back(again, evidence_dir, target)
     _manifest(repo, evidence_dir, again, target, content, when)
+    from gates.domain import journal  # (a check that meets only fresh locks, as every `git commit -a` does, needs none)
+
     journal.append(repo, "lock-quarantined", {"path": lock.path, "to": target, "reason": again.reason}, when)
     return Moved(again, evidence_dir, target)
 
@@ -316,6 +328,8 @@ def restore(repo: Repo, evidence_id: str) -> list[str]:
             restored.append(original)
         manifest["action"] = "restored"
         state.write(repo, manifest_path, (jsonio.dumps(manifest, indent=2) + "\n").encode())
+    from gates.domain import journal
+
     journal.append(repo, "lock-restored", {"quarantine": evidence_id, "paths": restored})
     return restored
 

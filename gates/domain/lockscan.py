@@ -8,13 +8,12 @@ import os
 
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
-from gates.infra.text import Pattern
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-COMPANION = Pattern(r"^(?P<base>.+)~pid\.lock$")
+COMPANION = "~pid.lock"  # `<lock>~pid.lock`: a companion file naming its lock's holder
 FRESH, LIVE, STALE, INELIGIBLE = "fresh", "live", "stale", "ineligible"
 
 
@@ -79,4 +78,10 @@ def _unlistable(exc: OSError) -> None:
 
 def _lock(repo: Repo, path: str) -> Lock:
     shown = os.path.relpath(path, repo.common_dir).replace(os.sep, "/")
-    return Lock(path, shown, companion=bool(COMPANION.match(os.path.basename(path))))
+    return Lock(path, shown, companion=companion(os.path.basename(path)))
+
+
+def companion(name: str) -> bool:
+    r"""Whether a lock file's name is a companion's: a name of one line, then `~pid.lock` (what the pattern
+    `^.+~pid\.lock$` matched; a check meets a lock file on every `git commit -a`, so `re` is not loaded for it)."""
+    return len(name) > len(COMPANION) and name.endswith(COMPANION) and "\n" not in name

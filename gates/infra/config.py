@@ -13,7 +13,7 @@ from gates.infra.catalog import CATALOG
 from gates.infra.clock import timedelta
 from gates.infra.errors import CANNOT_RUN, USAGE, GateError
 from gates.infra.git import Repo
-from gates.infra.text import Pattern, excerpt
+from gates.infra.text import excerpt
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -185,17 +185,37 @@ def _check_sections(config: Config, lines: dict[tuple[object, ...], int], shown:
             raise _bad(f"handoff.{key} '{handoff[key]}' is not one of handoff.sections", shown, line)
 
 
-_DURATION = Pattern(r"^(?:(\d{1,6})d)?(?:(\d{1,6})h)?(?:(\d{1,6})m)?(?:(\d{1,7})s)?$")
+# A duration's parts, each optional and in this order: 1 to N decimal digits and the unit's letter. Read with string
+# methods (a check meets a duration whenever a lock file is there, as on every `git commit -a`); held by
+# tests/infra/test_config.py to the pattern it was, `^(?:(\d{1,6})d)?(?:(\d{1,6})h)?(?:(\d{1,6})m)?(?:(\d{1,7})s)?$`.
+_DURATION_UNITS = (("d", 6), ("h", 6), ("m", 6), ("s", 7))
 MAX_DURATION = timedelta(days=30)
+
+
+def duration_parts(text: str) -> list[str | None] | None:
+    """The digits of each part of `1d2h30m15s` (None where a part is absent), or None when `text` is not of that
+    shape: what the pattern above matches, group by group."""
+    parts: list[str | None] = []
+    at = 0
+    for unit, width in _DURATION_UNITS:
+        end = at
+        while end < len(text) and text[end].isdecimal():
+            end += 1
+        if at < end <= at + width and text[end:end + 1] == unit:
+            parts.append(text[at:end])
+            at = end + 1
+        else:
+            parts.append(None)
+    return parts if at == len(text) else None
 
 
 def parse_duration(text: str, label: str) -> timedelta:
     """`90s`, `15m`, `2h`, `1d`, `1h30m`: more than nothing, at most 30 days. `label` names the setting."""
-    match = _DURATION.match(text.strip().lower()) if text else None
-    if not match or not any(match.groups()):
+    parts = duration_parts(text.strip().lower()) if text else None
+    if not parts or not any(parts):
         raise GateError(f"{label} {text[:40]!r}: expected a duration like 90s, 15m, 2h, 1d or 1h30m",
                         code=USAGE, reason="usage")
-    days, hours, minutes, seconds = (int(part or 0) for part in match.groups())
+    days, hours, minutes, seconds = (int(part or 0) for part in parts)
     duration = timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
     if not timedelta(0) < duration <= MAX_DURATION:
         raise GateError(f"{label} {text}: must be more than 0 and at most 30d", code=USAGE, reason="usage")

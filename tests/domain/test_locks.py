@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import GATE_BIN, call_gate, flag_records, git, run_gate
 from helpers import entries
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from locks_helpers import aged, fast, judge, only_our_git, quarantined, snapshot
 
 from gates.domain import locks, lockscan, procscan
@@ -611,3 +613,17 @@ def test_a_quarantine_manifest_writes_times_in_the_clocks_one_form(repo: Path) -
         assert item[key].endswith("Z") and "+" not in item[key], item[key]
         assert clock.parse_utc(item[key]) is not None
     assert clock.parse_utc(manifest["when"]) is not None and manifest["when"].endswith("Z")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab~pid.lock\n/", max_size=20))
+@example("~pid.lock")
+@example("index.lock~pid.lock")
+@example("a\nb~pid.lock")
+def test_a_companion_is_named_as_the_pattern_named_it(name: str) -> None:
+    """lockscan.companion reads the name with string methods; the pattern it was also took a name ending in a
+    newline after `.lock`, which never reaches it (only names ending in `.lock` are lock files)."""
+    import re
+
+    pattern = bool(re.match(r"^(?P<base>.+)~pid\.lock$", name))
+    assert lockscan.companion(name) == (pattern and not name.endswith("\n"))
