@@ -20,7 +20,8 @@ def launch() -> NoReturn:
     """Run `gate` as a process and end it, without the work a short run does not need.
 
     A run is short: the cyclic collector is switched off before our modules are imported (it ran
-    dozens of times over them, and a run builds no cyclic garbage worth collecting). When the
+    dozens of times over them, and a run builds no cyclic garbage worth collecting), and they are
+    loaded from their bytecode past importlib's Python-level steps (gates/infra/loader.py). When the
     command returns, the process ends as soon as stdout and stderr are flushed, skipping the
     interpreter's teardown of every module (a tenth of a check), unless something registered an exit
     handler (`atexit` was imported) or another thread still runs: then it ends the ordinary way.

@@ -521,9 +521,13 @@ def _plain_branch(name: str) -> bool:
 # Where the repository is, its HEAD, and HEAD's last RECENT first-parent commits (`HEAD~0` to `HEAD~15`: what
 # `git rev-list --first-parent --max-count=16 HEAD` lists, replacements and grafts included), in one process.
 # --revs-only leaves out what does not resolve: an unborn HEAD, an ancestor past the root or a shallow boundary,
-# and `HEAD~0` when HEAD names no commit (HEAD is then printed, as `rev-parse --verify HEAD` prints it, and no line).
+# one whose object is missing (`^{commit}` reads each), and `HEAD~0` when HEAD names no commit (HEAD is then
+# printed, as `rev-parse --verify HEAD` prints it, and no line). A corrupt object among them stops git: the
+# discovery then asks PLAIN_DISCOVER_ARGS, and Repo.recent() asks rev-list, which says what is wrong.
 DISCOVER_ARGS = ("rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--revs-only", "HEAD",
-                 *(f"HEAD~{n}" for n in range(RECENT)))
+                 *(f"HEAD~{n}^{{commit}}" for n in range(RECENT)))
+PLAIN_DISCOVER_ARGS = ("rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--verify", "--quiet",
+                       "HEAD")
 
 
 def _discovery(cwd: str | os.PathLike[str] | None,
@@ -576,6 +580,12 @@ def discover(cwd: str | os.PathLike[str] | None = None, environ: Mapping[str, st
     raw = early.take(where, env) if early is not None else None
     proc = Output(raw or _run(list(DISCOVER_ARGS), where, env))
     lines = proc.stdout.splitlines()
+    recent: list[str] | None = None
+    if proc.returncode == 0 and len(lines) >= 3:
+        recent = [line.strip() for line in lines[4:4 + RECENT]] if len(lines) > 3 else []
+    else:  # not a repository, or an object of HEAD's recent line is corrupt: asked as before, and said as before
+        proc = Output(_run(list(PLAIN_DISCOVER_ARGS), where, env))
+        lines = proc.stdout.splitlines()
     if proc.returncode not in (0, 1) or len(lines) < 3:
         detail = (proc.stderr.strip().splitlines() or ["git rev-parse failed"])[-1]
         label = f"GATE_ROOT={pinned_root}" if pinned_root else str(where)
@@ -585,7 +595,6 @@ def discover(cwd: str | os.PathLike[str] | None = None, environ: Mapping[str, st
         )
     common = os.path.join(where, lines[2])  # as git prints it: absolute, or relative to `where`
     head = lines[3].strip() if proc.returncode == 0 and len(lines) > 3 else None
-    recent = [line.strip() for line in lines[4:4 + RECENT]] if head else []
     toplevel = os.path.realpath(lines[0])
     start = os.path.realpath(where)
     if "GIT_WORK_TREE" not in env and not within(start, toplevel):

@@ -337,3 +337,32 @@ def test_the_discovery_reads_heads_recent_line_as_rev_list_does(repo: Path, tmp_
     unborn = init_repo(tmp_path / "unborn")
     assert agree(unborn) == [] and discover(unborn, {}).head is None
     assert len(door.DISCOVER_ARGS) == 6 + door.RECENT
+
+
+def test_a_broken_commit_in_heads_recent_line_leaves_the_discovery_standing(repo: Path) -> None:
+    """A missing commit object ends the line before it (rev-list failed on it: it gave none); a corrupt one stops
+    git's rev-parse, so the discovery asks again without the line and rev-list says what is wrong, as before:
+    every command still finds the repository (`gate doctor` diagnoses it)."""
+    for n in range(5):
+        commit_all(repo, f"c{n}")
+    line = git(repo, "rev-list", "--first-parent", "HEAD").split()
+
+    def loose(commit: str) -> Path:
+        path = repo / ".git" / "objects" / commit[:2] / commit[2:]
+        assert path.is_file()
+        return path
+
+    missing = loose(line[2])
+    kept = missing.read_bytes()
+    missing.unlink()
+    found = discover(repo, {})
+    assert found.head == line[0] and found.recent() == line[:2]
+    missing.write_bytes(kept)
+    corrupt = loose(line[3])
+    corrupt.chmod(0o644)
+    corrupt.write_bytes(b"xxxxxxxx")
+    found = discover(repo, {})
+    assert found.head == line[0] and found.toplevel == str(repo.resolve()) and found.recent() == []
+    doctor = run_gate(repo, "doctor")
+    assert "not inside a git work tree" not in doctor.stdout + doctor.stderr, doctor.stdout + doctor.stderr
+    assert "git work tree" not in run_gate(repo, "check").stderr

@@ -167,3 +167,36 @@ def test_a_hook_process_loads_the_package_without_importlib(package: Path, repo:
     assert not {"gates.cli", "gates.commands.check", "gates.checks.runner", "gates.domain.handoff"} & hook, hook
     in_process = imported("from gates.main import main; sys.exit(main(sys.argv[1:]))")
     assert {"gates.cli", "gates.commands.check", "gates.checks.runner", "gates.domain.handoff"} <= in_process
+
+
+def test_cycles_blocked_imports_star_imports_and_extensions_answer_as_importlib(package: Path) -> None:
+    """What importlib answers, the loader answers: a module still running its code (an import cycle) is not run
+    again, an import blocked with None in sys.modules is refused, `import *` loads what `__all__` names, and a
+    name an extension module could answer is left to importlib (here: a file that is no extension, refused)."""
+    infra = package / "gates" / "infra"
+    modules = {
+        infra / "cyc_a.py": "print('exec a')\nfrom gates.infra import cyc_b\n",
+        infra / "cyc_b.py": "print('exec b')\nfrom gates.infra import cyc_a\n",
+        infra / "cyc_c.py": "print('exec c')\nimport gates.infra.cyc_d\n",
+        infra / "cyc_d.py": "print('exec d')\nfrom gates.infra import cyc_c\n",
+        infra / "blocked.py": "print('exec blocked')\n",
+        infra / "ext.py": "print('exec ext.py')\n",
+        package / "gates" / "star" / "__init__.py": "__all__ = ['sub']\n",
+        package / "gates" / "star" / "sub.py": "VALUE = 1\n",
+    }
+    for path, text in modules.items():
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+        compile_timestamped(path)
+    import importlib.machinery
+
+    (infra / f"ext{importlib.machinery.EXTENSION_SUFFIXES[0]}").write_bytes(b"not an extension")
+    attempts = ["import gates.infra.cyc_a", "import gates.infra.cyc_c",
+                "sys.modules['gates.infra.blocked'] = None\nimport gates.infra.blocked", "from gates.infra import blocked",
+                "from gates.star import *\nassert sub.VALUE == 1", "import gates.infra.ext"]
+    probe = ("def attempt(code):\n    try:\n        exec(code, {'sys': sys})\n        return 'ok'\n"
+             "    except ImportError:\n        return 'ImportError'\n"
+             f"for code in {attempts!r}:\n    print(attempt(code))\n")
+    expected = ["exec a", "exec b", "ok", "exec c", "exec d", "ok", "ImportError", "ImportError", "ok", "ImportError"]
+    assert python(package, probe).splitlines() == expected
+    assert python(package, "from gates.infra import loader\nassert loader.install()\n" + probe).splitlines() == expected
