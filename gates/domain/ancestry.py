@@ -129,6 +129,22 @@ def _position(repo: Repo, tip: str, commit: str, reach: int = 0) -> tuple[int, s
     return len(after), (oldest[0] if len(oldest) > 1 and oldest[1] == commit else None)
 
 
+def _touched_args(commit: str, tip: str, path: str) -> tuple[str, ...]:
+    """The git call listing the first-parent commits after `commit`, up to `tip`, that change `path`."""
+    return ("--literal-pathspecs", "rev-list", "--first-parent", f"{commit}..{tip}", "--", path)
+
+
+def prefetch(repo: Repo, config: Config, ref: str) -> None:
+    """Start the git call `relation(repo, config, ref)` will make for a Meta ref behind HEAD on its recent line
+    (whether the commits since change the hand-over), so it answers while other work goes on. Nothing is started
+    for a ref that is HEAD, or not on the line (relation then asks what it asks)."""
+    commit = repo.resolve_commit(ref) if repo.head else None
+    chain = repo.recent() if commit else []
+    if commit in chain and chain.index(commit) > 0:
+        assert repo.head is not None
+        repo.prefetch(_touched_args(commit, repo.head, config.section("handoff")["path"]))
+
+
 def _closes_out(repo: Repo, config: Config, commit: str, child: str | None, tip: str,
                 read: Callable[[str], bytes | None] | None) -> bool:
     """Whether `child` (the commit after `commit` on tip's first-parent line) is the close-out of `commit`."""
@@ -137,8 +153,7 @@ def _closes_out(repo: Repo, config: Config, commit: str, child: str | None, tip:
     path = config.section("handoff")["path"]
     key = f"touched:{commit}..{tip}:{path}"
     if key not in repo.memo:  # the brief asks it twice (the tripwire, the salvage): git once
-        repo.memo[key] = repo.git("--literal-pathspecs", "rev-list", "--first-parent", f"{commit}..{tip}", "--",
-                                  path).stdout.split()
+        repo.memo[key] = repo.git(*_touched_args(commit, tip, path)).stdout.split()
     touched: list[str] = repo.memo[key]
     if child not in touched:
         return False  # it does not change the hand-over file

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from gates.domain import claims, flags, handoff, lockscan, sessions
+from gates.domain import ancestry, claims, flags, handoff, lockscan, sessions
 from gates.domain.ancestry import relation
 from gates.domain.handoff import Loaded, load_handoff
 from gates.infra import git, state
@@ -51,11 +51,6 @@ def sections(repo: Repo, config: Config, now: datetime) -> list[Section]:
     # What git will be asked whatever the hand-over says runs side by side from the start (the salvage's status,
     # the slowest, included). Only a head start: a call that cannot start here is asked again by its section,
     # under its guard, which says why it failed.
-    try:
-        repo.prefetch(git.FILTER_ARGS, *((git.log_args(3),) if repo.head else ()))  # (HEAD's recent line came with it)
-        repo.prefetch(repo.status_args(*sessions.UNCOMMITTED))
-    except (GateError, OSError):
-        pass
     # Read the hand-over file once for the two sections that need it (a failure is simply read again).
     read: list[Loaded] = []
 
@@ -63,6 +58,15 @@ def sections(repo: Repo, config: Config, now: datetime) -> list[Section]:
         if not read:
             read.append(load_handoff(repo, config, repo.path(config.section("handoff")["path"])))
         return read[0]
+
+    try:
+        repo.prefetch(git.FILTER_ARGS, *((git.log_args(3),) if repo.head else ()))  # (HEAD's recent line came with it)
+        repo.prefetch(repo.status_args(*sessions.UNCOMMITTED))
+        ref, _ = _meta(handoff_file(), config)
+        if ref:
+            ancestry.prefetch(repo, config, ref)  # the tripwire's one question of git, while the flags are read
+    except (GateError, OSError):
+        pass
 
     return [
         _guard("1. Flags", lambda: _flags(repo, config, handoff_file) + _other_clones(repo, config)),
