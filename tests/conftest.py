@@ -46,14 +46,17 @@ def clean_git_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
         monkeypatch.delenv(name, raising=False)
 
 
-def bare_python(code: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def bare_python(code: str, cwd: Path | None = None, *args: str, top: Path = ROOT, flags: tuple[str, ...] = (),
+                env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`code` in a new interpreter started without `site` (-S), as a plain install's hook meets it: this test
     environment's editable install loads pathlib, re and more through its import hook before any line of ours
-    runs. The package and its dependencies are found on the path `code` is given instead."""
+    runs. The package (the one under `top`) and its dependencies are found on the path `code` is given instead;
+    `args` follow `-c`, `flags` precede it."""
     import site
 
-    prelude = f"import sys\nsys.path[:0] = {[str(ROOT), *site.getsitepackages()]!r}\n"
-    return subprocess.run([sys.executable, "-S", "-c", prelude + code], cwd=cwd, capture_output=True, text=True)
+    prelude = f"import sys\nsys.path[:0] = {[str(top), *site.getsitepackages()]!r}\n"
+    return subprocess.run([sys.executable, "-S", *flags, "-c", prelude + code, *args], cwd=cwd, capture_output=True,
+                          text=True, env=env, timeout=120)
 
 
 def imported_by(code: str, watched: tuple[str, ...], cwd: Path | None = None) -> list[str]:

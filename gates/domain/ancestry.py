@@ -139,9 +139,7 @@ def prefetch(repo: Repo, config: Config, ref: str) -> None:
     (whether the commits since change the hand-over), so it answers while other work goes on. Nothing is started
     for a ref that is HEAD, or not on the line (relation then asks what it asks)."""
     commit = repo.resolve_commit(ref) if repo.head else None
-    chain = repo.recent() if commit else []
-    if commit in chain and chain.index(commit) > 0:
-        assert repo.head is not None
+    if repo.head and commit in repo.recent()[1:]:
         repo.prefetch(_touched_args(commit, repo.head, config.section("handoff")["path"]))
 
 

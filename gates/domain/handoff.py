@@ -303,13 +303,12 @@ class _Parser:
     def run(self, lines: list[str]) -> None:
         """Feed every line. An item line outside a fence, a comment and a conflict (most of a long hand-over)
         takes a short way, decided by its first characters: one at the margin (its open items close and it
-        is its section's) is made here, its text left in its line (Item.text) and its bookkeeping told to the
-        parser before any other line is fed; any other goes to _item."""
+        is its section's) is made here, as _item would make it, its text left in its line (Item.text); any
+        other goes to _item."""
         slow, add, new = self.feed, self._item, object.__new__
         chain = self.open_items  # (the one list: emptied and filled, never replaced)
-        items = self.section.items
+        section = self.section  # (replaced only by a heading, which only feed reads)
         plain = True  # no fence, comment or conflict is open: only feed opens or closes one
-        last = 0  # the line of the last item made here and not yet told
         for number, raw in enumerate(lines, start=1):
             if plain and "<!--" not in raw:
                 if raw.startswith(_MARGIN):
@@ -340,12 +339,9 @@ class _Parser:
                             item.children = ()
                             chain.clear()
                             chain.append(item)
-                            items.append(item)
-                            last = number
+                            section.items.append(item)
+                            self.last_item_line = section.end_line = number
                             continue
-                if last:
-                    self.last_item_line = self.section.end_line = last
-                    last = 0
                 body = raw.lstrip(" \t")  # `raw` itself when it starts with its marker
                 first = body[:1]
                 if (first == "-" or first == "*" or first == "+") and body[1:2] in (" ", "\t"):
@@ -360,14 +356,9 @@ class _Parser:
                     if shape:
                         add(number, *shape, raw)
                         continue
-            elif last:
-                self.last_item_line = self.section.end_line = last
-                last = 0
             slow(number, raw)
-            items = self.section.items
+            section = self.section
             plain = self.fence is None and not self.comment_line and not self.in_conflict
-        if last:
-            self.last_item_line = self.section.end_line = last
 
     def _in_fence(self, number: int, raw: str) -> None:
         assert self.fence is not None

@@ -524,10 +524,9 @@ def _plain_branch(name: str) -> bool:
 # one whose object is missing (`^{commit}` reads each), and `HEAD~0` when HEAD names no commit (HEAD is then
 # printed, as `rev-parse --verify HEAD` prints it, and no line). A corrupt object among them stops git: the
 # discovery then asks PLAIN_DISCOVER_ARGS, and Repo.recent() asks rev-list, which says what is wrong.
-DISCOVER_ARGS = ("rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--revs-only", "HEAD",
-                 *(f"HEAD~{n}^{{commit}}" for n in range(RECENT)))
-PLAIN_DISCOVER_ARGS = ("rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--verify", "--quiet",
-                       "HEAD")
+_WHERE_ARGS = ("rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir")
+DISCOVER_ARGS = (*_WHERE_ARGS, "--revs-only", "HEAD", *(f"HEAD~{n}^{{commit}}" for n in range(RECENT)))
+PLAIN_DISCOVER_ARGS = (*_WHERE_ARGS, "--verify", "--quiet", "HEAD")
 
 
 def _discovery(cwd: str | os.PathLike[str] | None,

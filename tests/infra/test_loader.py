@@ -11,13 +11,11 @@ import json
 import os
 import py_compile
 import shutil
-import site
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, bare_python
 
 
 @pytest.fixture
@@ -40,11 +38,13 @@ def compile_timestamped(source: Path) -> None:
     py_compile.compile(str(source), doraise=True, invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
 
 
-def python(top: Path, code: str, *args: str, cwd: Path | None = None, flags: tuple[str, ...] = ()) -> str:
-    prelude = f"import sys\nsys.path[:0] = {[str(top), *site.getsitepackages()]!r}\n"
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "SOURCE_DATE_EPOCH")}
-    proc = subprocess.run([sys.executable, "-S", *flags, "-c", prelude + code, *args], cwd=cwd, capture_output=True,
-                          text=True, env=env, timeout=120)
+# importlib writes the bytecode it compiles, and pip's way of compiling (by time, not by hash) is the one meant
+WRITING = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "SOURCE_DATE_EPOCH")}
+
+
+def python(top: Path, code: str) -> str:
+    """What `code` prints in a bare interpreter (conftest.bare_python) that finds the package under `top`."""
+    proc = bare_python(code, None, top=top, env=WRITING)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -153,12 +153,8 @@ def test_what_is_not_the_package_and_a_run_with_threads_go_to_importlib(package:
 def test_a_hook_process_loads_the_package_without_importlib(package: Path, repo: Path) -> None:
     """`python -X importtime` lists what importlib imports: a hook's check (launch) lists gates.main, the module
     that installs the loader, and none of the modules the check loads after it; an in-process main() lists them."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "SOURCE_DATE_EPOCH")}
-    prelude = f"import sys\nsys.path[:0] = {[str(package), *site.getsitepackages()]!r}\n"
-
     def imported(entry: str) -> set[str]:
-        proc = subprocess.run([sys.executable, "-S", "-X", "importtime", "-c", prelude + entry, "check"], cwd=repo,
-                              capture_output=True, text=True, env=env, timeout=120)
+        proc = bare_python(entry, repo, "check", top=package, flags=("-X", "importtime"), env=WRITING)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return {line.rpartition("|")[2].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
 
