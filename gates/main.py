@@ -20,20 +20,22 @@ def launch() -> NoReturn:
     """Run `gate` as a process and end it, without the work a short run does not need.
 
     A run is short: the cyclic collector is switched off before our modules are imported (it ran
-    dozens of times over them, and a run builds no cyclic garbage worth collecting), and they are
-    loaded from their bytecode past importlib's Python-level steps (gates/infra/loader.py). When the
-    command returns, the process ends as soon as stdout and stderr are flushed, skipping the
-    interpreter's teardown of every module (a tenth of a check), unless something registered an exit
-    handler (`atexit` was imported) or another thread still runs: then it ends the ordinary way.
-    Nothing waits for the teardown: files are written with os.write and closed as they go
-    (gates/infra/fsio.py), and every git the run started and never read is stopped when main() ends.
-    A SystemExit (argparse's `--help` and usage errors) or an exception ends the ordinary way too.
+    dozens of times over them, and a run builds no cyclic garbage worth collecting). When the command
+    returns, the process ends as soon as stdout and stderr are flushed, skipping the interpreter's
+    teardown of every module (a tenth of a check), unless something registered an exit handler
+    (`atexit` was imported) or another thread still runs: then it ends the ordinary way. Nothing waits
+    for the teardown: files are written with os.write and closed as they go (gates/infra/fsio.py), and
+    every git the run started and never read is stopped when main() ends. A SystemExit (argparse's
+    `--help` and usage errors) or an exception ends the ordinary way too. GATE_ORDINARY_EXIT=1 in the
+    environment turns both off (the collector runs, the interpreter tears down), for debugging.
     """
-    gc.disable()
-    from gates.infra import loader
-
-    loader.install()  # the package's own modules, without importlib's Python-level steps
-    leave(main())
+    ordinary = os.environ.get("GATE_ORDINARY_EXIT") == "1"
+    if not ordinary:
+        gc.disable()
+    code = main()
+    if ordinary:
+        sys.exit(code)
+    leave(code)
 
 
 def leave(code: int) -> NoReturn:

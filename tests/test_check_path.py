@@ -13,7 +13,19 @@ import shutil
 import time
 from pathlib import Path
 
-from conftest import bare_python, commit_all, flag_records, git, handoff_text, imported_by, run_gate
+import pytest
+from conftest import (
+    ROOT,
+    bare_python,
+    commit_all,
+    flag_records,
+    git,
+    handoff_text,
+    imported_by,
+    init_repo,
+    run_gate,
+    write_target,
+)
 
 # The parsers and GitPython, and the standard modules a hook's check does without (docs/performance.md):
 # typing (NamedTuple: gates/infra/plain.py), argparse and the shutil it pulls in (a plain invocation is
@@ -43,6 +55,24 @@ def test_a_check_loads_no_heavy_module_once_the_config_is_cached(repo: Path) -> 
     assert "jsonschema" in _probe(repo)  # the first run parses and validates .gate.yaml
     (repo / "HANDOFF.md").write_text(handoff_text(git(repo, "rev-parse", "HEAD"), target="Another target."))
     assert _probe(repo) == "LOADED= CODE=0"  # the parsers and the modules above, kept off every hook
+
+
+@pytest.mark.parametrize("source", ["template", "own"])
+def test_a_hand_over_with_html_comments_loads_no_heavy_module(tmp_path: Path, source: str) -> None:
+    """`gate init`'s template (its comments) and this repository's own HANDOFF.md (a comment under its title): the
+    table markers are looked for with a string test, so no comment loads `re` (and the enum and functools it brings)."""
+    repo = init_repo(tmp_path / "repo")
+    (repo / "README").write_text("hello\n")
+    commit_all(repo, "first")
+    assert run_gate(repo, "init").returncode == 0
+    if source == "own":
+        (repo / "HANDOFF.md").write_text((ROOT / "HANDOFF.md").read_text())
+        assert run_gate(repo, "stamp").returncode == 0
+    write_target(repo)
+    commit_all(repo, "hand-over")
+    assert "<!--" in (repo / "HANDOFF.md").read_text()
+    _probe(repo)  # the first run parses and caches .gate.yaml
+    assert _probe(repo) == "LOADED= CODE=0"
 
 
 def test_the_lock_a_commit_holds_costs_no_process_scan(repo: Path) -> None:

@@ -27,6 +27,20 @@ def test_a_run_ends_without_the_teardown_and_writes_everything(repo: Path) -> No
     assert "torn down" not in proc.stdout + proc.stderr  # sys.exit() would finalize the module and say it
 
 
+COLLECTOR = ("import gc, gates.cli\nreal_run = gates.cli.run\n"
+             "def run(argv, invocation):\n    print('collector on:', gc.isenabled())\n    return real_run(argv, invocation)\n"
+             "gates.cli.run = run")
+
+
+def test_the_ordinary_exit_switch_runs_the_collector_and_the_teardown(repo: Path) -> None:
+    """GATE_ORDINARY_EXIT=1 (for debugging) keeps the collector on and ends through the interpreter's own exit."""
+    plain = _launch(f"{TEARDOWN}\n{COLLECTOR}", "check", cwd=repo)
+    ordinary = _launch(f"import os\nos.environ['GATE_ORDINARY_EXIT'] = '1'\n{TEARDOWN}\n{COLLECTOR}", "check", cwd=repo)
+    passed = "gate check: passed (9 gates on HANDOFF.md)"
+    assert plain.stdout.splitlines() == ["collector on: False", passed], plain.stderr
+    assert ordinary.stdout.splitlines() == ["collector on: True", passed, "torn down"], ordinary.stderr
+
+
 def test_the_exit_code_is_the_commands(repo: Path) -> None:
     (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text() + "\n<<<<<<< ours\n")
     proc = _launch("", "check", cwd=repo)
