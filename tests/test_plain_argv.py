@@ -1,4 +1,4 @@
-"""The plain invocation is parsed without argparse (gates/cli.py _Spec); argparse decides everything else.
+"""The plain invocation is parsed without argparse (gates/infra/argspec.py Spec); argparse decides everything else.
 
 The property: whenever the plain parser gives an answer, argparse gives the same one, and where
 argparse refuses (or prints help), the plain parser gives none. Checked for every command over

@@ -70,43 +70,14 @@ def _unencodable(value: object) -> Any:
 
 def dumps(value: Any, *, indent: int | str | None = None, sort_keys: bool = False, ensure_ascii: bool = True,
           separators: tuple[str, str] | None = None) -> str:
-    """`json.dumps(value, ...)`: the C encoder for a document on one line; an indented one (which the C encoder
-    does not write) laid out here as `json` lays it out, each scalar still written by the C encoder."""
-    if not ACCELERATED or isinstance(indent, str):
+    """`json.dumps(value, ...)`: the C encoder for a document on one line (what a passing commit writes: its caches);
+    an indented one (flags, manifests, claim records, printed documents: failure and print paths) is `json`'s."""
+    if not ACCELERATED or indent is not None:
         import json
 
         return json.dumps(value, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii, separators=separators)
-    item, key = separators or ((",", ": ") if indent is not None else (", ", ": "))
+    item, key = separators or (", ", ": ")
     quote = encode_basestring_ascii if ensure_ascii else encode_basestring
     if isinstance(value, str):
         return str(quote(value))
-    encode = make_encoder({}, _unencodable, quote, None, key, item, sort_keys, False, True)
-    if indent is None:
-        return "".join(encode(value, 0))
-    out: list[str] = []
-    _indented(value, encode, " " * indent, "\n", item, key, sort_keys, out, 0)
-    return "".join(out)
-
-
-def _indented(value: Any, encode: Any, step: str, newline: str, item: str, key: str, sort_keys: bool,
-              out: list[str], depth: int) -> None:
-    if depth > 200:
-        raise ValueError("Circular reference detected")  # or nesting no file of ours has
-    if isinstance(value, dict) and value:
-        inner = newline + step
-        out.append("{")
-        pairs = sorted(value.items()) if sort_keys else value.items()
-        for index, (name, member) in enumerate(pairs):
-            out.append(("" if index == 0 else item) + inner)
-            out.append("".join(encode({name: None}, 0))[1:-len(key) - 5] + key)  # the key as json writes it
-            _indented(member, encode, step, inner, item, key, sort_keys, out, depth + 1)
-        out.append(newline + "}")
-    elif isinstance(value, (list, tuple)) and value:
-        inner = newline + step
-        out.append("[")
-        for index, member in enumerate(value):
-            out.append(("" if index == 0 else item) + inner)
-            _indented(member, encode, step, inner, item, key, sort_keys, out, depth + 1)
-        out.append(newline + "]")
-    else:
-        out.append("".join(encode([value], 0))[1:-1])  # a scalar, `{}` or `[]`, exactly as the C encoder writes it
+    return "".join(make_encoder({}, _unencodable, quote, None, key, item, sort_keys, False, True)(value, 0))

@@ -3,10 +3,12 @@
 `typing` costs about 3 ms to import on every commit, and `collections` (where `namedtuple` lives,
 with the OrderedDict, Counter and ChainMap it defines) a few more. The type checker sees
 `typing.NamedTuple` itself; at run time a class declared the same way (annotated fields, trailing
-defaults, methods, a docstring) becomes a subclass of `tuple` with a property per field: compared,
-hashed, unpacked, pickled, `_replace`d and `_asdict`ed as the typing one is, and refused as it is
-when a field without a default follows one with a default. tests/infra/test_plain.py holds it to
-typing's answers.
+defaults, methods, a docstring) becomes a subclass of `tuple` with a property per field: made,
+compared, hashed, unpacked, shown and `_asdict`ed as the typing one is, and refused as it is when a
+field without a default follows one with a default. That is all the package uses; the rest of
+typing's API (`_replace`, `_make`, pickling, match patterns) is not here, and
+tests/infra/test_plain.py fails on a use of it in gates/ (the type checker sees typing's class and
+would not).
 """
 
 from __future__ import annotations
@@ -46,22 +48,6 @@ else:
         def _asdict(self):
             return dict(zip(self._fields, self, strict=True))
 
-        def _replace(self, **changes):
-            unknown = set(changes) - set(self._fields)
-            if unknown:
-                raise ValueError(f"Got unexpected field names: {sorted(unknown)!r}")
-            return type(self)(*(changes.get(field, value) for field, value in zip(self._fields, self, strict=True)))
-
-        def __getnewargs__(self):
-            return tuple(self)
-
-        @classmethod
-        def _make(cls, iterable):
-            values = tuple(iterable)
-            if len(values) != len(cls._fields):
-                raise TypeError(f"Expected {len(cls._fields)} arguments, got {len(values)}")
-            return tuple.__new__(cls, values)
-
     class _Declared(type):
         def __new__(mcs, name, bases, namespace):
             if not bases:  # NamedTuple itself
@@ -73,7 +59,7 @@ else:
             body = {key: value for key, value in namespace.items() if key not in fields and key != "__annotations__"}
             body.update({field: property(itemgetter(index), doc=f"field {index}: {field}")
                          for index, field in enumerate(fields)})
-            body.update({"__slots__": (), "_fields": fields, "_field_defaults": defaults, "__match_args__": fields})
+            body.update({"__slots__": (), "_fields": fields, "_field_defaults": defaults})
             return type(name, (_Fields,), body)
 
     class NamedTuple(metaclass=_Declared):

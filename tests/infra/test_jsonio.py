@@ -75,11 +75,14 @@ def test_refusals_keep_their_words_and_lines() -> None:
         jsonio.dumps({"a": {1, 2}})
 
 
-def test_reading_and_writing_load_neither_json_nor_re() -> None:
+def test_reading_and_writing_on_one_line_load_neither_json_nor_re() -> None:
+    """What a passing commit reads and writes (its caches) goes through the C scanner and encoder; an indented
+    document (flags, manifests, claim records: failure and print paths) is json's own."""
     code = ("from gates.infra import jsonio\n"
-            "assert jsonio.loads(jsonio.dumps({'a': [1, 2.5, None, 'x\u00e9']}, ensure_ascii=False))['a'][3] == 'x\u00e9'\n"
-            "assert jsonio.loads(jsonio.dumps({'a': [{}, [], {'b': 1}]}, indent=2))['a'][2] == {'b': 1}")
+            "assert jsonio.loads(jsonio.dumps({'a': [1, 2.5, None, 'x\u00e9']}, ensure_ascii=False))['a'][3] == 'x\u00e9'\n")
     assert imported_by(code, ("json", "re")) == []
+    indented = code + "assert jsonio.loads(jsonio.dumps({'a': [{}, [], {'b': 1}]}, indent=2))['a'][2] == {'b': 1}"
+    assert imported_by(indented, ("json",)) == ["json"]
 
 
 def test_a_document_that_does_not_parse_is_refused_as_json_refuses_it_in_a_fresh_process() -> None:
