@@ -53,11 +53,11 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     from gates import commands
 
-    for name, (_, help_text) in _TABLE.items():
+    for name, entry in _TABLE.items():
         if selected is not None and name != selected:
             continue  # its module is not even imported
         module = commands.module(name)
-        command = sub.add_parser(name, help=help_text, description=help_text, allow_abbrev=False)
+        command = sub.add_parser(name, help=entry.help, description=entry.help, allow_abbrev=False)
         command.set_defaults(func=module.run, parser=command)
         module.add_arguments(command, name)
         for action in command._actions:  # argparse tells a hidden option by identity with its own SUPPRESS

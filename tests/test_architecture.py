@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "gates"
 
 GATE_MODULES = {f"gates.checks.{gate_id.replace('-', '_')}" for gate_id in CATALOG}
-COMMAND_MODULES = {f"gates.commands.{module}" for module, _ in COMMANDS.values()}
+COMMAND_MODULES = {f"gates.commands.{entry.module}" for entry in COMMANDS.values()}
 SHARED_COMMAND_HELPERS = {  # the modules of gates/commands that the commands share by design, and why
     "gates.commands": "the package: COMMANDS (the names) and HIDDEN (argparse.SUPPRESS without argparse)",
     "gates.commands.invocation": "Run, the one invocation every command is given, and the gate-id list parser",

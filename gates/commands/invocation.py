@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 import time
 
+from gates.commands import COMMANDS
 from gates.infra.console import say
 from gates.infra.errors import CANNOT_RUN, INTERNAL, VIOLATION, GateError
 from gates.infra.git import Early, Repo
@@ -34,10 +35,10 @@ class Run:
         self.scope: dict[str, Any] | None = None  # what this check judged (changes.scope_of)
         self.passed: list[str] = []  # gates that ran in this check and found no error
         self.done: list[str] = []  # what this run changed, said again if its output is lost
-        # A command that asks for the repository first of all (a check, a brief for a person: no harness input to wait
-        # for) asks git now and reads the answer in repo(); it is stopped at the end if unread.
-        first = argv[:1] == ["check"] or (argv[:1] == ["brief"] and not any(a.startswith("--format") for a in argv))
-        self._early = Early() if first else None
+        # A command declared `early` (COMMANDS) asks git where the repository is now and reads the answer in repo();
+        # it is stopped at the end if unread.
+        entry = COMMANDS.get(argv[0]) if argv else None
+        self._early = Early() if entry is not None and entry.early else None
 
     @property
     def command(self) -> str:
