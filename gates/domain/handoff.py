@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 # it was first written as and checks that the two agree on every line it generates.
 _BLANK = " \t"
 _BOXES = ("[ ]", "[x]", "[X]")  # a task item's box: then nothing, or blanks before its text
-_MARGIN = ("- ", "-\t", "* ", "*\t", "+ ", "+\t")  # a bullet item at the margin, as run() takes it the short way
 _CONFLICT_FIRST = ("<", ">", "|")
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _KEY_CHARS = _LETTERS + "0123456789_-"
@@ -113,7 +112,7 @@ def parse_utc(value: str) -> datetime | None:
 class Item:
     """A list item with its continuation lines; its nested items are its children."""
 
-    __slots__ = ("line", "indent", "marker", "checked", "_text", "_cut", "end_line", "chars", "children")
+    __slots__ = ("line", "indent", "marker", "checked", "text", "end_line", "chars", "children")
 
     def __init__(self, line: int, indent: int, marker: str, checked: bool | None, text: str, end_line: int,
                  chars: int) -> None:
@@ -121,17 +120,10 @@ class Item:
         self.indent = indent
         self.marker = marker
         self.checked = checked  # None: not a task item
-        self._text = text  # the text; or, when _cut is not 0, its whole line, the text starting at _cut
-        self._cut = 0
+        self.text = text  # on its first line, its box (if any) left out, without blanks around it
         self.end_line = end_line
         self.chars = chars  # length of the whole item: its line and its continuation lines
         self.children: Sequence[Item] = ()  # a list once it has one (most items of a long hand-over have none)
-
-    @property
-    def text(self) -> str:
-        """The item's text on its first line (its box, if any, left out), without blanks around it. Most items
-        of a long hand-over are never asked for it: theirs is cut from their line only when it is."""
-        return self._text[self._cut:].rstrip() if self._cut else self._text
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -302,46 +294,11 @@ class _Parser:
 
     def run(self, lines: list[str]) -> None:
         """Feed every line. An item line outside a fence, a comment and a conflict (most of a long hand-over)
-        takes a short way, decided by its first characters: one at the margin (its open items close and it
-        is its section's) is made here, as _item would make it, its text left in its line (Item.text); any
-        other goes to _item."""
-        slow, add, new = self.feed, self._item, object.__new__
-        chain = self.open_items  # (the one list: emptied and filled, never replaced)
-        section = self.section  # (replaced only by a heading, which only feed reads)
+        goes straight to _item, decided by its first characters; every other line to feed."""
+        slow, add = self.feed, self._item
         plain = True  # no fence, comment or conflict is open: only feed opens or closes one
         for number, raw in enumerate(lines, start=1):
             if plain and "<!--" not in raw:
-                if raw.startswith(_MARGIN):
-                    first, after = raw[0], raw[2:3]
-                    # What _item makes of `- text`, `- [ ] text`, `- [x]`, with one blank after the marker and
-                    # the box: a line with more blanks, or a box followed by other white space, goes to _item.
-                    if after and after != first and after != " " and after != "\t":
-                        cut, checked = 2, None
-                        if raw.startswith(_BOXES, 2):
-                            gap = raw[5:6]
-                            if gap == " " or gap == "\t":
-                                cut, checked = 6, raw[3] != " "
-                                if raw[6:7] == " " or raw[6:7] == "\t":
-                                    cut = 0
-                            elif not gap:
-                                cut, checked = 5, raw[3] != " "
-                            elif gap.isspace():
-                                cut = 0
-                        if cut:
-                            item = new(Item)
-                            item.line = item.end_line = number
-                            item.indent = 0
-                            item.marker = first
-                            item.checked = checked
-                            item._text = raw
-                            item._cut = cut
-                            item.chars = len(raw.strip())
-                            item.children = ()
-                            chain.clear()
-                            chain.append(item)
-                            section.items.append(item)
-                            self.last_item_line = section.end_line = number
-                            continue
                 body = raw.lstrip(" \t")  # `raw` itself when it starts with its marker
                 first = body[:1]
                 if (first == "-" or first == "*" or first == "+") and body[1:2] in (" ", "\t"):
@@ -357,7 +314,6 @@ class _Parser:
                         add(number, *shape, raw)
                         continue
             slow(number, raw)
-            section = self.section
             plain = self.fence is None and not self.comment_line and not self.in_conflict
 
     def _in_fence(self, number: int, raw: str) -> None:
