@@ -66,14 +66,14 @@ def test_a_gate_in_another_pid_namespace_never_moves_the_locks_of_a_git_outside_
         here = run_gate(repo, "locks")
         assert _lines(here.stdout, "HEAD.lock") and all(line.startswith("live") for line in
                                                         _lines(here.stdout, "HEAD.lock", "main.lock")), here.stdout
-        inside = subprocess.run(["unshare", *flags, GATE_BIN, "locks", "--quarantine"], cwd=repo, capture_output=True,
+        inside = subprocess.run(["unshare", *flags, str(GATE_BIN), "locks", "--quarantine"], cwd=repo, capture_output=True,
                                 text=True, timeout=60)
         assert inside.returncode == 0, inside.stdout + inside.stderr
         for line in _lines(inside.stdout, "HEAD.lock", "refs/heads/main.lock"):
             assert line.startswith("live"), inside.stdout
         assert ("PID namespace of its own" in inside.stdout if how == "its own /proc"
                 else "/proc here is not the PID namespace of this process" in inside.stdout), inside.stdout
-        check = subprocess.run(["unshare", *flags, GATE_BIN, "check", "--only", "git-stale-locks"], cwd=repo,
+        check = subprocess.run(["unshare", *flags, str(GATE_BIN), "check", "--only", "git-stale-locks"], cwd=repo,
                                capture_output=True, text=True, timeout=60)
         assert "stale lock moved" not in check.stdout, check.stdout
         assert locks_now(repo) == before and quarantined(repo) == []  # the snapshot: nothing moved
