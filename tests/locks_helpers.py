@@ -6,6 +6,7 @@ The fixtures here (`evidence`) are registered for every test by tests/conftest.p
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,41 @@ def snapshot(root: Path) -> dict[str, bytes]:
 def quarantined(repo: Path) -> list[Path]:
     folder = repo / ".git" / "gate" / "lost+found"
     return sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+
+
+def locks_now(repo: Path) -> dict[str, bytes]:
+    """Every lock file of the repository and its bytes: what the gate must leave exactly as it was."""
+    git_dir = repo / ".git"
+    found = [*git_dir.glob("*.lock"), *(git_dir / "refs").rglob("*.lock")]
+    return {p.relative_to(git_dir).as_posix(): p.read_bytes() for p in found if p.is_file()}
+
+
+class Transaction:
+    """A real `git update-ref --stdin` that prepared `update HEAD <new> <old>` and waits, stdin open, for `commit`.
+
+    Bounded: a watchdog kills it after `limit` seconds, and `close` kills it whatever happened. `prefix` runs it
+    through another program (`unshare`, to put it in a namespace of its own)."""
+
+    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str] | None, new: str, old: str,
+                 limit: float = 60, prefix: tuple[str, ...] = ()) -> None:
+        import threading
+
+        self.proc = subprocess.Popen([*prefix, "git", *argv, "update-ref", "--stdin"], cwd=cwd, env=env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.watchdog = threading.Timer(limit, self.proc.kill)
+        self.watchdog.start()
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"start\nupdate HEAD {new} {old}\nprepare\n")
+        self.proc.stdin.flush()
+        said = [self.proc.stdout.readline(), self.proc.stdout.readline()]
+        assert said == ["start: ok\n", "prepare: ok\n"], said
+
+    def commit(self) -> tuple[int, str, str]:
+        out, err = self.proc.communicate("commit\n", timeout=30)
+        return self.proc.returncode, out, err
+
+    def close(self) -> None:
+        self.watchdog.cancel()
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=30)

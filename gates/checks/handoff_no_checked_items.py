@@ -37,7 +37,7 @@ def fix(repo: Repo, config: Config, now: datetime) -> list[str]:
     """`gate check --fix`: move the checked items to the archive file."""
     from gates.domain import archive
 
-    moves = archive.archive(repo, config, now)
+    moves = archive.archive(repo, config, now, who="gate check --fix")
     if not moves:
         return []
     return [f"fixed: moved {len(moves)} checked item(s) to {config.section('archive')['path']}: "

@@ -46,7 +46,7 @@ def check(ctx: Context) -> list[Finding]:
 
 def fix(repo: Repo, config: Config, now: datetime) -> list[str]:
     """`gate check --fix`: render every table region again from the records."""
-    stale, _ = tables.render_file(repo, config, write=True)
+    stale, _ = tables.render_file(repo, config, write=True, who="gate check --fix")
     if not stale:
         return []
     return [f"fixed: rendered {len(stale)} table(s) in {config.section('handoff')['path']} — stage it again"]

@@ -248,8 +248,9 @@ class _File:
             folder = os.path.dirname(folder)
         return out
 
-    def write(self, data: bytes) -> None:
-        fsio.write_atomic(self.path, data, parents=True)
+    def write(self, data: bytes, expected: bytes | None) -> None:
+        """A compare-and-swap of what `read` gave (None: there was no file)."""
+        fsio.rewrite(self.path, expected, data, shown=self.shown, who="gate install-hooks", parents=True)
 
 
 def _record_path(repo: Repo, agent: str) -> str:
@@ -293,7 +294,7 @@ def install(repo: Repo, agent: str) -> list[str]:
         record = {"path": target.shown, "original": base64.b64encode(before).decode() if before is not None else None,
                   "created_dirs": [os.path.relpath(d, repo.toplevel) for d in target.missing_dirs()]}
     record["written"] = _digest(after)
-    target.write(after)
+    target.write(after, before)
     state.write(repo, _record_path(repo, agent), (jsonio.dumps(record) + "\n").encode())
     return [f"{'updated' if before is not None else 'wrote'} {target.shown}: {_what(agent)}", *_notes(repo, agent)]
 
@@ -317,7 +318,7 @@ def uninstall(repo: Repo, agent: str) -> list[str]:
         else:
             import base64
 
-            target.write(base64.b64decode(original))
+            target.write(base64.b64decode(original), current)
             said = f"restored {target.shown} to its bytes before `gate install-hooks --agent {agent}`"
         os.unlink(record_path)
         return [said]
@@ -339,7 +340,7 @@ def uninstall(repo: Repo, agent: str) -> list[str]:
         os.unlink(target.path)
         said = f"removed {target.shown}: nothing but the gate's hooks was in it"
     else:
-        target.write(after)
+        target.write(after, current)
         said = f"removed the handoff-gate hooks from {target.shown}; everything else is kept"
     if record is not None:
         os.unlink(record_path)

@@ -3,7 +3,10 @@
 Every checked item, with its nested children, continuation lines and code blocks, moves to the
 end of the archive under a heading with the date and the HEAD ref. Crash-safe order: the archive
 is written (atomically, fsynced) before the hand-over file is, so a crash between the two leaves
-an item in both files, never in neither.
+an item in both files, never in neither. Both writes are compare-and-swaps (fsio.rewrite): a line
+written to either file while the archive runs is never lost. When the hand-over changed meanwhile,
+the archive's append is taken back (if the archive still holds exactly what was written), and
+nothing is archived: run it again.
 """
 
 from __future__ import annotations
@@ -63,31 +66,54 @@ def _block(source_lines: list[str], moves: list[Move], head: str | None, now: da
     return block
 
 
-def archive(repo: Repo, config: Config, now: datetime) -> list[Move]:
-    path, shown, _, source = handoff.read_for_rewrite(repo, config, "archived")
+def archive(repo: Repo, config: Config, now: datetime, who: str = "gate archive") -> list[Move]:
+    path, shown, data, source = handoff.read_for_rewrite(repo, config, "archived")
     moves = plan(handoff.parse(source.lines, shown))
     if not moves:
         return []
     archive_path = repo.path(config.section("archive")["path"])
-    _append_to_archive(repo, archive_path, _block(source.lines, moves, repo.head, now))
+    archive_shown = repo.relpath(archive_path)
+    before, after = _appended(archive_path, archive_shown, _block(source.lines, moves, repo.head, now))
+    fsio.rewrite(archive_path, before, after, shown=archive_shown, who=who, parents=True)
     gone = {index for move in moves for index in move.span}
-    fsio.write_atomic(path, source.encode([line for i, line in enumerate(source.lines) if i not in gone]))
-    journal.append(repo, "archive", {"from": shown, "to": repo.relpath(archive_path),
+    try:
+        fsio.rewrite(path, data, source.encode([line for i, line in enumerate(source.lines) if i not in gone]),
+                     shown=shown, who=who)
+    except fsio.Changed as exc:
+        raise _take_back(archive_path, archive_shown, before, after, exc, who) from None
+    journal.append(repo, "archive", {"from": shown, "to": archive_shown,
                                      "items": [move.item.text[:200] for move in moves]}, now)
     return moves
 
 
-def _append_to_archive(repo: Repo, path: str, block: list[str]) -> None:
-    """Add `block` at the end: the old bytes stay, byte for byte, a prefix of the new ones (append-only)."""
-    shown = repo.relpath(path)
+def _take_back(path: str, shown: str, before: bytes | None, after: bytes, exc: fsio.Changed, who: str) -> GateError:
+    """The hand-over changed after the archive got its block: take the block back out of the archive (a new archive
+    keeps only its heading: nothing the gate made is deleted), unless the archive changed too."""
+    try:
+        fsio.rewrite(path, after, NEW_ARCHIVE if before is None else before, shown=shown, who=who)
+        return exc
+    except GateError:
+        return fsio.Changed(f"{exc.message.split(';')[0]}; the items stay in it, and {shown} also holds a copy of "
+                            f"them ({shown} changed too) — run it again, then remove the second copy from {shown}",
+                            code=exc.code, reason=exc.reason)
+
+
+NEW_ARCHIVE = b"# Archive\n"
+
+
+def _appended(path: str, shown: str, block: list[str]) -> tuple[bytes | None, bytes]:
+    """The archive as read (None: there is none yet) and with `block` at its end: the old bytes stay, byte for
+    byte, a prefix of the new ones (append-only)."""
+    before: bytes | None = None
     if os.path.lexists(path):
-        data = fsio.read_bytes_capped(path, MAX_ARCHIVE_BYTES, shown)
-        if isinstance(data, int):
-            raise GateError(f"{shown} is {data:,} bytes, over the {MAX_ARCHIVE_BYTES:,}-byte cap: not archived",
+        read = fsio.read_bytes_capped(path, MAX_ARCHIVE_BYTES, shown)
+        if isinstance(read, int):
+            raise GateError(f"{shown} is {read:,} bytes, over the {MAX_ARCHIVE_BYTES:,}-byte cap: not archived",
                             reason="input-unreadable", path=shown)
-        eol = handoff.Source.decode(data, shown).eol
+        before, eol = read, handoff.Source.decode(read, shown).eol
+        data = read
     else:
-        data, eol = b"# Archive\n", "\n"
+        data, eol = NEW_ARCHIVE, "\n"
     if data and not data.endswith(b"\n"):
         data += eol.encode()
-    fsio.write_atomic(path, data + (eol.join(block) + eol).encode("utf-8", "surrogateescape"), parents=True)
+    return before, data + (eol.join(block) + eol).encode("utf-8", "surrogateescape")

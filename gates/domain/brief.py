@@ -61,7 +61,7 @@ def sections(repo: Repo, config: Config, now: datetime) -> list[Section]:
 
     try:
         repo.prefetch(git.FILTER_ARGS, *((git.log_args(3),) if repo.head else ()))  # (HEAD's recent line came with it)
-        repo.prefetch(repo.status_args(*sessions.UNCOMMITTED))
+        repo.prefetch_status(*sessions.UNCOMMITTED)
         ref, _ = _meta(handoff_file(), config)
         if ref:
             ancestry.prefetch(repo, config, ref)  # the tripwire's one question of git, while the flags are read

@@ -3,7 +3,8 @@
 The close-out is not done while:
 1. the hand-over fails its gates (`gate check`);
 2. work committed after the Meta ref is not followed by a close-out (gates/domain/ancestry.py: the one definition);
-3. the hand-over file has uncommitted changes;
+3. the hand-over file has uncommitted changes, or git cannot be asked whether it has (a failed `git status`
+   is never an all-clear);
 4. this worktree's claim (this session's, or one without a session) is still held once the rest is done.
 
 Loop guard: after `closeout.max_blocks` consecutive blocks for one session, the stop is let through and a
@@ -25,7 +26,7 @@ from gates.domain.ancestry import relation
 from gates.infra import dataio, fsio, jsonio, state
 from gates.infra.digest import sha256
 from gates.infra.errors import GateError
-from gates.infra.git import Repo
+from gates.infra.git import Repo, StatusFailed
 from gates.infra.plain import NamedTuple
 from gates.infra.text import excerpt
 
@@ -75,10 +76,17 @@ def judge(repo: Repo, config: Config, session: str | None, errors: list[str]) ->
             steps.append(f"{path}'s Meta ref {ref[:12]} is not in this history: bring the hand-over up to date "
                          f"with git, then `gate stamp` and `git add {path} && git commit -m \"close-out: …\"`.")
             summary.append("the Meta ref is not in this history")
-    if _uncommitted(repo, path):
-        steps.append(f"Commit the hand-over: `git add {path} && git commit -m \"close-out: …\"` ({path} has "
-                     "uncommitted changes).")
-        summary.append("the hand-over has uncommitted changes")
+    try:
+        dirty = _uncommitted(repo, path)
+    except StatusFailed as exc:  # a failed question is never "nothing uncommitted": the stop is blocked
+        steps.append(f"{exc.message[:1].upper()}{exc.message[1:]}. Make `git status` work in this repository "
+                     f"(fix what it says), then commit {path} if it has uncommitted changes.")
+        summary.append(exc.message)
+    else:
+        if dirty:
+            steps.append(f"Commit the hand-over: `git add {path} && git commit -m \"close-out: …\"` ({path} has "
+                         "uncommitted changes).")
+            summary.append("the hand-over has uncommitted changes")
     if not steps:
         held = _held_claim(repo, path, session)
         if held:
@@ -100,8 +108,8 @@ def _meta_ref(repo: Repo, config: Config) -> str | None:
 
 
 def _uncommitted(repo: Repo, path: str) -> bool:
-    proc = repo.status("--porcelain=v1", "-z", "--untracked-files=all", "--", f":(literal){path}")
-    return proc.returncode == 0 and bool(proc.stdout.strip("\0"))
+    """Whether the hand-over has uncommitted changes; StatusFailed when git cannot say."""
+    return bool(repo.uncommitted("--porcelain=v1", "-z", "--untracked-files=all", "--", f":(literal){path}"))
 
 
 def _held_claim(repo: Repo, path: str, session: str | None) -> str | None:

@@ -79,14 +79,15 @@ def take(repo: Repo, config: Config, now: datetime, deliver: Callable[[str], Non
             detail = exc.render() if isinstance(exc, GateError) else exc.strerror or str(exc)
             raise GateError(f"the work package was not delivered ({detail}): it is still in {shown}, and a copy is "
                             f"kept in {copy}", reason="io-error") from None
-        _, current = read(repo, config)
-        cleared = current == data  # a new package written meanwhile is left for the next take
-        if cleared:
-            try:
-                fsio.write_atomic(repo.path(cfg["path"]), (cfg["sentinel"] + "\n").encode("utf-8"))
-            except GateError as exc:
-                raise GateError(f"the work package was delivered (a copy is kept in {copy}), but {shown} could not "
-                                f"be cleared: {exc.message}", reason=exc.reason) from None
+        cleared = True
+        try:  # a compare-and-swap: a new package written meanwhile is left for the next take
+            fsio.rewrite(repo.path(cfg["path"]), data, (cfg["sentinel"] + "\n").encode("utf-8"), shown=shown,
+                         who="gate mailbox take")
+        except fsio.Changed:
+            cleared = False
+        except GateError as exc:
+            raise GateError(f"the work package was delivered (a copy is kept in {copy}), but {shown} could not "
+                            f"be cleared: {exc.message}", reason=exc.reason) from None
     details = {"path": shown, "bytes": len(data), "sha256": sha256(data).hexdigest(), "copy": copy,
                "cleared": cleared}
     from gates.domain import journal

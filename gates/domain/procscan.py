@@ -39,6 +39,39 @@ class Scan:
         self.doubts = doubts or []
         self.open_by: dict[tuple[int, int], list[int]] = {}  # (dev, ino) -> pids
         self.git_in_repo: list[tuple[int, str]] = []  # (pid, how it targets the repository, or why that is doubt)
+        self.mount_ns = (0, 0)  # (dev, ino) of this process's mount namespace: paths of a process in another mean
+        # something else
+
+
+# The inode of the initial (the host's) PID namespace: a constant of the kernel (PROC_PID_INIT_INO, since 3.8);
+# every namespace made later gets an inode from 0xF0000000 up.
+INIT_PID_NS = 0xEFFFFFFC
+
+
+def namespace_problem() -> str | None:
+    """Why the processes /proc shows may not be every process that can touch the repository, or None.
+
+    A gate in a PID namespace of its own (a container, a dev container, `unshare --pid`) sees only the processes
+    of that namespace, and a git outside it (on the host, in the next container) holds its locks unseen. So the
+    process list counts only when this process is in the host's PID namespace and /proc is that namespace's own
+    (its `self` is this process, and NSpid lists one level). Anything that cannot be established is a problem too.
+    """
+    try:
+        ns = os.stat(PROC / "self" / "ns" / "pid")
+        me = os.readlink(PROC / "self")
+        status = fsio.read_regular(PROC / "self" / "status", 1 << 16, follow=True).decode(errors="replace")
+    except OSError as exc:
+        return (f"the PID namespace of this process cannot be established ({exc.strerror}): git processes outside it "
+                "could not be seen")
+    nspid = next((line.split()[1:] for line in status.splitlines() if line.startswith("NSpid:")), None)
+    if me != str(os.getpid()) or (nspid is not None and len(nspid) != 1):
+        return ("/proc here is not the PID namespace of this process (it shows another namespace's processes): git "
+                "processes that hold these locks could not be seen")
+    if ns.st_ino != INIT_PID_NS:
+        return ("this gate runs in a PID namespace of its own (a container or `unshare --pid`), not the host's: git "
+                "processes outside it cannot be seen, so no lock is judged stale here (move one by hand, or run "
+                "`gate locks --quarantine` on the host)")
+    return None
 
 
 def _inside(path: str, roots: list[str]) -> bool:
@@ -70,9 +103,17 @@ def scan(targets: dict[tuple[int, int], str], roots: list[str]) -> Scan:
         if lsof is None:
             return Scan(False, ["no /proc and no lsof on this platform: liveness cannot be established"])
         return _scan_lsof(lsof, targets, roots)
+    blind = namespace_problem()
+    if blind is not None:
+        return Scan(False, [blind])
     inodes = set(targets)
     result = Scan()
     ours, uid = own_processes(), os.geteuid()  # the gate and its own git children are no other writer
+    try:
+        mine = os.stat(PROC / "self" / "ns" / "mnt")
+    except OSError as exc:
+        return Scan(False, [f"the mount namespace of this process cannot be read ({exc.strerror})"])
+    result.mount_ns = (mine.st_dev, mine.st_ino)
     try:
         entries = [entry.name for entry in os.scandir(PROC) if entry.name.isdigit()]
     except OSError as exc:
@@ -94,7 +135,7 @@ def _one(pid: int, uid: int, inodes: set[tuple[int, int]], roots: list[str], res
     try:
         comm = fsio.read_regular(base / "comm", _COMM_CAP)[:_COMM_CAP].decode(errors="replace").strip()
         if comm.startswith("git") and mine:
-            how = _git_process(base, roots)
+            how = _elsewhere(base, result.mount_ns) or _git_process(base, roots)
             if how is not None:
                 result.git_in_repo.append((pid, how))
         for fd in os.listdir(base / "fd"):
@@ -124,6 +165,16 @@ _GLOBAL_WITH_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--names
 _ENV_PATHS = ("GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")
 _NAMES_GIT_DIR = ("--git-dir", "GIT_DIR", "GIT_COMMON_DIR")
 _WORK_TREE = ("--work-tree", "GIT_WORK_TREE")
+
+
+def _elsewhere(base: Path, mount_ns: tuple[int, int]) -> str | None:
+    """Doubt about a git process in another mount namespace (a container's git, seen from the host): the paths of
+    its cwd, command line and environment are not ours, so where it works cannot be established."""
+    theirs = os.stat(base / "ns" / "mnt")  # PermissionError: the caller counts it as a process we cannot inspect
+    if (theirs.st_dev, theirs.st_ino) != mount_ns:
+        return "it runs in another mount namespace (a container?): its paths are not this process's, so its target " \
+               "cannot be established"
+    return None
 
 
 class Doubt(Exception):

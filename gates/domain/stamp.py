@@ -59,7 +59,7 @@ def stamp(repo: Repo, config: Config, now: datetime,
     if held is not None and isinstance(held.get("fence"), int):
         values["fence"] = str(held["fence"])
     new = _rewrite(source, shown, cfg["meta_section"], values)
-    fsio.write_atomic(path, new)
+    fsio.rewrite(path, data, new, shown=shown, who="gate stamp", code=VIOLATION, reason="stamp-denied")
     digest = content_hash(new)
     try:
         journal.append(repo, "stamp", {"path": shown, "ref": repo.head, "sha256": digest}, now)

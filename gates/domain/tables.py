@@ -82,11 +82,12 @@ def render(lines: list[str], found: list[records.Record]) -> list[str]:
     return out
 
 
-def render_file(repo: Repo, config: Config, write: bool) -> tuple[list[str], list[str]]:
-    """The names of the out-of-date tables of the hand-over file and a unified diff; `write` renders them."""
+def render_file(repo: Repo, config: Config, write: bool, who: str = "gate render") -> tuple[list[str], list[str]]:
+    """The names of the out-of-date tables of the hand-over file and a unified diff; `write` renders them (a
+    compare-and-swap: a hand-over changed since it was read is left as it is, and `who` is told to run again)."""
     import difflib
 
-    path, shown, _, source = handoff.read_for_rewrite(repo, config, "rendered")
+    path, shown, data, source = handoff.read_for_rewrite(repo, config, "rendered")
     found = records.load_all(repo, config)[0]
     stale = [r.name for r in regions(source.lines) if r.end is not None and table(r.name, found) is not None
              and source.lines[r.start + 1:r.end] != table(r.name, found)]
@@ -94,7 +95,7 @@ def render_file(repo: Repo, config: Config, write: bool) -> tuple[list[str], lis
         return [], []
     new_lines = render(source.lines, found)
     if write:
-        fsio.write_atomic(path, source.encode(new_lines))
+        fsio.rewrite(path, data, source.encode(new_lines), shown=shown, who=who)
         from gates.domain import journal  # only a render writes; a check never loads it
 
         journal.append(repo, "tables-rendered", {"path": shown, "tables": stale})

@@ -21,6 +21,7 @@ from gates.infra.errors import CANNOT_RUN, GateError
 TYPE_CHECKING = False  # typing itself costs ~3 ms at startup; mypy reads this name as True
 if TYPE_CHECKING:
     from types import TracebackType
+    from typing import Callable
 
     StrPath = str | os.PathLike[str]  # what the functions below take: a str on the commit path, a Path elsewhere
 
@@ -220,6 +221,144 @@ def write_atomic(path: StrPath, data: bytes, *, exclusive: bool = False, reason:
     return True
 
 
+class Changed(GateError):
+    """A compare-and-swap rewrite found the file changed since it was read: nothing was written."""
+
+
+# Test seam: called with (stage, path) at "read" (the file pinned, before the first comparison), "swap" (the new
+# content in its temp file, before the last comparison) and "rename" (after it, right before the rename). Empty in
+# production.
+RACE_HOOKS: list[Callable[[str, str], None]] = []
+
+
+def rewrite(path: StrPath, expected: bytes | None, data: bytes, *, shown: str, who: str, code: int = CANNOT_RUN,
+            reason: str = "io-error", parents: bool = False) -> None:
+    """Replace the file at `path`, which held `expected` when it was read (None: it did not exist), with `data`:
+    a compare-and-swap. Every read-modify-write of a repository file goes through here.
+
+    The file is opened again under the same confined opens as write_atomic (no symlink followed on the way) and
+    pinned; its content is compared with `expected` before the temp file is made and again right before the
+    rename (the path must still name the pinned file). After the rename the pinned old file is read once more: a
+    write that reached it in the instant between the comparison and the rename is put back (the old file's whole
+    content returns to `path` when `path` still holds `data`). Any difference raises Changed ("… changed while
+    WHO was rewriting it; nothing was written — run it again"), with `code` and `reason`; an I/O error is a
+    GateError naming the step, exit 3, `io-error`, as write_atomic's.
+    """
+    changed = Changed(f"{shown} changed while {who} was rewriting it; nothing was written — run it again",
+                      code=code, reason=reason)
+    if expected is None:
+        if not write_atomic(path, data, exclusive=True, parents=parents):
+            raise changed
+        return
+    folder, name = os.path.split(os.path.abspath(path))
+    step, tmp, dir_fd, pin = "open folder", None, -1, -1
+    try:
+        dir_fd = open_dir(folder)
+        step = "open"
+        try:
+            pin = os.open(name, safe_flags(os.O_RDONLY), dir_fd=dir_fd)
+        except FileNotFoundError:
+            raise changed from None
+        step = "read"
+        if not stat.S_ISREG(os.fstat(pin).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file: refused")
+        _race("read", path)
+        if _pread_all(pin, len(expected) + 1) != expected:
+            raise changed
+        step = "stat"
+        mode = _target_mode(name, dir_fd, False, None)
+        step = "create temp file"
+        fd, tmp = _mkstemp(dir_fd, name)
+        try:
+            step = "chmod"
+            os.fchmod(fd, mode)
+            step = "write"
+            _write_all(fd, data)
+            step = "fsync"
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        _race("swap", path)
+        step = "compare"
+        if not _names(dir_fd, name, pin) or _pread_all(pin, len(expected) + 1) != expected:
+            raise changed
+        _race("rename", path)
+        step = "rename"
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        tmp = None
+        step = "fsync directory"
+        os.fsync(dir_fd)
+        late = _pread_all(pin, os.fstat(pin).st_size + 1)  # the old file: did a write reach it after the comparison?
+        if late != expected:
+            step = "put back"
+            _put_back(dir_fd, name, data, late, shown, changed)
+            raise changed
+        step = "read back"
+        _verify(dir_fd, name, data, prefix=True)  # a line appended since the rename is someone's, and kept
+    except OSError as exc:
+        raise _io_error(step, path, exc, "io-error") from None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp, dir_fd=dir_fd)  # our own temp file, never the target
+            except OSError:
+                pass
+        for fd_ in (pin, dir_fd):
+            if fd_ >= 0:
+                os.close(fd_)
+
+
+def _race(stage: str, path: StrPath) -> None:
+    for hook in RACE_HOOKS:
+        hook(stage, os.fspath(path))
+
+
+def _pread_all(fd: int, limit: int) -> bytes:
+    chunks, at = [], 0
+    while at < limit:
+        chunk = os.pread(fd, min(limit - at, 1 << 20), at)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        at += len(chunk)
+    return b"".join(chunks)
+
+
+def _names(dir_fd: int, name: str, pin: int) -> bool:
+    """Whether `name` in `dir_fd` is still the pinned file."""
+    try:
+        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    pinned = os.fstat(pin)
+    return (info.st_dev, info.st_ino) == (pinned.st_dev, pinned.st_ino)
+
+
+def _put_back(dir_fd: int, name: str, ours: bytes, late: bytes, shown: str, changed: Changed) -> None:
+    """A write reached the old file after the last comparison: its whole content goes back in place of ours, when
+    the path still holds exactly ours; else it is kept beside it, as a temp file `gate doctor` reports."""
+    fd, tmp = _mkstemp(dir_fd, name)
+    try:
+        os.fchmod(fd, stat.S_IMODE(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode))
+        _write_all(fd, late)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    current = os.open(name, safe_flags(os.O_RDONLY), dir_fd=dir_fd)
+    try:
+        still_ours = _pread_all(current, len(ours) + 1) == ours and _names(dir_fd, name, current)
+        if still_ours:
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            os.fsync(dir_fd)
+            return
+    finally:
+        os.close(current)
+    os.fsync(dir_fd)
+    raise Changed(f"{changed.message.split(';')[0]}, twice: what was written to it meanwhile is kept in "
+                  f"{os.path.join(os.path.dirname(shown), tmp)} — fold it back in by hand, then run it again",
+                  code=changed.code, reason=changed.reason)
+
+
 def _target_mode(name: str, dir_fd: int, executable: bool, mode: int | None) -> int:
     try:
         info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
@@ -260,10 +399,11 @@ def _mkstemp(dir_fd: int, name: str) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no free temp file name")
 
 
-def _verify(dir_fd: int, name: str, data: bytes) -> None:
+def _verify(dir_fd: int, name: str, data: bytes, *, prefix: bool = False) -> None:
+    """The file reads back as `data` (with `prefix`: begins with it, as when someone appended to it since)."""
     fd = os.open(name, safe_flags(os.O_RDONLY), dir_fd=dir_fd)
     try:
-        back = _read_up_to(fd, len(data) + 1)
+        back = _read_up_to(fd, len(data) + (0 if prefix else 1))
     finally:
         os.close(fd)
     if back != data:

@@ -58,7 +58,12 @@ REPO_ENV_VARS = (
 
 RECENT = 16  # first-parent commits fetched at once for Meta-ref questions
 RECENT_ARGS = ("rev-list", "--first-parent", f"--max-count={RECENT}", "HEAD", "--")
-FILTER_ARGS = ("config", "--show-scope", "--get-regexp", r"^filter\..*\.(clean|smudge|process)$")  # Repo.status
+FILTER_ARGS = ("config", "--show-scope", "-z", "--get-regexp", r"^filter\..*\.(clean|smudge|process)$")  # Repo.status
+NO_STATUS = "could not ask git for uncommitted work"
+
+
+class StatusFailed(GateError):
+    """`git status` failed, was killed, or said what cannot be read: nobody may take that for a clean tree."""
 
 
 def log_args(count: int) -> tuple[str, ...]:
@@ -325,23 +330,78 @@ class Repo:
         """`git status` that runs no program the repository names.
 
         Status re-reads a file whose stat changed and passes it through its clean filter, so every
-        filter the repository's own config defines is switched off for this call (`-c
-        filter.<x>.clean=` and its kin: an empty command is no filter); the user's global filters
-        (git-lfs, say) are theirs and stay. Submodules are not entered: their config is not ours.
+        filter the repository's own config defines is switched off for this call (`filter.<x>.clean`
+        and its kin set to an empty command, which is no filter); the user's global filters (git-lfs,
+        say) are theirs and stay. The filters are listed with `-z` and switched off through
+        GIT_CONFIG_COUNT/KEY_n/VALUE_n, so a value holding a newline or a name holding `=` cannot
+        turn into another key. Submodules are not entered: their config is not ours. StatusFailed
+        when the filters cannot be listed: then status is not run at all.
         """
-        return self.git(*self.status_args(*args))
+        key = _status_key(args)
+        running = self.started.pop(key, None)
+        if running is not None:
+            return Output(running.wait())
+        return Output(_run(list(key[1:]), self.toplevel, self._status_env()))
 
-    def status_args(self, *args: str) -> tuple[str, ...]:
-        """The git call of `status(*args)`, for `prefetch` (the repository's filters are asked of git first)."""
-        if "filters" not in self.memo:
+    def prefetch_status(self, *args: str) -> None:
+        """Start `status(*args)` now (see prefetch); StatusFailed when the filters cannot be listed."""
+        key = _status_key(args)
+        if key not in self.started:
+            self.started[key] = _Running(list(key[1:]), self.toplevel, self._status_env())
+
+    def uncommitted(self, *args: str) -> list[tuple[str, str]]:
+        """(status, path) of every change `git status --porcelain=v1 -z` lists for `args` (given with them).
+        StatusFailed when git could not be asked: a non-zero exit, a kill, or output that is not porcelain."""
+        if "--porcelain=v1" not in args or "-z" not in args:
+            raise ValueError("uncommitted() reads --porcelain=v1 -z only")
+        proc = self.status(*args)
+        if proc.returncode != 0:
+            how = (f"git status was killed by signal {-proc.returncode}" if proc.returncode < 0
+                   else f"git status exited {proc.returncode}")
+            said = next((line for line in proc.stderr.splitlines() if line.strip()), "")
+            raise StatusFailed(f"{NO_STATUS}: {how}" + (f" ({excerpt(said, 200)})" if said else ""))
+        fields = proc.stdout.split("\0")
+        if fields and fields[-1] == "":
+            fields.pop()
+        out, at = [], 0
+        while at < len(fields):
+            item = fields[at]
+            at += 1
+            if len(item) < 4 or item[2] != " ":
+                raise StatusFailed(f"{NO_STATUS}: git status printed {excerpt(item, 60)!r}, which is not a porcelain "
+                                   "entry")
+            code, path = item[:2], item[3:]
+            if code[0] in "RC":
+                if at >= len(fields):
+                    raise StatusFailed(f"{NO_STATUS}: git status printed a rename without its source")
+                at += 1  # the rename's source follows
+            out.append((code.strip() or "?", path))
+        return out
+
+    def _status_env(self) -> Mapping[str, str]:
+        """The environment of `git status`: the repository's own filters switched off (see status)."""
+        if "status_env" not in self.memo:
             listed = self.git(*FILTER_ARGS)
-            keys = []
-            for line in listed.stdout.splitlines():
-                scope, _, rest = line.partition("\t")
-                if scope not in ("global", "system"):
-                    keys.append(rest.split(" ", 1)[0])
-            self.memo["filters"] = [arg for key in keys for arg in ("-c", f"{key}=")]
-        return (*self.memo["filters"], "status", "--ignore-submodules=all", *args)
+            if listed.returncode not in (0, 1):  # 1: no filter is defined
+                said = next((line for line in listed.stderr.splitlines() if line.strip()), "")
+                raise StatusFailed(f"{NO_STATUS}: the repository's filters cannot be listed to switch them off "
+                                   f"(git config exited {listed.returncode}"
+                                   + (f": {excerpt(said, 200)})" if said else ")"))
+            fields = listed.stdout.split("\0")
+            keys = [fields[i + 1].partition("\n")[0] for i in range(0, len(fields) - 1, 2)
+                    if fields[i] not in ("global", "system")]
+            env = dict(self.env)
+            given = env.get("GIT_CONFIG_COUNT", "") or "0"
+            if not given.isdigit():
+                raise StatusFailed(f"{NO_STATUS}: GIT_CONFIG_COUNT in the environment is not a number")
+            count = int(given)
+            for key in keys:
+                env[f"GIT_CONFIG_KEY_{count}"], env[f"GIT_CONFIG_VALUE_{count}"] = key, ""
+                count += 1
+            env["GIT_CONFIG_COUNT"] = str(count)
+            self.memo["status_env"] = env
+        env_: Mapping[str, str] = self.memo["status_env"]
+        return env_
 
     def recent(self) -> list[str]:
         """HEAD's last first-parent commits (newest first): they answer most questions about a Meta ref. The
@@ -486,6 +546,11 @@ class Repo:
 
 
 _ASK = object()  # HEAD's file does not say: git is asked
+
+
+def _status_key(args: tuple[str, ...]) -> tuple[str, ...]:
+    """Repo.status's key among the started calls: a mark no other call's arguments start with, then git's arguments."""
+    return ("\0status", "status", "--ignore-submodules=all", *args)
 
 
 def _head_branch(git_dir: str) -> object:

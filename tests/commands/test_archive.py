@@ -56,16 +56,16 @@ def test_a_crash_between_the_two_writes_leaves_the_item_in_at_least_one_file(
     repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _with_threads(repo)
-    real = fsio.write_atomic
+    real = fsio.rewrite
     calls = []
 
-    def crash_on_second(path: str, data: bytes, **kwargs: object) -> bool:
+    def crash_on_second(path: str, expected: bytes | None, data: bytes, **kwargs: object) -> None:
         calls.append(os.path.basename(path))
         if len(calls) == 2:
             raise KeyboardInterrupt  # the process dies between the archive write and the hand-over write
-        return real(path, data, **kwargs)  # type: ignore[arg-type]
+        real(path, expected, data, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("gates.domain.archive.fsio.write_atomic", crash_on_second)
+    monkeypatch.setattr("gates.domain.archive.fsio.rewrite", crash_on_second)
     code, _, _ = call_gate(repo, "archive", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 130 and calls == ["ARCHIVE.md", "HANDOFF.md"]
     assert "- [x] done" in (repo / "ARCHIVE.md").read_text()

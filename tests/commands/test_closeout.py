@@ -124,3 +124,58 @@ def test_a_hook_that_waits_for_its_input_judges_the_head_after_it(repo: Path) ->
     assert proc.returncode == 0, err
     closeouts = [entry for entry in _journal(repo) if entry.get("action") == "closeout"]
     assert closeouts[-1]["details"]["head"] == git(repo, "rev-parse", "HEAD")  # type: ignore[index]
+
+
+# ---- a failed `git status` is never "nothing uncommitted" (issue 25, class 2) --------------------------------------
+
+def _brief_context(repo: Path) -> str:
+    out = _hook(repo, "brief", "claude", {"session_id": "s-9", "source": "startup"})
+    return str(json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"])
+
+
+def test_a_filter_value_holding_a_newline_does_not_hide_an_uncommitted_hand_over(repo: Path) -> None:
+    """The attack: `clean = "cat\\nbogus"` made the filter listing yield a key `bogus`, `-c bogus=` broke git status,
+    and the close-out read that as a clean tree and let the stop through."""
+    with (repo / ".git" / "config").open("a") as config:
+        config.write('[filter "lfsx"]\n\tclean = "cat\\nbogus"\n')
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text() + "- [ ] an uncommitted note\n")
+    text = run_gate(repo, "closeout", "--format", "text")
+    assert text.returncode == 1 and "Commit the hand-over" in text.stdout, text.stdout + text.stderr
+    stop = _hook(repo, "closeout", "claude", {"session_id": "s-1", "stop_hook_active": False})
+    assert json.loads(stop.stdout)["decision"] == "block"
+    assert "HANDOFF.md" in _brief_context(repo).split("## 3a. Salvage")[1]
+
+
+def test_a_filter_whose_name_holds_an_equals_sign_is_switched_off_too(repo: Path, tmp_path: Path) -> None:
+    """`-c filter.a=b.clean=` is read by git as `filter.a` = `b.clean=`: the filter `a=b` stayed on and ran."""
+    canary = tmp_path / "canary"
+    (repo / ".gitattributes").write_text("*.txt filter=a=b\n")
+    (repo / "a.txt").write_text("hello\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--no-verify", "-m", "attributes")
+    git(repo, "config", "filter.a=b.clean", f"sh -c 'touch {canary}; cat'")
+    os.utime(repo / "a.txt", (1_500_000_000, 1_500_000_000))  # same bytes, new stat: git re-reads it
+    subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, check=True)
+    assert canary.exists()  # plain git runs it: the test can fail
+    canary.unlink()
+    for argv in (["closeout", "--format", "text"], ["brief"]):
+        os.utime(repo / "a.txt", (1_500_000_000, 1_500_000_000))
+        run_gate(repo, *argv)
+        assert not canary.exists(), argv
+
+
+def test_a_failing_git_status_blocks_the_close_out_and_says_why(repo: Path) -> None:
+    """Config in the repository that only `git status` reads and refuses: status exits 128, every other git call
+    works. The stop is blocked in every format, the brief's salvage says so, and the words name the cause."""
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text() + "- [ ] an uncommitted note\n")
+    git(repo, "config", "status.relativePaths", "notbool")
+    text = run_gate(repo, "closeout", "--format", "text")
+    assert text.returncode == 1, text.stdout + text.stderr
+    assert "could not ask git for uncommitted work: git status exited 128" in text.stdout.lower()
+    assert "bad boolean config value" in text.stdout
+    stop = _hook(repo, "closeout", "claude", {"session_id": "s-1", "stop_hook_active": False})
+    assert json.loads(stop.stdout)["decision"] == "block"
+    assert "could not ask git for uncommitted work" in json.loads(stop.stdout)["reason"].lower()
+    salvage = _brief_context(repo).split("## 3a. Salvage")[1]
+    assert "could not ask git for uncommitted work" in salvage.lower()
+    assert "Whether the last session closed out cannot be told" in salvage

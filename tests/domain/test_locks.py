@@ -16,7 +16,7 @@ from conftest import GATE_BIN, call_gate, flag_records, git, run_gate
 from helpers import entries
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from locks_helpers import aged, fast, judge, only_our_git, quarantined, snapshot
+from locks_helpers import Transaction, aged, fast, judge, locks_now, only_our_git, quarantined, snapshot
 
 from gates.domain import locks, lockscan, procscan
 from gates.infra import clock
@@ -205,43 +205,6 @@ def test_both_forms_of_the_mount_listing_are_read() -> None:
     assert procscan.is_network_fs("smbfs") and procscan.is_network_fs("nfs4") and not procscan.is_network_fs("apfs")
 
 
-def _locks_now(repo: Path) -> dict[str, bytes]:
-    """Every lock file of the repository and its bytes: what the gate must leave exactly as it was."""
-    git_dir = repo / ".git"
-    found = [*git_dir.glob("*.lock"), *(git_dir / "refs").rglob("*.lock")]
-    return {p.relative_to(git_dir).as_posix(): p.read_bytes() for p in found if p.is_file()}
-
-
-class _Transaction:
-    """A real `git update-ref --stdin` that prepared `update HEAD <new> <old>` and waits, stdin open, for `commit`.
-
-    Bounded: a watchdog kills it after `limit` seconds, and `close` kills it whatever happened."""
-
-    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str] | None, new: str, old: str,
-                 limit: float = 60) -> None:
-        import threading
-
-        self.proc = subprocess.Popen(["git", *argv, "update-ref", "--stdin"], cwd=cwd, env=env, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.watchdog = threading.Timer(limit, self.proc.kill)
-        self.watchdog.start()
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(f"start\nupdate HEAD {new} {old}\nprepare\n")
-        self.proc.stdin.flush()
-        said = [self.proc.stdout.readline(), self.proc.stdout.readline()]
-        assert said == ["start: ok\n", "prepare: ok\n"], said
-
-    def commit(self) -> tuple[int, str, str]:
-        out, err = self.proc.communicate("commit\n", timeout=30)
-        return self.proc.returncode, out, err
-
-    def close(self) -> None:
-        self.watchdog.cancel()
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(timeout=30)
-
-
 def _ways_to_name(repo: Path, elsewhere: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
     """Every way to point a git process standing in `elsewhere` at `repo`: (global options, extra environment)."""
     rel = os.path.relpath(repo, elsewhere)
@@ -273,9 +236,9 @@ def test_a_prepared_transaction_from_another_directory_keeps_its_locks(repo: Pat
         (elsewhere / ".git").write_text(f"gitdir: {repo / '.git'}\n")
     old = git(repo, "rev-parse", "HEAD")
     new = git(repo, "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", "the transaction's commit")
-    tx = _Transaction(options, elsewhere, {**os.environ, **extra}, new, old)
+    tx = Transaction(options, elsewhere, {**os.environ, **extra}, new, old)
     try:
-        before = _locks_now(repo)
+        before = locks_now(repo)
         assert {"HEAD.lock", "refs/heads/main.lock"} <= set(before)
         time.sleep(1.2)  # older than the threshold: only liveness keeps them now
         proc = run_gate(repo, "locks", "--quarantine", timeout=60)
@@ -285,13 +248,13 @@ def test_a_prepared_transaction_from_another_directory_keeps_its_locks(repo: Pat
         assert f"git process {tx.proc.pid}" in proc.stdout
         check = run_gate(repo, "check", "--only", "git-stale-locks", timeout=60)
         assert check.returncode == 0 and "stale lock moved" not in check.stdout, check.stdout
-        assert _locks_now(repo) == before and quarantined(repo) == []
+        assert locks_now(repo) == before and quarantined(repo) == []
         code, out, err = tx.commit()
         assert code == 0 and "commit: ok" in out, err
     finally:
         tx.close()
     assert git(repo, "rev-parse", "HEAD") == new
-    assert _locks_now(repo) == {}
+    assert locks_now(repo) == {}
 
 
 def test_anything_but_a_regular_file_at_a_lock_path_is_reported_ineligible_and_left(repo: Path, tmp_path: Path) -> None:
@@ -395,10 +358,16 @@ def test_where_a_git_process_works_is_read_from_its_cwd_command_line_and_environ
 def _fake_proc(tmp_path: Path, cwd: Path, cmdline: list[str], environ: list[str] | None) -> Path:
     """A /proc with one git process of ours in it; `environ` None: its environment is unreadable."""
     proc = tmp_path / "fake-proc"
-    (proc / "self" / "fd").mkdir(parents=True)
-    (proc / "self" / "mountinfo").symlink_to("/proc/self/mountinfo")
+    me = proc / str(os.getpid())  # `self` names this process, in this PID and mount namespace, as the real one does
+    (me / "fd").mkdir(parents=True)
+    (me / "ns").mkdir()
+    (proc / "self").symlink_to(me.name)
+    for name in ("mountinfo", "status", "ns/pid", "ns/mnt"):
+        (me / name).symlink_to(f"/proc/self/{name}")
     pid = proc / "4000000"
     (pid / "fd").mkdir(parents=True)
+    (pid / "ns").mkdir()
+    (pid / "ns" / "mnt").symlink_to("/proc/self/ns/mnt")
     (pid / "comm").write_text("git\n")
     (pid / "cwd").symlink_to(cwd)
     (pid / "cmdline").write_bytes(b"".join(word.encode() + b"\0" for word in cmdline))
