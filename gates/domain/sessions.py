@@ -129,11 +129,18 @@ def uncommitted(repo: Repo) -> list[tuple[str, str]]:
     return repo.uncommitted(*UNCOMMITTED)
 
 
+class ListFailed(Exception):
+    """`git rev-list` failed: the salvage says so instead of listing no commits."""
+
+
 def commits_after(repo: Repo, since: str | None) -> tuple[list[tuple[str, str, list[str]]], int]:
     """(short sha, subject, files) of the first-parent commits after `since` (the last ones when None), and how many."""
     spec = [f"{since}..HEAD"] if since else ["HEAD"]
     listed = repo.git("rev-list", "--first-parent", *spec, "--")
-    shas = listed.stdout.split() if listed.returncode == 0 else []
+    if listed.returncode != 0:  # never read as "no commits"
+        raise ListFailed(f"could not list the commits {'after the Meta ref' if since else 'on HEAD'}: "
+                         f"git rev-list exited {listed.returncode}")
+    shas = listed.stdout.split()
     total = len(shas) if since else min(len(shas), MAX_COMMITS)
     shas = shas[:MAX_COMMITS]
     if not shas:
@@ -175,12 +182,16 @@ def salvage(repo: Repo, ref: str | None, found: Relation | None, handoff_path: s
     why = []
     commits: list[tuple[str, str, list[str]]] = []
     total = 0
-    if found is not None and found.kind == "behind" and found.behind > 0:
-        commits, total = work_after(repo, found)
-        why.append(f"{found.behind} commit{'s' if found.behind != 1 else ''} after the Meta ref")
-    elif found is not None and found.kind == "elsewhere":
-        commits, total = commits_after(repo, None)
-        why.append("the Meta ref is not in this history")
+    unlisted = None
+    try:
+        if found is not None and found.kind == "behind" and found.behind > 0:
+            why.append(f"{found.behind} commit{'s' if found.behind != 1 else ''} after the Meta ref")
+            commits, total = work_after(repo, found)
+        elif found is not None and found.kind == "elsewhere":
+            why.append("the Meta ref is not in this history")
+            commits, total = commits_after(repo, None)
+    except ListFailed as exc:
+        unlisted = str(exc)
     try:
         changed, unknown = uncommitted(repo), None
     except StatusFailed as exc:  # never read as "nothing uncommitted"
@@ -200,6 +211,8 @@ def salvage(repo: Repo, ref: str | None, found: Relation | None, handoff_path: s
            "and commit it."]
     if unknown is not None:
         out.append(f"{unknown[:1].upper()}{unknown[1:]}: check `git status` by hand; uncommitted work may be there.")
+    if unlisted is not None:
+        out.append(f"{unlisted[:1].upper()}{unlisted[1:]}: check `git log` by hand.")
     if commits:
         label = "after the Meta ref" if found is not None and found.kind == "behind" else "on HEAD (the last ones)"
         shown = f"{len(commits)} of {total}" if total > len(commits) else str(len(commits))

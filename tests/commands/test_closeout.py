@@ -8,6 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from conftest import git, run_gate
 
 from gates.domain import agents
@@ -179,3 +180,19 @@ def test_a_failing_git_status_blocks_the_close_out_and_says_why(repo: Path) -> N
     salvage = _brief_context(repo).split("## 3a. Salvage")[1]
     assert "could not ask git for uncommitted work" in salvage.lower()
     assert "Whether the last session closed out cannot be told" in salvage
+
+
+def test_commits_that_cannot_be_listed_are_said_never_read_as_none(repo: Path) -> None:
+    """A `git rev-list` that fails (here: the Meta ref names no object git has any more) is said in the salvage;
+    it is never taken for "no commits after the Meta ref"."""
+    from gates.domain import ancestry, sessions
+    from gates.infra.git import discover
+
+    gone = "0123456789abcdef0123456789abcdef01234567"
+    found = ancestry.Relation("behind", 2, gone)
+    local = discover(repo)
+    with pytest.raises(sessions.ListFailed):
+        sessions.commits_after(local, gone)
+    said = sessions.salvage(local, gone, found, "HANDOFF.md")
+    assert said is not None and said.startswith("The last session did not close out (2 commits after the Meta ref)")
+    assert "Could not list the commits after the Meta ref: git rev-list exited 128: check `git log` by hand." in said
