@@ -21,6 +21,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterator
 
+    from gates.infra.errors import GateError
+
     At = Callable[..., Finding]  # (line, message[, severity]) -> a finding of this gate in this file
 
 ID = "handoff-structure"
@@ -187,8 +189,19 @@ def _project_schema(ctx: Context, doc: Document, cfg: dict[str, Any], at: At) ->
 
     schema = load_project_schema(ctx, cfg["schema"])
     model, lines = doc.to_json(cfg["meta_section"])
-    for line, message in schemas.validate(schema, model, lines):
+    try:
+        problems = schemas.validate(schema, model, lines)
+    except schemas.Unusable as exc:
+        raise schema_error(cfg["schema"], exc.message) from None
+    for line, message in problems:
         yield at(line, f"schema {cfg['schema']}: {message}")
+
+
+def schema_error(relative: str, problem: str) -> GateError:
+    """The one error of a project schema that cannot be used: exit 3, `config-invalid`, naming the key and the file."""
+    from gates.infra.errors import GateError
+
+    return GateError(f"handoff.schema: {problem}", reason="config-invalid", path=relative)
 
 
 def load_project_schema(ctx: Context, relative: str) -> dict[str, Any]:
@@ -204,6 +217,6 @@ def load_project_schema(ctx: Context, relative: str) -> dict[str, Any]:
         raise GateError(exc.message, reason="config-invalid", path=relative, line=exc.line or None) from None
     problem = schemas.check_schema(schema) if isinstance(schema, dict) else "a schema must be a JSON object"
     if problem:
-        raise GateError(f"not a valid JSON Schema: {problem}", reason="config-invalid", path=relative)
+        raise schema_error(relative, problem)
     assert isinstance(schema, dict)
     return schema
