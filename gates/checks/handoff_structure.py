@@ -138,8 +138,9 @@ def _meta(ctx: Context, doc: Document, cfg: dict[str, Any], at: At) -> Iterator[
 
 
 def _ref(ctx: Context, value: str, line: int, at: At) -> Iterator[Finding]:
-    if not 7 <= len(value) <= 40 or value.strip(_HEX):  # 7 to 40 hex digits
-        yield at(line, f"Meta ref '{excerpt(value)}' is not a commit id (7-40 hex digits)")
+    longest = ctx.repo.id_length()  # 40 in a SHA-1 repository, 64 in a SHA-256 one
+    if not 7 <= len(value) <= longest or value.strip(_HEX):
+        yield at(line, f"Meta ref '{excerpt(value)}' is not a commit id (7-{longest} hex digits)")
         return
     if ctx.repo.head is None:
         yield at(line, "this branch has no commit yet: Meta ref cannot be checked until the first commit", WARNING)
