@@ -157,8 +157,8 @@ def test_empty_and_comment_only_config_means_defaults(repo: Path) -> None:
 def test_project_schema_that_is_not_a_schema(repo: Path) -> None:
     (repo / ".gate.yaml").write_text("handoff:\n  schema: strict.json\n")
     (repo / "strict.json").write_text('{"type": 12}')
-    _assert_refused(repo, 3, "gate: strict.json: not a valid JSON Schema: 12 is not valid under any of the given schemas",
-                    "config-invalid")
+    _assert_refused(repo, 3, "gate: strict.json: handoff.schema: not a valid JSON Schema: 12 is not valid under any "
+                    "of the given schemas", "config-invalid")
     (repo / "strict.json").write_text('{"type": "object", "type": "array"}')
     proc = run_gate(repo, "check")
     assert proc.returncode == 3

@@ -21,6 +21,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterator
 
+    from gates.infra.errors import GateError
+
     At = Callable[..., Finding]  # (line, message[, severity]) -> a finding of this gate in this file
 
 ID = "handoff-structure"
@@ -136,8 +138,9 @@ def _meta(ctx: Context, doc: Document, cfg: dict[str, Any], at: At) -> Iterator[
 
 
 def _ref(ctx: Context, value: str, line: int, at: At) -> Iterator[Finding]:
-    if not 7 <= len(value) <= 40 or value.strip(_HEX):  # 7 to 40 hex digits
-        yield at(line, f"Meta ref '{excerpt(value)}' is not a commit id (7-40 hex digits)")
+    longest = ctx.repo.id_length()  # 40 in a SHA-1 repository, 64 in a SHA-256 one
+    if not 7 <= len(value) <= longest or value.strip(_HEX):
+        yield at(line, f"Meta ref '{excerpt(value)}' is not a commit id (7-{longest} hex digits)")
         return
     if ctx.repo.head is None:
         yield at(line, "this branch has no commit yet: Meta ref cannot be checked until the first commit", WARNING)
@@ -187,8 +190,19 @@ def _project_schema(ctx: Context, doc: Document, cfg: dict[str, Any], at: At) ->
 
     schema = load_project_schema(ctx, cfg["schema"])
     model, lines = doc.to_json(cfg["meta_section"])
-    for line, message in schemas.validate(schema, model, lines):
+    try:
+        problems = schemas.validate(schema, model, lines)
+    except schemas.Unusable as exc:
+        raise schema_error(cfg["schema"], exc.message) from None
+    for line, message in problems:
         yield at(line, f"schema {cfg['schema']}: {message}")
+
+
+def schema_error(relative: str, problem: str) -> GateError:
+    """The one error of a project schema that cannot be used: exit 3, `config-invalid`, naming the key and the file."""
+    from gates.infra.errors import GateError
+
+    return GateError(f"handoff.schema: {problem}", reason="config-invalid", path=relative)
 
 
 def load_project_schema(ctx: Context, relative: str) -> dict[str, Any]:
@@ -204,6 +218,6 @@ def load_project_schema(ctx: Context, relative: str) -> dict[str, Any]:
         raise GateError(exc.message, reason="config-invalid", path=relative, line=exc.line or None) from None
     problem = schemas.check_schema(schema) if isinstance(schema, dict) else "a schema must be a JSON object"
     if problem:
-        raise GateError(f"not a valid JSON Schema: {problem}", reason="config-invalid", path=relative)
+        raise schema_error(relative, problem)
     assert isinstance(schema, dict)
     return schema

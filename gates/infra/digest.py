@@ -1,4 +1,5 @@
-"""SHA-256, the one digest of the product (flag ids, markers, cache keys, record and journal hashes).
+"""SHA-256, the one digest of the product (flag ids, markers, cache keys, record and journal hashes), and HMAC-SHA256
+on it (the tag that authenticates a cache entry).
 
 hashlib loads OpenSSL (about 8 ms, half the cost of starting Python) on every `gate check`;
 the interpreter's own SHA-256 module gives the same digest for a tenth of that. Python 3.12
@@ -24,3 +25,32 @@ def sha256(data: bytes = b"") -> Hash:
     """A SHA-256 hash object, fed `data` (update() feeds it more)."""
     found: Hash = _sha256(data)
     return found
+
+
+_INNER = bytes(byte ^ 0x36 for byte in range(256))  # HMAC's pads (RFC 2104), as translation tables
+_OUTER = bytes(byte ^ 0x5C for byte in range(256))
+
+
+class Hmac:
+    """HMAC-SHA256 (RFC 2104) built on the SHA-256 above: the `hmac` module would load hashlib and OpenSSL.
+    Fed with update(), like a hash; hexdigest() gives the tag."""
+
+    def __init__(self, key: bytes) -> None:
+        if len(key) > 64:  # SHA-256's block
+            key = sha256(key).digest()
+        key = key.ljust(64, b"\0")
+        self._inner = sha256(key.translate(_INNER))
+        self._outer = key.translate(_OUTER)
+
+    def update(self, data: bytes) -> None:
+        self._inner.update(data)
+
+    def hexdigest(self) -> str:
+        return sha256(self._outer + self._inner.digest()).hexdigest()
+
+
+def same_tag(a: bytes, b: bytes) -> bool:
+    """Whether two tags are equal, in time that does not depend on where they differ."""
+    from _operator import _compare_digest  # what hmac.compare_digest is, without hashlib
+
+    return _compare_digest(a, b)

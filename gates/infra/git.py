@@ -444,10 +444,32 @@ class Repo:
     def is_shallow(self) -> bool:
         return self.git("rev-parse", "--is-shallow-repository").stdout.strip() == "true"
 
+    def id_length(self) -> int:
+        """How many hex digits this repository's object ids have: 40 (SHA-1) or 64 (SHA-256), by its own format
+        (HEAD's id says it; git is asked only while the branch has no commit)."""
+        if self.head:
+            return len(self.head)
+        if "id-length" not in self.memo:
+            proc = self.git("rev-parse", "--show-object-format")
+            self.memo["id-length"] = 64 if proc.stdout.strip() == "sha256" else 40
+        found: int = self.memo["id-length"]
+        return found
+
     def log_oneline(self, count: int) -> list[str]:
         proc = self.git(*log_args(count))
         # "\n" only: a subject may hold "\r", "\v" or U+2028, which splitlines() would turn into forged lines
         return [line for line in proc.stdout.split("\n") if line] if proc.returncode == 0 else []
+
+    def blob_at(self, commit: str, path: str) -> bytes | None:
+        """The content of the file `path` in `commit`, or None when the commit has no such file (or a folder there);
+        an object the repository lacks (a partial or damaged clone) is an error."""
+        proc = _run(["cat-file", "blob", f"{commit}:{path}"], self.toplevel, self.env)
+        if proc.returncode == 0:
+            return proc.stdout
+        why = proc.stderr.decode("utf-8", "replace").strip().splitlines() or ["git cat-file failed"]
+        if why[-1].endswith(": bad file") or any(words in why[-1] for words in ("does not exist in", "but not in")):
+            return None  # (LC_ALL=C: git's own words)
+        raise GateError(f"cannot read {excerpt(path)} at {commit[:12]}: {excerpt(why[-1], 200)}", reason="io-error")
 
     def index_blob(self, path: str) -> bytes | None:
         """The staged content of `path` (the index, or GIT_INDEX_FILE in a hook), or None when it is not staged."""
@@ -708,6 +730,8 @@ class History:
     def blob(self, commit: str | None, path: str) -> bytes | None:
         if commit is None:
             return None
+        if self.repo.id_length() != 40:  # GitPython reads SHA-1 repositories only: a SHA-256 one's are asked of git
+            return self.repo.blob_at(commit, path)
         saved = self._swap()
         try:
             if self._gitpython is None:

@@ -52,26 +52,116 @@ def load(name: str) -> dict[str, Any]:
     return _LOADED[name]
 
 
-def check_schema(schema: dict[str, Any]) -> str | None:
-    """None when `schema` is a valid JSON Schema, else why not."""
-    from jsonschema import exceptions, validators
+class Unusable(Exception):
+    """A schema that cannot be used as it is: not a JSON Schema, or a reference in it cannot be followed. The message
+    names the schema's own text only (a short, sanitised excerpt), never a document it points at."""
 
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    """The one way a validator is made: for `schema`'s draft, checking formats, with a registry of its own that
+    retrieves nothing. A `$ref` resolves inside `schema` (`#...`, `$defs`, `$id`s and anchors in it) or to the JSON
+    Schema metaschemas jsonschema ships; anything else (file://, http://, a relative name) is unresolvable, never
+    fetched: jsonschema's default registry would open any URI a committed schema names."""
+    from jsonschema import validators
+    from referencing import Registry
+
+    dialect = schema.get("$schema")
+    if dialect is not None and not isinstance(dialect, str):
+        raise Unusable("$schema is not a string")
+    cls = validators.validator_for(schema, default=None) if dialect else validators.validator_for(schema)
+    if cls is None:  # jsonschema would warn and use the latest draft ("will raise an error in the future")
+        raise Unusable(f"$schema '{excerpt(str(dialect), 120)}' is not a JSON Schema draft jsonschema knows")
+    return cls(schema, format_checker=cls.FORMAT_CHECKER, registry=Registry())
+
+
+def check_schema(schema: dict[str, Any]) -> str | None:
+    """None when `schema` is a valid JSON Schema whose every reference resolves without retrieving anything, else
+    why not (a short, sanitised excerpt that quotes no referenced document)."""
     try:
-        validators.validator_for(schema).check_schema(schema)
-    except exceptions.SchemaError as exc:
-        return str(exc.message)
+        validator = _validator(schema)
+        meta = _validator(validator.META_SCHEMA)  # the metaschema's own references: the shipped metaschemas
+        for error in meta.iter_errors(schema):
+            return f"not a valid JSON Schema: {_short(error)}"
+        _follow(validator, schema)
+    except Unusable as exc:
+        return exc.message
+    except RecursionError:
+        return "its references go round in a loop"
     return None
 
 
-def validate(schema: dict[str, Any], instance: Any, lines: dict[tuple[object, ...], int]) -> list[tuple[int, str]]:
-    """Every way `instance` breaks `schema`, as (line, message), in line order."""
-    from jsonschema import validators
+def _follow(validator: Any, schema: dict[str, Any]) -> None:
+    """Resolve every `$ref`, `$dynamicRef` and `$recursiveRef` of `schema` now, whether or not a document reaches
+    it: a reference that cannot be followed is refused up front, the same on every input."""
+    import referencing.jsonschema
+    from jsonschema_specifications import REGISTRY  # type: ignore[import-untyped,unused-ignore]
+    from referencing import Registry
 
-    cls = validators.validator_for(schema)
-    validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+    spec = referencing.jsonschema.specification_with(validator.ID_OF(validator.META_SCHEMA) or "urn:unknown-dialect",
+                                                     default=referencing.Specification.OPAQUE)
+    resource = spec.create_resource(schema)
+    resolver = REGISTRY.combine(Registry()).resolver_with_root(resource)
+    pending = [(resolver, resource)]
+    while pending:
+        resolver, resource = pending.pop()
+        contents = resource.contents
+        if isinstance(contents, dict):
+            for keyword in ("$ref", "$dynamicRef", "$recursiveRef"):
+                ref = contents.get(keyword)
+                if isinstance(ref, str):
+                    _lookup(resolver, keyword, ref)  # a lookup in the registry, which retrieves nothing
+                elif keyword in contents:
+                    raise Unusable(f"{keyword} is not a string")
+        pending.extend((resolver.in_subresource(sub), sub) for sub in resource.subresources())
+
+
+def _lookup(resolver: Any, keyword: str, ref: str) -> None:
+    from referencing.exceptions import Unresolvable
+
+    try:
+        resolver.lookup(ref)
+    except Unresolvable as exc:
+        raise _unresolvable(exc, keyword, ref) from None
+
+
+def _unresolvable(exc: Exception, keyword: str = "$ref", ref: str | None = None) -> Unusable:
+    """Why a reference did not resolve, from the reference alone: referencing's own message can quote the whole
+    document it looked in."""
+    from referencing import exceptions
+
+    cause = getattr(exc, "_wrapped", exc)  # jsonschema wraps referencing's error while validating
+    shown = excerpt(ref if ref is not None else str(getattr(cause, "ref", "")), 120)
+    if isinstance(cause, exceptions.PointerToNowhere):
+        why = "points at nothing in the schema"
+    elif isinstance(cause, (exceptions.NoSuchAnchor, exceptions.InvalidAnchor)):
+        why = "names an anchor the schema does not have"
+    else:  # a document that is not in the registry: retrieving it is never tried
+        why = ("names a document outside the schema, which is never fetched or read (only references inside the "
+               "schema, such as '#/$defs/name', and the JSON Schema metaschemas are followed)")
+    return Unusable(f"{keyword} '{shown}' {why}")
+
+
+def _short(error: Any) -> str:
+    return excerpt(str(error.message), 160)
+
+
+def validate(schema: dict[str, Any], instance: Any, lines: dict[tuple[object, ...], int]) -> list[tuple[int, str]]:
+    """Every way `instance` breaks `schema`, as (line, message), in line order. A schema that cannot be used (a
+    reference that does not resolve, one that loops) raises Unusable."""
+    from referencing.exceptions import Unresolvable
+
     problems: list[tuple[int, str]] = []
-    for error in validator.iter_errors(instance):
-        problems.extend(_describe(error, lines))
+    try:
+        for error in _validator(schema).iter_errors(instance):
+            problems.extend(_describe(error, lines))
+    except Unresolvable as exc:
+        raise _unresolvable(exc) from None
+    except RecursionError:
+        raise Unusable("its references go round in a loop") from None
     return sorted(set(problems))
 
 
@@ -90,7 +180,7 @@ def _describe(error: Any, lines: dict[tuple[object, ...], int]) -> Iterable[tupl
                 yield _nearest((*path, key), lines), f"unknown key '{where}'{_suggest(key, allowed)}"
         return
     where = excerpt(_dotted(path) or "(top level)", 120)
-    message = excerpt(error.message, 160)  # jsonschema quotes the value: a short, sanitised excerpt only
+    message = _short(error)  # jsonschema quotes the value: a short, sanitised excerpt only
     if error.validator == "pattern" and "description" in error.schema:
         message = f"'{excerpt(str(error.instance))}' is not {error.schema['description']}"
     yield _nearest(path, lines), f"{where}: {message}"

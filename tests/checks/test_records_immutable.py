@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -11,6 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import commit_all, git, run_gate
 from records_helpers import record
+
+from gates.infra import cache as entries_kept
+from gates.infra.git import discover
 
 
 def _set_status(path: Path, status: str, extra: str = "") -> None:
@@ -116,10 +118,10 @@ def test_what_the_records_decide_follows_their_content(repo: Path) -> None:
     for name in ("records-findings.json", "records-entries.json", "records.json"):
         (cache / name).unlink()
         assert run_gate(repo, "check", "--only", "records-immutable").stdout == first.stdout, name
-    forged = json.loads((cache / "records-findings.json").read_text())
+    forged = entries_kept.get(discover(repo, {}), "records-findings")  # (entries are authenticated: see test_cache_key)
     assert forged["value"]
     for value in ([["HANDOFF.md", "1", "records-immutable", "x", "error"]], "nothing", [["x"]]):
-        (cache / "records-findings.json").write_text(json.dumps({"key": forged["key"], "value": value}))
+        entries_kept.put(discover(repo, {}), "records-findings", {"key": forged["key"], "value": value})
         assert run_gate(repo, "check", "--only", "records-immutable").stdout == first.stdout, value
     (cache / "records-findings.json").write_text("{not json")
     assert run_gate(repo, "check", "--only", "records-immutable").stdout == first.stdout
@@ -173,8 +175,8 @@ def test_a_cache_of_another_shape_is_computed_afresh(repo: Path, file: str, valu
     first = run_gate(repo, "check", "--only", "records-immutable")
     assert first.returncode == 1, first.stdout + first.stderr
     cache = repo / ".git" / "gate" / "cache"
-    kept = json.loads((cache / "records.json").read_text())
-    entries = json.loads((cache / "records-entries.json").read_text())
+    kept = entries_kept.get(discover(repo, {}), "records")  # (authenticated entries of another shape: signed here)
+    entries = entries_kept.get(discover(repo, {}), "records-entries")
     shapes: list[tuple[str, object]] = [(file, value)]
     if file == "records.json" and isinstance(value, dict):
         shapes = [(file, {**kept, **value})]
@@ -185,7 +187,7 @@ def test_a_cache_of_another_shape_is_computed_afresh(repo: Path, file: str, valu
                                      {"meta": {}, "lines": [], "problems": [[1]]}]
         shapes = [(file, {**entries, "entries": {digest: bad}}) for bad in bad_entries]
     for name, shape in shapes:
-        (cache / name).write_text(json.dumps(shape))
+        entries_kept.put(discover(repo, {}), name.removesuffix(".json"), shape)
         if name != "records-findings.json":
             (cache / "records-findings.json").unlink(missing_ok=True)  # so that the records are loaded
         proc = run_gate(repo, "check", "--only", "records-immutable")
