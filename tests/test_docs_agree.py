@@ -258,8 +258,8 @@ def test_a_catalog_change_is_noticed_by_every_surface(tmp_path: Path, monkeypatc
     rewrite adds it to each, in order, and touches nothing outside the surfaces."""
     root = _copy_surfaces(tmp_path)
     before = {name: (root / name).read_text() for name in SURFACE_FILES}
-    monkeypatch.setitem(surfaces.CATALOG, "handoff-owner", Gate("handoff-owner", "the Meta block names an owner", None,
-                                                                on=False, note="gate init's hand-over names none"))
+    owner = Gate("handoff-owner", "the Meta block names an owner", None, on=False, note="gate init's hand-over names none")
+    monkeypatch.setitem(CATALOG, "handoff-owner", owner)  # the catalog gates.infra.surfaces renders
     assert [name for name in surfaces.NAMES if stale(name, root)] == surfaces.NAMES
     assert surfaces.write(root) == [".pre-commit-hooks.yaml", "gates/domain/scaffold.py", "docs/configuration.md",
                                     "schemas/config.schema.json"]

@@ -88,22 +88,29 @@ def markers(name: str) -> tuple[str, str]:
     return f"BEGIN generated from gates/infra/catalog.py: {name} (`{WRITE}`)", f"END generated: {name}"
 
 
-def _lines(root: Path, path: str) -> list[str]:
-    return fsio.read_regular(root / path, 1 << 20).decode("utf-8").split("\n")
+def _lines(root: Path, file: str, cap: int = 1 << 20) -> list[str]:
+    data = fsio.read_regular(root / file, cap)
+    if len(data) > cap:
+        raise ValueError(f"{file}: larger than {cap} bytes")
+    return data.decode("utf-8").split("\n")
 
 
-def _region(lines: list[str], name: str, path: str) -> tuple[int, int]:
+def _region(lines: list[str], name: str) -> tuple[int, int]:
     """The indexes of the marker lines of `name` (a line is `# MARKER` or `<!-- MARKER -->`, indented or not)."""
     found = [[i for i, line in enumerate(lines) if line.strip() in (f"# {mark}", f"<!-- {mark} -->")]
              for mark in markers(name)]
     if [len(each) for each in found] != [1, 1] or found[0][0] > found[1][0]:
-        raise ValueError(f"{path}: not one pair of the markers of {name}: {' / '.join(markers(name))}")
+        raise ValueError(f"{path(name)}: not one pair of the markers of {name}: {' / '.join(markers(name))}")
     return found[0][0], found[1][0]
 
 
 def _schema_span(lines: list[str]) -> tuple[int, int]:
-    start = lines.index('    "gates": {')
-    return start, next(i for i in range(start, len(lines)) if lines[i].rstrip(",") == "    }")
+    """The first and last line of the schema's `gates` property (a key of the top-level `properties`)."""
+    start = next((i for i, line in enumerate(lines) if line == '    "gates": {'), None)
+    end = next((i for i in range(start or 0, len(lines)) if lines[i].rstrip(",") == "    }"), None)
+    if start is None or end is None:
+        raise ValueError(f'{SCHEMA}: no `    "gates": {{` … `    }}` lines to rewrite')
+    return start, end
 
 
 def generated(name: str) -> object:
@@ -115,19 +122,19 @@ def committed(name: str, root: Path = ROOT) -> object:
     lines = _lines(root, path(name))
     if name == "schema":
         return json.loads("\n".join(lines))["properties"]["gates"]
-    start, end = _region(lines, name, path(name))
+    start, end = _region(lines, name)
     return lines[start + 1:end]
 
 
 def _rendered(name: str, lines: list[str]) -> list[str]:
     """`lines` with the surface `name` replaced by its rendering."""
     if name != "schema":
-        start, end = _region(lines, name, path(name))
+        start, end = _region(lines, name)
         return [*lines[:start + 1], *SURFACES[name][1](), *lines[end:]]
     start, end = _schema_span(lines)
-    spec = schema_gates()
+    spec = schema_gates()  # in the schema's form: its keys one a line, and each gate's property on one line
     gates = spec.pop("properties")
-    assert isinstance(gates, dict)  # the schema's form: its keys one a line, each gate's property on one line
+    assert isinstance(gates, dict)
     body = ['    "gates": {', *(f"      {json.dumps(key)}: {json.dumps(value)}," for key, value in spec.items()),
             '      "properties": {', *(f"        {json.dumps(key)}: {json.dumps(value)}," for key, value in gates.items()),
             "      }", "    }" + lines[end][5:]]
