@@ -267,8 +267,9 @@ def test_nothing_below_the_commands_prints() -> None:
 
 
 def test_the_walk_through_adds_a_gate_with_its_module_and_a_registry_line(tmp_path: Path) -> None:
-    """docs/architecture.md's walk-through, done: the page's own module and registry line, with its schema key, make
-    a gate that `gate check` runs once `.gate.yaml` turns it on, reports (an over-cap file as OVER_CAP) and flags."""
+    """docs/architecture.md's walk-through, done: the page's own module and registry line, with the surfaces its
+    command renders (the schema key among them), make a gate that `gate check` runs once `.gate.yaml` turns it on,
+    reports (an over-cap file as OVER_CAP) and flags."""
     import re
     import shutil
     import subprocess
@@ -290,17 +291,21 @@ def test_the_walk_through_adds_a_gate_with_its_module_and_a_registry_line(tmp_pa
     text = catalog.read_text()
     assert text.count("\n)}") == 1
     catalog.write_text(text.replace("\n)}", f"\n    {line}\n)}}"))
-    schema = copy / "schemas" / "config.schema.json"
-    assert schema.read_text().count('"heartbeat": {"type": "boolean"}') == 1
-    schema.write_text(schema.read_text().replace('"heartbeat": {"type": "boolean"}',
-                                                 '"heartbeat": {"type": "boolean"}, "handoff-owner": {"type": "boolean"}'))
+    (copy / "docs").mkdir()
+    for name in (".pre-commit-hooks.yaml", "docs/configuration.md"):
+        shutil.copyfile(ROOT / name, copy / name)
+    env = {**__import__("os").environ, "PYTHONPATH": str(copy)}
+    command = re.search(r"`(python -m gates\.infra\.surfaces --write)`", page).group(1).split()  # type: ignore[union-attr]
+    proc = subprocess.run([sys.executable, *command[1:]], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    for name in (".pre-commit-hooks.yaml", "docs/configuration.md", "gates/domain/scaffold.py", "schemas/config.schema.json"):
+        assert "handoff-owner" in (copy / name).read_text(), name  # the surfaces the page says the command writes
     work = init_repo(tmp_path / "work")
     (work / "README").write_text("x\n")
     head = commit_all(work, "first")
     (work / "HANDOFF.md").write_text(handoff_text(head))
     (work / ".gate.yaml").write_text("gates:\n  handoff-owner: true\n")
     on = sum(gate.on for gate in CATALOG.values()) + 1  # the gates on by default, and the new one
-    env = {**__import__("os").environ, "PYTHONPATH": str(copy)}
     proc = subprocess.run([sys.executable, "-m", "gates", "check"], cwd=work, env=env, capture_output=True, text=True)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert proc.stdout == ("HANDOFF.md:1: [handoff-owner] no owner: add `owner:` to the Meta block\n"

@@ -32,8 +32,9 @@ from conftest import (
 # parsed by gates/cli.py), subprocess (git by posix_spawn), hashlib (OpenSSL: gates/infra/digest.py), copy,
 # json (the C scanner and encoder: gates/infra/jsonio.py), datetime's Python half (gates/infra/clock.py),
 # shlex (gates/infra/text.shell_quote), pathlib (paths are str), re with the enum and functools it loads
-# (string methods, or infra/text.Pattern on first use), collections and contextlib.
-HEAVY = ("dataclasses", "inspect", "jsonschema", "ruamel.yaml", "git", "pre_commit",
+# (string methods, or infra/text.Pattern on first use), collections and contextlib; and gates/infra/surfaces.py,
+# the development tool that renders the catalog's surfaces.
+HEAVY = ("dataclasses", "inspect", "jsonschema", "ruamel.yaml", "git", "pre_commit", "gates.infra.surfaces",
          "typing", "argparse", "shutil", "subprocess", "hashlib", "copy", "json", "datetime", "shlex",
          "pathlib", "re", "enum", "functools", "collections", "contextlib", "fnmatch", "urllib")
 PROBE = f"""

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from ruamel.yaml import YAML
 
-from gates.checks import CATALOG
+from gates.checks import CATALOG, Gate
 from gates.cli import COMMANDS
 from gates.domain.flags import EVENT_REASONS
+from gates.infra import surfaces
 
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
@@ -49,15 +49,9 @@ def _section(text: str, heading: str) -> str:
     return "\n".join(lines[start:end])
 
 
-def _manifest_ids() -> dict[str, list[str]]:
-    hooks = YAML(typ="safe").load((ROOT / ".pre-commit-hooks.yaml").read_text())
-    return {hook["id"]: list(hook.get("stages", [])) for hook in hooks}
-
-
 def _expected_hook_ids() -> set[str]:
-    """The catalog's gates, the `gate` hook, and any push-stage hook the manifest adds."""
-    push = {hook for hook, stages in _manifest_ids().items() if "pre-push" in stages and hook not in CATALOG}
-    return {"gate", *CATALOG, *push}
+    """The `gate` hook and one per gate of the catalog (.pre-commit-hooks.yaml is rendered from it)."""
+    return {"gate", *CATALOG}
 
 
 def readme_gate_rows(text: str) -> list[str]:
@@ -150,53 +144,20 @@ def broken_links(pages: list[Path], root: Path = ROOT) -> list[str]:
 
 # --- the checks ----------------------------------------------------------------------------------------------------
 
-def test_hook_ids_are_the_catalog_and_the_gate_hook() -> None:
-    hooks, expected = set(_manifest_ids()), _expected_hook_ids()
-    assert hooks == expected, (f".pre-commit-hooks.yaml: hooks missing {sorted(expected - hooks)}, "
-                               f"hooks of no gate {sorted(hooks - expected)}")
+def stale(name: str, root: Path = ROOT) -> str | None:
+    """What is wrong with the committed surface `name` under `root`, or None when it is the catalog's rendering."""
+    if surfaces.committed(name, root) == surfaces.generated(name):
+        return None
+    return (f"{surfaces.path(name)}: its `{name}` part is not what gates/infra/catalog.py makes (edited by hand, or "
+            f"the catalog changed): run `{surfaces.WRITE}`")
 
 
-def test_the_schema_gates_keys_are_the_catalog() -> None:
-    schema = json.loads((ROOT / "schemas" / "config.schema.json").read_text())
-    keys = list(schema["properties"]["gates"]["properties"])
-    assert keys == list(CATALOG), (f"schemas/config.schema.json: the `gates` properties {keys} are not the catalog's "
-                                   f"ids, in its order {list(CATALOG)} (gates/infra/catalog.py)")
-
-
-def _defaults() -> list[tuple[str, bool]]:
-    return [(gate.id, gate.on) for gate in CATALOG.values()]
-
-
-def init_config_gates(template: str) -> list[tuple[str, bool]]:
-    """The `gates:` block of the commented `.gate.yaml` that `gate init` writes, uncommented and read."""
-    lines = template.splitlines()
-    start = lines.index(next(line for line in lines if line.startswith("# gates:"))) + 1
-    block = [line[1:] for line in lines[start:] if line.startswith("#   ")]
-    return list(YAML(typ="safe").load("\n".join(block)).items())
-
-
-def docs_default_gates(text: str) -> list[tuple[str, bool]]:
-    """The `gates:` of the first YAML block under docs/configuration.md's '## The defaults'."""
-    body = text.split("\n## The defaults\n", 1)[1]
-    block = re.search(r"```yaml\n(.*?)```", body, re.S)
-    assert block, "docs/configuration.md: no ```yaml block under '## The defaults'"
-    return list(YAML(typ="safe").load(block.group(1))["gates"].items())
-
-
-def test_the_config_gate_init_writes_lists_every_gate_with_its_default() -> None:
-    from gates.domain.scaffold import CONFIG_TEMPLATE
-
-    assert init_config_gates(CONFIG_TEMPLATE) == _defaults(), \
-        "gates/domain/scaffold.py: CONFIG_TEMPLATE's `gates:` are not the catalog's ids and `on` defaults, in its order"
-
-
-def test_the_configuration_page_shows_every_gate_with_its_default() -> None:
-    page = (DOCS / "configuration.md").read_text()
-    assert docs_default_gates(page) == _defaults(), \
-        "docs/configuration.md: the defaults block's `gates:` are not the catalog's ids and `on` defaults, in its order"
-    rows = re.findall(r"^\| `gates\.([a-z-]+)` \| `(true|false)`", page, re.M)
-    assert rows == [(gate_id, str(on).lower()) for gate_id, on in _defaults()], \
-        "docs/configuration.md: the `gates.<id>` rows are not the catalog's ids and `on` defaults, in its order"
+@pytest.mark.parametrize("name", surfaces.NAMES)
+def test_generated_equals_committed(name: str) -> None:
+    """Each surface that names every gate (the hooks, the schema's `gates` keys, `gate init`'s `gates:`, the
+    configuration page's defaults and rows) is the rendering of the catalog, in its order."""
+    problem = stale(name)
+    assert problem is None, problem
 
 
 def test_every_gate_id_has_its_module() -> None:
@@ -261,12 +222,73 @@ def test_a_removed_table_row_or_section_is_noticed() -> None:
     assert "heartbeat" not in gates_doc_sections(gates_doc.replace("## `heartbeat`", "## heartbeat"))
 
 
-def test_a_gate_missing_from_a_gates_list_is_noticed() -> None:
-    from gates.domain.scaffold import CONFIG_TEMPLATE
+SURFACE_FILES = sorted({surfaces.path(name) for name in surfaces.NAMES})
 
-    assert ("mailbox", True) not in init_config_gates(CONFIG_TEMPLATE.replace("#   mailbox: true\n", ""))
-    page = (DOCS / "configuration.md").read_text()
-    assert ("heartbeat", True) in docs_default_gates(page.replace("  heartbeat: false\n", "  heartbeat: true\n"))
+
+def _copy_surfaces(root: Path) -> Path:
+    for name in SURFACE_FILES:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text((ROOT / name).read_text())
+    return root
+
+
+@pytest.mark.parametrize(("name", "old", "new"), [
+    ("hooks", "--only handoff-no-checked-items --fix\n", "--only handoff-no-checked-items\n"),
+    ("hooks", "  stages: [pre-push, manual]\n", "  stages: [pre-commit, pre-merge-commit, manual]\n"),
+    ("schema", '"mailbox": {"type": "boolean"},\n', ""),
+    ("init-gates", '    "#   mailbox: true\\n"\n', ""),
+    ("default-gates", "  heartbeat: false\n", "  heartbeat: true\n"),
+    ("gate-rows", "| `gates.heartbeat` | `false` |", "| `gates.heartbeat` | `true` |"),
+])
+def test_a_surface_edited_by_hand_is_noticed_and_rewritten(tmp_path: Path, name: str, old: str, new: str) -> None:
+    root = _copy_surfaces(tmp_path)
+    file = root / surfaces.path(name)
+    before = file.read_text()
+    assert before.count(old) == 1
+    file.write_text(before.replace(old, new))
+    assert stale(name, root) == (f"{surfaces.path(name)}: its `{name}` part is not what gates/infra/catalog.py makes "
+                                 f"(edited by hand, or the catalog changed): run `python -m gates.infra.surfaces --write`")
+    assert [other for other in surfaces.NAMES if stale(other, root)] == [name]
+    assert surfaces.write(root) == [surfaces.path(name)]
+    assert file.read_text() == before and surfaces.write(root) == []
+
+
+def test_a_catalog_change_is_noticed_by_every_surface(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gate added to the catalog (off by default, with a note) is missing from every committed surface; the
+    rewrite adds it to each, in order, and touches nothing outside the surfaces."""
+    root = _copy_surfaces(tmp_path)
+    before = {name: (root / name).read_text() for name in SURFACE_FILES}
+    owner = Gate("handoff-owner", "the Meta block names an owner", None, on=False, note="gate init's hand-over names none")
+    monkeypatch.setitem(CATALOG, "handoff-owner", owner)  # the catalog gates.infra.surfaces renders
+    assert [name for name in surfaces.NAMES if stale(name, root)] == surfaces.NAMES
+    assert surfaces.write(root) == [".pre-commit-hooks.yaml", "gates/domain/scaffold.py", "docs/configuration.md",
+                                    "schemas/config.schema.json"]
+    assert [name for name in surfaces.NAMES if stale(name, root)] == []
+    after = {name: (root / name).read_text() for name in SURFACE_FILES}
+    assert "  handoff-owner: false        # gate init's hand-over names none\n" in after["docs/configuration.md"]
+    assert "| `gates.handoff-owner` | `false` (gate init's hand-over names none) |" in after["docs/configuration.md"]
+    assert '"#   handoff-owner: false        # gate init\'s hand-over names none\\n"' in \
+        after["gates/domain/scaffold.py"]
+    assert '"heartbeat": {"type": "boolean"},\n        "handoff-owner": {"type": "boolean"}\n' in \
+        after["schemas/config.schema.json"]
+    hook = ("- id: handoff-owner\n  name: handoff-owner\n  description: The Meta block names an owner.\n"
+            "  entry: gate check --only handoff-owner\n  language: python\n  pass_filenames: false\n  always_run: true\n"
+            "  stages: [pre-commit, pre-merge-commit, manual]\n  minimum_pre_commit_version: 3.2.0\n")
+    assert after[".pre-commit-hooks.yaml"].endswith(hook + "# END generated: hooks\n")
+    after[".pre-commit-hooks.yaml"] = after[".pre-commit-hooks.yaml"].replace(hook, "")
+    for name in SURFACE_FILES:  # nothing else changed but lines naming the new gate (and the comma before the schema's)
+        kept = "".join(line for line in after[name].splitlines(True) if "handoff-owner" not in line)
+        assert kept.replace('"heartbeat": {"type": "boolean"},', '"heartbeat": {"type": "boolean"}') == before[name]
+
+
+def test_a_surface_without_its_markers_is_refused(tmp_path: Path) -> None:
+    root = _copy_surfaces(tmp_path)
+    page = root / "docs" / "configuration.md"
+    page.write_text(page.read_text().replace("<!-- END generated: gate-rows -->\n", ""))
+    with pytest.raises(ValueError, match=r"^docs/configuration.md: not one pair of the markers of gate-rows: BEGIN "):
+        surfaces.committed("gate-rows", root)
+    with pytest.raises(ValueError, match="gate-rows"):
+        surfaces.write(root)
 
 
 def test_a_test_named_where_it_is_not_is_noticed() -> None:

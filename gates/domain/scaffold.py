@@ -88,18 +88,21 @@ CONFIG_TEMPLATE = """# handoff-gate configuration. Every key is optional; the va
 #   threshold: 15m              # a lock younger than this is never stale
 #   deep: false                 # true: also walk refs/ on every check
 # gates:                        # which gates `gate check` runs
-#   handoff-structure: true
-#   handoff-no-checked-items: true
-#   handoff-fresh: true
-#   handoff-claim: true
-#   handoff-claim-remote: false # runs at push time (`gate check --remote`, the pre-push hook)
-#   git-stale-locks: true
-#   append-only: true
-#   records-immutable: true
-#   handoff-tables: true
-#   mailbox: true
-#   heartbeat: false
-"""
+""" + (
+    # BEGIN generated from gates/infra/catalog.py: init-gates (`python -m gates.infra.surfaces --write`)
+    "#   handoff-structure: true\n"
+    "#   handoff-no-checked-items: true\n"
+    "#   handoff-fresh: true\n"
+    "#   handoff-claim: true\n"
+    "#   handoff-claim-remote: false # runs at push time: `gate check --remote` and its pre-push hook\n"
+    "#   git-stale-locks: true\n"
+    "#   append-only: true\n"
+    "#   records-immutable: true\n"
+    "#   handoff-tables: true\n"
+    "#   mailbox: true\n"
+    "#   heartbeat: false\n"
+    # END generated: init-gates
+)
 
 
 def init(repo: Repo, config: Config, now: datetime) -> list[tuple[str, bool]]:
