@@ -20,23 +20,29 @@ from gates.infra.findings import WARNING, Finding
 from gates.infra.git import Repo
 
 ID = "handoff-claim-remote"
-SCAN_LIMIT = 2000
+MAX_HEADS = 500  # the claims remote's branches a new branch is compared with (one rev-list argument each)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
+
+    from gates.domain import remote
 
 
-def _changes(repo: Repo, update: Update, state_rel: str) -> bool:
+def _changes(repo: Repo, update: Update, state_rel: str, remote_heads: Callable[[], list[str]]) -> bool:
+    """Whether this pushed ref brings the remote a change of the state file.
+
+    Against the remote ref's old value when git names one this clone has; else (a new branch, or an old
+    value not fetched) against what the claims remote's branches hold, as its own ls-remote says: never
+    against remote-tracking refs, which another remote (a fork pushed first) or a stale fetch fills."""
     if set(update.local_oid) == {"0"}:
         return False  # a deletion carries no hand-over
-    base: str | None
     if set(update.remote_oid) != {"0"} and repo.resolve_commit(update.remote_oid):
-        base = update.remote_oid
-    else:  # a new branch, or a remote value not here: what no remote-tracking ref has yet
-        proc = repo.git("rev-list", f"--max-count={SCAN_LIMIT}", update.local_oid, "--not", "--remotes", "--")
-        new = proc.stdout.split()
-        if not new:
-            return False
-        parent = repo.git("rev-parse", "--verify", "--quiet", f"{new[-1]}^")
-        base = parent.stdout.strip() or None if parent.returncode == 0 else None
-    return bool(repo.changed(base, update.local_oid, [state_rel]))
+        return bool(repo.changed(update.remote_oid, update.local_oid, [state_rel]))
+    have = remote_heads()[:MAX_HEADS]  # beyond it, fewer commits count as the remote's: more is judged, not less
+    proc = repo.git("rev-list", "--max-count=1", "--ignore-missing", update.local_oid, "--not", *have, "--",
+                    state_rel)
+    return proc.returncode != 0 or bool(proc.stdout.strip())
 
 
 def fence_at(repo: Repo, commit: str, state_rel: str, meta_section: str) -> int | None:
@@ -53,7 +59,11 @@ def fence_at(repo: Repo, commit: str, state_rel: str, meta_section: str) -> int 
         return None
     entry = doc.meta_value(meta_section, "fence")
     value = entry.value.strip().strip("`") if entry else ""
-    return int(value) if value.isdigit() and len(value) < 19 else None
+    if not value or value.strip("0123456789") or len(value) > 19:  # ASCII digits only ('²'.isdigit() is true)
+        return None
+    from gates.domain.remote import MAX_FENCE
+
+    return int(value) if int(value) <= MAX_FENCE else None
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -62,27 +72,49 @@ def check(ctx: Context) -> list[Finding]:
     if push is None or not name:
         return []
     from gates.domain import remote
+    from gates.infra import gitnet
 
     cfg = ctx.config.section("handoff")
     state_rel = cfg["path"]
-    changing = [u for u in push if _changes(ctx.repo, u, state_rel)]
-    if not changing:
-        return []
+    changing: list[Update] | None = None
     try:
         target = remote.connect(ctx.repo, str(name), remote.timeout_of(ctx.config))
+        heads: list[list[str]] = []
+
+        def remote_heads() -> list[str]:  # asked once, and only for a ref whose old value is not here
+            if not heads:
+                heads.append(sorted(set(gitnet.ls_remote(target.work, target.url, ["refs/heads/*"]).values())))
+            return heads[0]
+
+        changing = [u for u in push if _changes(ctx.repo, u, state_rel, remote_heads)]
+        if not changing:
+            return []
         seen = remote.read(target, remote.key_for(ctx.repo, state_rel))
         who = remote.me(ctx.repo, os.environ.get("GATE_SESSION") or None)
     except GateError as exc:
-        message = (f"this push changes {state_rel}, but the claim on remote {name} cannot be read "
-                   f"({exc.message})")
-        ctx.events.append(("remote-unreachable", message))
-        if ctx.config.section("claims").get("offline_push") == "allow":
+        what = "changes" if changing else "may change"  # (a new branch: the remote's branches could not be read)
+        message = f"this push {what} {state_rel}, but the claim on remote {name} cannot be read ({exc.message})"
+        ctx.events.append((exc.reason, message))
+        if isinstance(exc, gitnet.Unreachable) and ctx.config.section("claims").get("offline_push") == "allow":
             return [Finding(state_rel, 1, ID, message + ": let through (claims.offline_push: allow)", WARNING)]
-        return [Finding(state_rel, 1, ID, message + ": refused — push when the remote can be reached "
-                        "(claims.offline_push: allow lets such pushes through)")]
+        return [Finding(state_rel, 1, ID, message + ": refused — " + (
+            "push when the remote can be reached (claims.offline_push: allow lets such pushes through)"
+            if isinstance(exc, gitnet.Unreachable) else "an unknown claim is never taken as free"))]
+    assert changing
+    return _judge(ctx, str(name), state_rel, changing, seen, who)
+
+
+def _judge(ctx: Context, name: str, state_rel: str, changing: list[Update], seen: remote.Seen,
+           who: remote.Me) -> list[Finding]:
+    from gates.domain import remote
+
     found: list[Finding] = []
     record = seen.record
-    if record is not None and record.get("clone") != who.clone:
+    if seen.problem:
+        found.append(Finding(state_rel, 1, ID, f"this push changes {state_rel}, but the claim on remote {name} cannot "
+                             f"be read ({seen.problem}): refused — an unreadable claim is never taken as free; "
+                             "`gate release --force --reason TEXT` removes a broken claim ref"))
+    elif record is not None and record.get("clone") != who.clone:
         live, why = remote.liveness(record, ctx.now, who)
         if live:
             found.append(Finding(state_rel, 1, ID, f"this push changes {state_rel}, which is claimed on remote {name} by "
@@ -95,12 +127,17 @@ def check(ctx: Context) -> list[Finding]:
         found.append(Finding(state_rel, 1, ID, f"this push changes {state_rel} but this clone holds no claim on "
                              f"remote {name} (claims.require) — run `gate claim` first"))
     for update in changing:
-        fence = fence_at(ctx.repo, update.local_oid, state_rel, cfg["meta_section"])
+        fence = fence_at(ctx.repo, update.local_oid, state_rel, ctx.config.section("handoff")["meta_section"])
         short = update.local_oid[:12]
         if fence is not None and fence < seen.fence:
             found.append(Finding(state_rel, 1, ID, f"{state_rel} as pushed in {short} was written under fence {fence}, "
                                  f"but the claim on remote {name} is at fence {seen.fence}: it was taken over since "
                                  "— this is a stale close-out; claim again, re-read the hand-over and fold your notes in"))
+        elif fence is not None and fence > seen.fence and not seen.problem:
+            found.append(Finding(state_rel, 1, ID, f"{state_rel} as pushed in {short} was written under fence {fence}, "
+                                 f"but remote {name} shows fence {seen.fence} for it: the remote lost or hides its "
+                                 f"refs/gate/ refs, so its claim is unknown — refused; `gate doctor --remote` checks the "
+                                 "remote, and `gate claim` then `gate stamp` records a fence it has"))
         elif fence is None and seen.fence > 0:
             found.append(Finding(state_rel, 1, ID, f"{state_rel} as pushed in {short} carries no Meta fence (the remote "
                                  f"claim is at fence {seen.fence}): `gate stamp` under a claim writes it", WARNING))

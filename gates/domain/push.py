@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from gates.infra.git import Repo
-from gates.infra.gitnet import ZERO_OID
 from gates.infra.plain import NamedTuple
 
 TYPE_CHECKING = False
@@ -23,7 +22,13 @@ class Update(NamedTuple):
 
 
 def _oid(text: str) -> bool:
-    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
+    """An object id as git writes it: 40 hex digits (SHA-1) or 64 (SHA-256)."""
+    return len(text) in (40, 64) and not text.strip("0123456789abcdef")
+
+
+def _zero(oid: str) -> str:
+    """The id that means "no such ref" in the hash length of `oid` (40 or 64 zeros)."""
+    return "0" * len(oid)
 
 
 def updates(repo: Repo, stdin: TextIO | None, environ: Mapping[str, str]) -> list[Update]:
@@ -39,5 +44,6 @@ def updates(repo: Repo, stdin: TextIO | None, environ: Mapping[str, str]) -> lis
     if to_ref:
         local = repo.resolve_commit(to_ref)
         remote_oid = repo.resolve_commit(from_ref) if from_ref else None
-        return [Update(to_ref, local, environ.get("PRE_COMMIT_REMOTE_BRANCH", ""), remote_oid or ZERO_OID)] if local else []
-    return [Update("HEAD", repo.head, "", ZERO_OID)] if repo.head else []
+        return [Update(to_ref, local, environ.get("PRE_COMMIT_REMOTE_BRANCH", ""), remote_oid or _zero(local))] \
+            if local else []
+    return [Update("HEAD", repo.head, "", _zero(repo.head))] if repo.head else []

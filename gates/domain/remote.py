@@ -21,9 +21,10 @@ import os
 from gates.infra import clock, dataio, fsio, gitnet, jsonio, paths, state
 from gates.infra.clock import datetime, timedelta
 from gates.infra.digest import sha256
-from gates.infra.errors import GateError
+from gates.infra.errors import VIOLATION, GateError
 from gates.infra.git import Repo
 from gates.infra.plain import NamedTuple
+from gates.infra.text import excerpt
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,10 +34,12 @@ CLAIMS = "refs/gate/claims"
 FENCES = "refs/gate/fences"
 FLAGS = "refs/gate/flags"
 PROBES = "refs/gate/probe"
+PROBE_PREFIX = "probe-"  # `gate doctor --remote`'s probes under CLAIMS and FENCES: never a key (hex)
 PRIVATE_FLAGS = "refs/gate-private/flags"  # in the scratch repository only
 RECORD = "claim.json"
 MAX_RECORD_BYTES = 64 * 1024
 ATTEMPTS = 4  # a lease lost to a claim released at once is retried, a few times
+MAX_FENCE = 2**63 - 1  # what every JSON reader here takes (dataio); a claim at it cannot be taken over
 
 
 def key_for(repo: Repo, state_rel: str) -> str:
@@ -112,35 +115,98 @@ def connect(repo: Repo, name: str, timeout: float = gitnet.NETWORK_TIMEOUT) -> R
 
 
 class Seen(NamedTuple):
-    """The remote's claim on one key as read: the claim (ref value and record) and the fence high-water mark."""
+    """The remote's claim on one key as read: the claim (ref value and record) and the fence high-water mark.
+
+    `problem` is set (and `record` is then a placeholder naming it) when a record breaks the remote-claim
+    schema: a one-line reason naming the remote ref and the field."""
 
     oid: str | None
     record: dict[str, Any] | None
     fence_oid: str | None
     fence: int
+    problem: str | None = None
 
 
-def _decode(remote: Remote, oid: str) -> dict[str, Any]:
-    data = gitnet.read_blob(remote.work, oid, RECORD, MAX_RECORD_BYTES)
-    problem = {"version": 1, "clone": "?", "host": "?", "worktree": "?", "fence": 0, "problem": "unreadable record"}
+class Hidden(GateError):
+    """The remote's fetch advertisement lacks refs/gate/ refs its push side has: a claim there reads as unknown."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, reason="remote-unreachable")
+
+
+def _decode(remote: Remote, ref: str, oid: str) -> tuple[dict[str, Any], str | None]:
+    """(record, None), or (placeholder, why) when the record at `ref` is unreadable or breaks the schema."""
+    record, why = parse_record(gitnet.read_blob(remote.work, oid, RECORD, MAX_RECORD_BYTES))
+    if record is None or why is not None:
+        why = f"remote {remote.name}: {excerpt(ref, 120)} ({oid[:12]}): {why}"
+        return {"version": 1, "fence": 0, "problem": why}, why
+    return record, None
+
+
+def parse_record(data: bytes | None) -> tuple[dict[str, Any] | None, str | None]:
+    """The one reader of a remote claim record: (record, None), or (None, why) naming the field and what is wrong.
+
+    Only this function's own answer comes out, whatever the bytes (a property test holds it)."""
     if data is None:
-        return problem
+        return None, f"no {RECORD} of at most {MAX_RECORD_BYTES} bytes"
     try:
-        record = dataio.load_json(data.decode("utf-8", "replace"))
-    except dataio.DataError:
-        return problem
-    if not isinstance(record, dict) or not isinstance(record.get("fence"), int) or not isinstance(record.get("clone"), str):
-        return problem
-    return record
+        record = dataio.load_json(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None, f"{RECORD} is not UTF-8"
+    except dataio.DataError as exc:
+        return None, f"{RECORD}: {exc.message}"
+    from gates.infra import schemas
+
+    found = schemas.validate(schemas.load("remote-claim"), record, {})
+    if found:
+        return None, f"{RECORD}: {found[0][1]} (schemas/remote-claim.schema.json)"
+    return record, None
 
 
 def read(remote: Remote, key: str) -> Seen:
-    refs = gitnet.ls_remote(remote.work, remote.url, [f"{CLAIMS}/{key}", f"{FENCES}/{key}"])
-    oid, fence_oid = refs.get(f"{CLAIMS}/{key}"), refs.get(f"{FENCES}/{key}")
+    """The claim and fence on `key`, as the remote has them; Hidden when it hides them from fetches."""
+    claim_ref, fence_ref = f"{CLAIMS}/{key}", f"{FENCES}/{key}"
+    for _ in range(ATTEMPTS):
+        refs = gitnet.ls_remote(remote.work, remote.url, [claim_ref, fence_ref])
+        absent = [ref for ref in (claim_ref, fence_ref) if ref not in refs]
+        hidden = pushed_side_has(remote, absent) if absent else []
+        if not hidden:
+            break
+        # Made between the two looks (a racing claimer), or hidden: a look again tells, and only a remote that
+        # keeps showing it to pushes alone, each time, is taken as hiding it.
+    else:
+        raise Hidden(hidden_message(remote, hidden[0], "its fetch side (ls-remote) does not list it, yet its push "
+                                    "side has it (uploadpack.hideRefs?)"))
+    oid, fence_oid = refs.get(claim_ref), refs.get(fence_ref)
     gitnet.fetch_objects(remote.work, remote.url, [o for o in (oid, fence_oid) if o])
-    record = _decode(remote, oid) if oid else None
-    fence = _decode(remote, fence_oid).get("fence", 0) if fence_oid else 0
-    return Seen(oid, record, fence_oid, max(int(fence), int(record.get("fence", 0)) if record else 0))
+    record, why = _decode(remote, claim_ref, oid) if oid else (None, None)
+    fenced, fence_why = _decode(remote, fence_ref, fence_oid) if fence_oid else ({"fence": 0}, None)
+    fence = max(int(fenced["fence"]), int(record["fence"]) if record else 0)
+    return Seen(oid, record, fence_oid, fence, why or fence_why)
+
+
+def pushed_side_has(remote: Remote, refs: list[str]) -> list[str]:
+    """Which of `refs` (not listed by ls-remote) the push side of the remote has.
+
+    A dry-run delete leased to "must not exist" sends nothing: git judges the lease against receive-pack's
+    own advertisement, so `uploadpack.hideRefs` (which hides refs from ls-remote and fetch only) shows."""
+    result = gitnet.push_refs(remote.work, remote.url, [(ref, None, None) for ref in refs], dry_run=True)
+    if not result.reached:
+        raise gitnet.Unreachable(f"git push --dry-run {remote.url}: {result.message}")
+    return [ref for ref, status in result.status.items() if "stale info" in status]
+
+
+def hidden_message(remote: Remote, ref: str, how: str) -> str:
+    return (f"remote {remote.name} hides {ref}: {how} — a claim there is unknown, never free; let the remote "
+            "advertise refs/gate/ (no uploadpack.hideRefs, transfer.hideRefs or receive.hideRefs over it; "
+            "`gate doctor --remote` checks)")
+
+
+def refused_as_hidden(remote: Remote, result: gitnet.PushResult) -> None:
+    """Raise Hidden when receive-pack refused a ref of `result` because it hides it (transfer.hideRefs)."""
+    for ref, status in result.status.items():
+        if "hidden ref" in status:
+            raise Hidden(hidden_message(remote, ref, f"it refuses to update it ({status.lstrip('! ')})"))
 
 
 def is_holder(record: dict[str, Any], who: Me) -> bool:
@@ -150,7 +216,7 @@ def is_holder(record: dict[str, Any], who: Me) -> bool:
 def liveness(record: dict[str, Any], now: datetime, who: Me | None = None) -> tuple[bool, str]:
     """(live, why). Only the TTL can end another clone's claim; doubt counts as live."""
     if record.get("problem"):
-        return True, "its record cannot be read: `gate release --force --reason TEXT` removes it"
+        return True, f"its record cannot be read ({record['problem']}): `gate release --force --reason TEXT` removes it"
     expires = clock.parse_utc(record.get("expires"), zoned=True) if record.get("expires") else None
     if expires is not None and now >= expires:
         return False, f"its TTL expired at {record.get('expires')}"
@@ -161,7 +227,8 @@ def liveness(record: dict[str, Any], now: datetime, who: Me | None = None) -> tu
 
 
 def describe(record: dict[str, Any]) -> str:
-    from gates.infra.text import excerpt
+    if record.get("problem"):
+        return f"an unreadable record ({record['problem']})"
 
     def show(key: str, limit: int = 80) -> str:
         return excerpt(str(record.get(key)), limit)
@@ -198,7 +265,16 @@ def _record(key: str, state_rel: str, who: Me, ttl: timedelta | None, note: str 
 
 
 def _commit(remote: Remote, record: dict[str, Any], now: datetime) -> str:
-    body = (jsonio.dumps(record, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+    try:
+        body: bytes | None = (jsonio.dumps(record, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        body = None  # a worktree path or branch that is not UTF-8: no reader could take it
+    # Never write what a reader (this one included) would refuse: one bound for both.
+    why = parse_record(body)[1] if body is not None else "the worktree path or branch is not UTF-8 text"
+    if why is not None:
+        raise GateError(f"the claim record for {record['path']} was not written: {why}", code=VIOLATION,
+                        reason="claim-denied")
+    assert body is not None
     subject = f"gate claim {record['path']} fence {record['fence']}"
     return gitnet.make_commit(remote.work, {RECORD: body}, subject, when=int(now.timestamp()))
 
@@ -209,27 +285,37 @@ def acquire(remote: Remote, state_rel: str, who: Me, ttl: timedelta | None, note
     key = key_for(remote.repo, state_rel)
     for _ in range(ATTEMPTS):
         seen = read(remote, key)
+        if seen.problem:
+            raise unreadable(seen.problem, "the claim was not taken", "claim-denied")
         current = seen.record
         if current is not None and is_holder(current, who):
             keep_ttl = ttl if ttl is not None else (timedelta(seconds=int(current["ttl_seconds"]))
                                                     if current.get("ttl_seconds") else None)
             record = _record(key, state_rel, who, keep_ttl, note if note is not None else current.get("note"), now,
-                             int(current["fence"]), token=str(current.get("token")), since=str(current.get("since")))
+                             int(current["fence"]), token=current.get("token"), since=current.get("since"))
             oid = _commit(remote, record, now)
-            if gitnet.push_refs(remote.work, remote.url, [(f"{CLAIMS}/{key}", oid, seen.oid)]).ok:
+            renewed = gitnet.push_refs(remote.work, remote.url, [(f"{CLAIMS}/{key}", oid, seen.oid)])
+            if renewed.ok:
                 return Outcome("renewed", record, oid=oid)
+            refused_as_hidden(remote, renewed)
             continue
         why = ""
         if current is not None:
             live, why = liveness(current, now, who)
             if live:
                 return Outcome("denied", current, why=why)
+        if seen.fence >= MAX_FENCE:
+            raise GateError(f"the remote claim on {state_rel} cannot be taken: its fence on remote {remote.name} is "
+                            f"{seen.fence}, the bound (2**63-1), so no higher fence can be written — a forged or "
+                            f"corrupt record: delete {FENCES}/{key} (and {CLAIMS}/{key}) on the remote by hand once no "
+                            "holder of an older fence can still push", code=VIOLATION, reason="claim-denied")
         record = _record(key, state_rel, who, ttl, note, now, seen.fence + 1)
         oid = _commit(remote, record, now)
         result = gitnet.push_refs(remote.work, remote.url, [(f"{CLAIMS}/{key}", oid, seen.oid),
                                                          (f"{FENCES}/{key}", oid, seen.fence_oid)])
         if result.ok:
             return Outcome("taken-over" if current else "granted", record, previous=current, why=why, oid=oid)
+        refused_as_hidden(remote, result)
         if not result.reached:
             raise gitnet.Unreachable(f"git push {remote.url}: {result.message}")
     after = read(remote, key)
@@ -247,15 +333,25 @@ def release(remote: Remote, state_rel: str, who: Me, force_reason: str | None = 
         if seen.record is None:
             return Outcome("none")
         mine = is_holder(seen.record, who)
+        if seen.problem and force_reason is None:
+            raise unreadable(seen.problem, "nothing was released", "release-denied")
         if not mine and force_reason is None:
             return Outcome("not-holder", seen.record)
         result = gitnet.push_refs(remote.work, remote.url, [(f"{CLAIMS}/{key}", None, seen.oid)])
         if result.ok:
             return Outcome("released" if mine else "broken", seen.record, why=force_reason or "", oid=seen.oid)
+        refused_as_hidden(remote, result)
         if not result.reached:
             raise gitnet.Unreachable(f"git push {remote.url}: {result.message}")
     raise GateError(f"the remote claim on {state_rel} kept changing under {ATTEMPTS} attempts: try again",
                     reason="release-denied")
+
+
+def unreadable(problem: str, what: str, reason: str) -> GateError:
+    """The refusal for a record that breaks the schema: a denial (exit 1) naming the ref and the field."""
+    return GateError(f"{problem}: {what} — a claim record that cannot be read is a live claim, never free; "
+                     "`gate release --force --reason TEXT` removes the claim ref (a broken fence ref: delete it on the "
+                     "remote by hand)", code=VIOLATION, reason=reason)
 
 
 def list_claims(remote: Remote, now: datetime) -> list[dict[str, Any]]:
@@ -263,7 +359,9 @@ def list_claims(remote: Remote, now: datetime) -> list[dict[str, Any]]:
     gitnet.fetch_objects(remote.work, remote.url, sorted(set(refs.values())))
     out = []
     for ref, oid in sorted(refs.items()):
-        record = _decode(remote, oid)
+        if ref.startswith(f"{CLAIMS}/{PROBE_PREFIX}"):
+            continue  # a doctor's probe, there for a moment
+        record, _ = _decode(remote, ref, oid)
         live, why = liveness(record, now)
         since = clock.parse_utc(record.get("since"), zoned=True)
         out.append({**record, "ref": ref, "oid": oid, "live": live, "liveness": why,

@@ -136,7 +136,9 @@ def scratch(repo: Repo, timeout: float = NETWORK_TIMEOUT) -> Scratch:
         folder = tempfile.mkdtemp(prefix="gate-remote-")  # 0700, a name nobody can guess or plant
         atexit.register(shutil.rmtree, folder, True)
         target = os.path.join(folder, "scratch.git")
-        proc = _run(["init", "--quiet", "--bare", "--template=", target], folder,
+        # The repository's object format (SHA-1 or SHA-256): git fetches and pushes only between equals.
+        fmt = repo.git("rev-parse", "--show-object-format").stdout.strip() or "sha1"
+        proc = _run(["init", "--quiet", "--bare", "--template=", f"--object-format={fmt}", target], folder,
                     {k: v for k, v in repo.env.items() if k not in REPO_ENV_VARS})
         if proc.returncode != 0:
             raise GateError(f"cannot make a scratch repository in {folder}: "
@@ -214,8 +216,8 @@ def ls_remote(work: Scratch, url: str, patterns: list[str]) -> dict[str, str]:
     found = {}
     for line in proc.stdout.decode("utf-8", "replace").splitlines():
         oid, _, ref = line.partition("\t")
-        if len(oid) == 40 and ref.startswith("refs/"):
-            found[ref] = oid
+        if len(oid) in (40, 64) and not oid.strip("0123456789abcdef") and ref.startswith("refs/"):
+            found[ref] = oid  # SHA-1 or SHA-256: a fetch into the scratch repository refuses the other
     return found
 
 
@@ -250,9 +252,11 @@ class PushResult:
         self.message = message
 
 
-def push_refs(work: Scratch, url: str, updates: list[tuple[str, str | None, str | None]]) -> PushResult:
+def push_refs(work: Scratch, url: str, updates: list[tuple[str, str | None, str | None]],
+              dry_run: bool = False) -> PushResult:
     """Compare-and-swap the named refs, all or nothing: each (ref, new oid or None to delete, expected oid or None
-    for "must not exist"). Never a glob, never a ref not named; the lease is always pinned."""
+    for "must not exist"). Never a glob, never a ref not named; the lease is always pinned. `dry_run` sends
+    nothing: the leases are judged against what receive-pack advertises."""
     specs, leases = [], []
     for ref, new, expected in updates:
         if not ref.startswith("refs/gate/") or "*" in ref:
@@ -261,8 +265,9 @@ def push_refs(work: Scratch, url: str, updates: list[tuple[str, str | None, str 
         leases.append(f"--force-with-lease={ref}:{expected or ''}")
     atomic = ["--atomic"] if len(updates) > 1 else []
     receive = [p for p in _programs(url) if p.startswith("--receive-pack")]
-    proc = work.network("push", "--porcelain", "--no-verify", "--no-signed", "--no-follow-tags",
-                        "--no-recurse-submodules", *atomic, *receive, *leases, "--end-of-options", url, *specs)
+    proc = work.network("push", *(["--dry-run"] if dry_run else []), "--porcelain", "--no-verify", "--no-signed",
+                        "--no-follow-tags", "--no-recurse-submodules", *atomic, *receive, *leases, "--end-of-options",
+                        url, *specs)
     status: dict[str, str] = {}
     for line in proc.stdout.decode("utf-8", "replace").splitlines():
         flag, _, rest = line.partition("\t")

@@ -14,7 +14,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Iterable
 
-NAMES = ("config", "handoff", "flag", "check-result", "record")
+NAMES = ("config", "handoff", "flag", "check-result", "record", "remote-claim")
 
 
 def schema_dir() -> str:
