@@ -6,7 +6,9 @@ this interpreter's absolute path in isolated mode, as the native git hooks are (
 keeps a marked block in AGENTS.md for harnesses without hooks.
 
 The files are in the work tree, often committed, and may be symlinks an attacker planted: every path
-is confined to the work tree (paths.confined) and written with fsio.write_atomic. Existing files are
+is confined to the work tree (paths.confined) and must be a file of its own at exactly that path (no
+symlink at it or on its way, in the tree or not, no other hard link: `own_path`), for the installer, the
+uninstaller and the doctor alike; it is written with fsio.write_atomic, which follows no link. Existing files are
 merged, never clobbered: unrelated keys, other hooks and their order stay; a second run writes
 nothing. The bytes a file had before the first install are kept in the state dir, so `--uninstall`
 puts them back exactly when nothing else changed since; otherwise it removes only our entries.

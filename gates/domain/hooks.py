@@ -4,7 +4,9 @@ The hook runs this very interpreter, by absolute path and in isolated mode (`-I`
 looked up and nothing from the repository under review is imported. It starts the gate with `-c`
 rather than `-m gates`: `-m` loads runpy first (~5 ms on every commit). An existing hook is kept and
 chained: it moves to `<name>.pre-gate` and runs first. The hooks folder is git's own answer
-(`git rev-parse --git-path hooks`), so `core.hooksPath` and linked worktrees are respected.
+(`git rev-parse --git-path hooks`), so `core.hooksPath` and linked worktrees are respected; a folder
+other repositories share (a global `core.hooksPath`) is written only with `--global`, and the hook
+written there does nothing in a repository without a `.gate.yaml` (`shared_by_others`, `_allowed`).
 """
 
 from __future__ import annotations
