@@ -1,4 +1,4 @@
-"""The entry point: `gates/_bin/gate`, `python -m gates` and the native and agent hooks start here.
+"""The entry point: `gates/_bin/gate`, `python -I -m gates` and the native and agent hooks start here.
 
 `launch()` runs the command line as a process and ends it; `main()` is the command line itself (what
 the tests call in-process): it guards stdout, makes the invocation, hands it to gates/cli.py and

@@ -20,9 +20,9 @@ def test_usage_errors_are_exit_2_and_write_no_flag(repo: Path, args: list[str]) 
 
 
 def test_python_dash_m_gates_is_the_same_command(repo: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "gates", "check"], cwd=repo, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-I", "-m", "gates", "check"], cwd=repo, capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.startswith("gate check: passed")
-    version = subprocess.run([sys.executable, "-m", "gates", "--version"], capture_output=True, text=True)
+    version = subprocess.run([sys.executable, "-I", "-m", "gates", "--version"], capture_output=True, text=True)
     assert version.stdout.startswith("handoff-gate ")
 
 

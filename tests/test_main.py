@@ -69,7 +69,63 @@ def test_a_closed_stdout_is_still_exit_3(repo: Path) -> None:
 
 def test_the_installed_command_and_python_dash_m_end_the_same_way(repo: Path) -> None:
     first = run_gate(repo, "check")
-    second = subprocess.run([sys.executable, "-m", "gates", "check"], cwd=repo, capture_output=True, text=True,
+    second = subprocess.run([sys.executable, "-I", "-m", "gates", "check"], cwd=repo, capture_output=True, text=True,
                             timeout=60)
     assert (first.returncode, first.stdout) == (second.returncode, second.stdout) == (0, first.stdout)
     assert git(repo, "status", "--porcelain") == ""
+
+
+# ---- `python -m gates` never runs the repository's own gates/ (issue 25) -----------------------------------
+
+def _vendored_copy(repo: Path, canary: Path) -> None:
+    """A copy of this very package committed in the repository, one of its modules a canary."""
+    import shutil
+
+    shutil.copytree(ROOT / "gates", repo / "gates", ignore=shutil.ignore_patterns("__pycache__"))
+    main = repo / "gates" / "main.py"
+    main.write_text(f"open({str(canary)!r}, 'w').write('ran')\n" + main.read_text())
+
+
+def test_python_dash_m_refuses_a_copy_of_the_package_in_the_current_folder(repo: Path, tmp_path: Path) -> None:
+    canary = tmp_path / "CANARY"
+    _vendored_copy(repo, canary)
+    proc = subprocess.run([sys.executable, "-m", "gates", "check"], cwd=repo, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 3 and proc.stdout == "", proc.stdout + proc.stderr
+    assert proc.stderr.splitlines() == [proc.stderr.strip()] and "python -I -m gates" in proc.stderr
+    assert not canary.exists()  # refused before anything else of the package was imported
+
+
+def test_python_dash_i_dash_m_runs_the_installed_gate_not_the_repositorys(repo: Path, tmp_path: Path) -> None:
+    """The attack: a gates/__init__.py committed in the repository; `python -I -m gates` (the documented form)
+    never imports it, and answers as the installed `gate` does."""
+    canary = tmp_path / "CANARY"
+    (repo / "gates").mkdir()
+    (repo / "gates" / "__init__.py").write_text(f"open({str(canary)!r}, 'w').write('ran')\n")
+    (repo / "gates" / "__main__.py").write_text(f"open({str(canary)!r}, 'w').write('ran')\n")
+    proc = subprocess.run([sys.executable, "-I", "-m", "gates", "check"], cwd=repo, capture_output=True, text=True,
+                          timeout=60)
+    assert not canary.exists(), proc.stderr
+    assert (proc.returncode, proc.stdout) == (run_gate(repo, "check").returncode, run_gate(repo, "check").stdout)
+    plain = subprocess.run([sys.executable, "-m", "gates", "check"], cwd=repo, capture_output=True, text=True, timeout=60)
+    assert canary.exists(), plain.stderr  # what -I prevents: without it Python imports the folder (the test can fail)
+
+
+def test_no_command_the_gate_writes_or_documents_runs_python_dash_m_gates_without_dash_i(repo: Path) -> None:
+    """Every `-m gates` in the docs, the README, the pre-commit manifest and what the installers write carries -I;
+    the hooks and harness commands run `-I -c` (gates/domain/hooks.py)."""
+    import re
+
+    from gates.domain import agents, hooks
+
+    texts = {str(path.relative_to(ROOT)): path.read_text() for path in
+             [ROOT / "README.md", ROOT / ".pre-commit-hooks.yaml", *sorted((ROOT / "docs").glob("*.md")),
+              *sorted((ROOT / "gates").rglob("*.py"))]}
+    texts["hook"] = hooks.script("pre-commit") + hooks.script("pre-push", everywhere=True)
+    texts["harness"] = agents.command_line("brief", "claude") + agents.command_line("closeout", "codex")
+    texts["agents-md"] = agents.AGENTS_BLOCK
+    command = re.compile(r"(python[\w.]*|executable\}?)\s+-m\s+gates\b")  # a command line, not `-I -m gates`
+    bare = {name: found for name, text in texts.items()  # (a line that names the bare form beside -I explains it)
+            if (found := [line for line in text.splitlines() if command.search(line) and "-I" not in line])}
+    assert bare == {}
+    assert " -I " in texts["hook"] and " -I " in texts["harness"]

@@ -16,6 +16,9 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--uninstall", action="store_true",
                          help="remove every hook the gate installed (pre-push too), putting chained hooks back")
     parser.add_argument("--pre-push", action="store_true", help="also a pre-push hook")
+    parser.add_argument("--global", action="store_true", dest="everywhere",
+                         help="write (or remove) the hooks in the folder a global or system core.hooksPath names, "
+                         "which every repository shares: the hook there runs only in repositories with a .gate.yaml")
     parser.add_argument("--agent", action="append", metavar="NAME[,NAME]", type=_agent_names,
                          help="instead, wire the session loop into an agent harness: claude, codex, gemini, copilot, "
                          "cursor or agents-md (repeatable; with --uninstall, remove exactly that)")
@@ -29,15 +32,20 @@ def _install_hooks(args: argparse.Namespace, run: Run) -> int:
     from gates.domain import hooks
 
     if args.agent:  # an agent harness's project configuration, not git's hooks
+        if args.everywhere:
+            from gates.infra.errors import USAGE, GateError
+
+            raise GateError("--global is for the native git hooks; --agent writes this repository's harness files only",
+                            code=USAGE, reason="config-invalid")
         from gates.domain import agents
 
         for line in agents.run(run.repo(), [a for names in args.agent for a in ids(names)], args.uninstall):
             print(line)
         return OK
     if args.uninstall:  # every hook the gate installed, whatever else was asked
-        said = hooks.uninstall(run.repo(), list(hooks.KINDS))
+        said = hooks.uninstall(run.repo(), list(hooks.KINDS), args.everywhere)
     else:
-        said = hooks.install(run.repo(), ["pre-commit", *(["pre-push"] if args.pre_push else [])])
+        said = hooks.install(run.repo(), ["pre-commit", *(["pre-push"] if args.pre_push else [])], args.everywhere)
     for line in said:
         print(line)
     return OK

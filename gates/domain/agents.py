@@ -6,7 +6,9 @@ this interpreter's absolute path in isolated mode, as the native git hooks are (
 keeps a marked block in AGENTS.md for harnesses without hooks.
 
 The files are in the work tree, often committed, and may be symlinks an attacker planted: every path
-is confined to the work tree (paths.confined) and written with fsio.write_atomic. Existing files are
+is confined to the work tree (paths.confined) and must be a file of its own at exactly that path (no
+symlink at it or on its way, in the tree or not, no other hard link: `own_path`), for the installer, the
+uninstaller and the doctor alike; it is written with fsio.write_atomic, which follows no link. Existing files are
 merged, never clobbered: unrelated keys, other hooks and their order stay; a second run writes
 nothing. The bytes a file had before the first install are kept in the state dir, so `--uninstall`
 puts them back exactly when nothing else changed since; otherwise it removes only our entries.
@@ -15,6 +17,7 @@ puts them back exactly when nothing else changed since; otherwise it removes onl
 from __future__ import annotations
 
 import os
+import stat
 import sys
 
 from gates.domain import hooks
@@ -216,9 +219,12 @@ def _without_block(text: str) -> str:
 # ---- files -----------------------------------------------------------------------------------------------
 
 class _File:
+    """A harness's configuration file, at its own path: every read, write and removal goes to exactly the
+    file named, never through a link (see `own_path`)."""
+
     def __init__(self, repo: Repo, agent: str) -> None:
         self.repo, self.agent, self.shown = repo, agent, FILES[agent]
-        self.path = paths.confined(repo, repo.path(self.shown), self.shown, reason="input-unreadable")
+        self.path = own_path(repo, self.shown)
 
     def read(self) -> bytes | None:
         if not os.path.lexists(self.path):
@@ -251,6 +257,44 @@ class _File:
     def write(self, data: bytes, expected: bytes | None) -> None:
         """A compare-and-swap of what `read` gave (None: there was no file)."""
         fsio.rewrite(self.path, expected, data, shown=self.shown, who="gate install-hooks", parents=True)
+
+
+def own_path(repo: Repo, shown: str) -> str:
+    """The path of the work-tree file `shown` when it is a file of its own there (or not there yet), else a
+    one-line refusal naming it.
+
+    Confined like every path (paths.confined), and more: it must resolve to itself, so no component of it is
+    a symlink (a committed `.claude/settings.json -> ../package.json` would have the installer rewrite
+    package.json while it says .claude/settings.json, in the tree or not), and what is there must be a
+    regular file with no other hard link (the same inode under another name). fsio then opens exactly this
+    path, following no link, so one swapped in after this check is refused too.
+    """
+    lexical = _unlinked(repo, shown)
+    try:
+        info = os.lstat(lexical)
+    except FileNotFoundError:
+        return lexical
+    if not stat.S_ISREG(info.st_mode):
+        raise GateError("refusing it: not a regular file", code=CANNOT_RUN, reason="input-unreadable", path=shown)
+    if info.st_nlink > 1:
+        raise GateError(f"refusing it: it has {info.st_nlink - 1} other hard link(s), so it is another file too: the gate "
+                        "writes only the file it names — copy it to a file of its own", code=CANNOT_RUN,
+                        reason="input-unreadable", path=shown)
+    return lexical
+
+
+def _unlinked(repo: Repo, shown: str) -> str:
+    """The path of `shown` in the work tree when it is confined and resolves to itself: no symlink on it."""
+    lexical = repo.path(shown)
+    real = paths.confined(repo, lexical, shown, reason="input-unreadable")
+    if real != os.path.join(str(repo.toplevel), *shown.split("/")):
+        parts = shown.split("/")
+        link = next(("/".join(parts[:n]) for n in range(1, len(parts) + 1) if os.path.islink(repo.path("/".join(parts[:n])))),
+                    shown)
+        raise GateError(f"refusing it: {link} is a symlink (to {os.path.relpath(real, repo.toplevel)}): the gate writes "
+                        "only the file it names — replace the link by a regular file", code=CANNOT_RUN,
+                        reason="input-unreadable", path=shown)
+    return lexical
 
 
 def _record_path(repo: Repo, agent: str) -> str:
@@ -304,11 +348,9 @@ def uninstall(repo: Repo, agent: str) -> list[str]:
     current = target.read()
     record = _read_record(repo, agent)
     record_path = _record_path(repo, agent)
-    # A link here (planted, or the user's own) leads to a file the gate did not create: it is never deleted,
-    # only our hooks are taken out of it.
-    linked = os.path.islink(target.repo.path(target.shown))
+    # A link here (planted, or the user's own) was refused by _File: nothing is deleted or written through it.
     ours = record is not None and current is not None and record.get("written") == _digest(current)
-    if ours and record is not None and not (record.get("original") is None and linked):
+    if ours and record is not None:
         original = record.get("original")
         if original is None:
             os.unlink(target.path)
@@ -336,7 +378,7 @@ def uninstall(repo: Repo, agent: str) -> list[str]:
         empty = not result
     if after == current:
         return [f"{target.shown}: no handoff-gate hook in it, unchanged"]
-    if empty and not linked:
+    if empty:
         os.unlink(target.path)
         said = f"removed {target.shown}: nothing but the gate's hooks was in it"
     else:
@@ -348,7 +390,10 @@ def uninstall(repo: Repo, agent: str) -> list[str]:
 
 
 def _rmdir_if_empty(repo: Repo, relative: str) -> None:
-    folder = paths.confined(repo, repo.path(relative), relative, reason="input-unreadable")
+    try:
+        folder = _unlinked(repo, relative)  # a folder the gate made, not one a link now stands for
+    except GateError:
+        return
     try:
         os.rmdir(folder)
     except OSError:
@@ -432,7 +477,8 @@ def doctor(repo: Repo) -> list[tuple[str, str]]:
                 continue
             doc = target.parse(data)
         except GateError as exc:
-            out.append(("FIX", f"{shown}: {exc.render()} (the harness cannot read it either)"))
+            cannot = "" if exc.message.startswith("refusing it:") else " (the harness cannot read it either)"
+            out.append(("FIX", f"{exc.render()}{cannot}" if exc.path else f"{shown}: {exc.render()}{cannot}"))
             continue
         commands = _our_commands(agent, doc)
         if not commands:

@@ -87,6 +87,7 @@ def _commit_hooks(repo: Repo) -> list[Check]:
     framework = _framework_hooks(repo)
     native = os.path.join(hooks.hooks_dir(repo), "pre-commit")
     installed = os.path.lexists(native)
+    out += [Check(status, message) for status, message in hooks.doctor(repo)]  # a hooks folder shared by others
     if framework:
         out.append(Check(OK, f".pre-commit-config.yaml runs {', '.join(sorted(framework))}"))
         text = hooks.read_hook(native) if installed else ""
@@ -111,7 +112,7 @@ def _native_hook(native: str) -> Check:
     if not os.access(interpreter, os.X_OK):
         return Check(FIX, f"native hook {native} runs {interpreter or 'no interpreter'}, which is gone: every commit "
                           "fails — run `gate install-hooks` again from the environment the gate is installed in")
-    if text != hooks.script(os.path.basename(native)):
+    if not hooks.is_current(text, os.path.basename(native)):
         return Check(WARN, f"native hook {native} was written by another installation or version of the gate: "
                            "`gate install-hooks` rewrites it for this one")
     return Check(OK, f"native hook {native} runs the gate")

@@ -4,7 +4,9 @@ The hook runs this very interpreter, by absolute path and in isolated mode (`-I`
 looked up and nothing from the repository under review is imported. It starts the gate with `-c`
 rather than `-m gates`: `-m` loads runpy first (~5 ms on every commit). An existing hook is kept and
 chained: it moves to `<name>.pre-gate` and runs first. The hooks folder is git's own answer
-(`git rev-parse --git-path hooks`), so `core.hooksPath` and linked worktrees are respected.
+(`git rev-parse --git-path hooks`), so `core.hooksPath` and linked worktrees are respected; a folder
+other repositories share (a global `core.hooksPath`) is written only with `--global`, and the hook
+written there does nothing in a repository without a `.gate.yaml` (`shared_by_others`, `_allowed`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import os
 import sys
 
 from gates.infra import fsio, paths
-from gates.infra.errors import CANNOT_RUN, VIOLATION, GateError
+from gates.infra.errors import CANNOT_RUN, USAGE, VIOLATION, GateError
 from gates.infra.git import Repo
 from gates.infra.text import excerpt, shell_quote
 
@@ -30,7 +32,8 @@ PUSH_ARGS = " --remote --pre-push"  # the pushed refs on stdin; handoff-claim-re
 
 def hooks_dir(repo: Repo) -> str:
     """Where git runs hooks from. A `core.hooksPath` set by the repository's own config (which anyone who
-    shaped the repository may have written) must lead into the repository; the user's global one is theirs.
+    shaped the repository may have written) must lead into the repository; the user's global one is theirs,
+    and `shared_by_others` says when writing there would change every other repository's commits.
     Asked of git once a run."""
     if "hooks_dir" in repo.memo:
         return str(repo.memo["hooks_dir"])
@@ -38,15 +41,82 @@ def hooks_dir(repo: Repo) -> str:
     if proc.returncode != 0:
         raise GateError(f"cannot find the hooks folder: {proc.stderr.strip()[:200]}", reason="io-error")
     path = os.path.join(repo.toplevel, proc.stdout.strip())  # as git prints it: absolute, or from the top
-    scope = repo.git("config", "--show-scope", "--get", "core.hooksPath").stdout.split("\t", 1)[0]
-    if scope in ("local", "worktree", "command"):
-        real = os.path.realpath(path)
-        inside = [str(repo.toplevel), str(repo.common_dir), str(repo.git_dir)]
-        if not any(paths.within(real, root) for root in inside):
-            raise GateError(f"core.hooksPath from the repository's own config leads outside it ({excerpt(real, 300)}): "
-                            "refused — set it in your global config if you mean it", reason="config-invalid")
+    source = hooks_path_source(repo)
+    if source is not None and source[0] in OWN_SCOPES and not _inside(repo, path):
+        raise GateError(f"core.hooksPath from the repository's own config leads outside it "
+                        f"({excerpt(os.path.realpath(path), 300)}): refused — set it in your global config if you mean it",
+                        reason="config-invalid")
     repo.memo["hooks_dir"] = path
     return path
+
+
+OWN_SCOPES = ("local", "worktree")  # the repository's own config files; every other scope is the user's or a command's
+EVERYWHERE_GUARD = "[ -e .gate.yaml ] || [ -L .gate.yaml ] || exit 0"  # a shared folder's hook: only the gate's repositories
+
+
+def hooks_path_source(repo: Repo) -> tuple[str, str, str] | None:
+    """(scope, origin, value) of the `core.hooksPath` git uses here, as `git config --show-scope --show-origin`
+    says them (`global`, `file:/home/u/.gitconfig`, `~/.githooks`), or None when it is not set."""
+    if "hooks_source" not in repo.memo:
+        proc = repo.git("config", "--show-scope", "--show-origin", "--get", "core.hooksPath")
+        fields = proc.stdout.rstrip("\n").split("\t", 2) if proc.returncode == 0 else []
+        repo.memo["hooks_source"] = tuple(fields) if len(fields) == 3 else None
+    source = repo.memo["hooks_source"]
+    return source if isinstance(source, tuple) else None
+
+
+def _inside(repo: Repo, path: str) -> bool:
+    real = os.path.realpath(path)
+    return any(paths.within(real, str(root)) for root in (repo.toplevel, repo.common_dir, repo.git_dir))
+
+
+def shared_by_others(repo: Repo) -> str | None:
+    """Why the hooks folder is not this repository's own (a hook written there runs in other repositories
+    too), or None when it is. A `core.hooksPath` from the global or system config (or a `-c` of the command)
+    with an absolute value names one folder for every repository; a relative one names a folder in each
+    repository and is judged like the repository's own. A folder that resolves outside the repository (the
+    default `.git/hooks` linked elsewhere) is shared as well."""
+    folder = hooks_dir(repo)
+    source = hooks_path_source(repo)
+    if source is not None and source[0] not in OWN_SCOPES and source[2].startswith(("/", "~")):
+        scope, origin, value = source
+        return (f"core.hooksPath is {excerpt(value, 200)} in your {excerpt(scope, 20)} config "
+                f"({excerpt(origin, 200)}): git runs every repository's hooks from {excerpt(folder, 200)}")
+    if not _inside(repo, folder):
+        real = excerpt(os.path.realpath(folder), 200)
+        return f"the hooks folder {excerpt(folder, 200)} resolves outside this repository ({real})"
+    return None
+
+
+def _allowed(repo: Repo, everywhere: bool, doing: str) -> bool:
+    """Whether the hooks are written for every repository (`--global`). Without it, a shared folder is refused
+    with one line naming the setting and where it comes from; with it, a folder that is this repository's own
+    is refused too, so `--global` always means what it says."""
+    shared = shared_by_others(repo)
+    if shared and not everywhere:
+        raise GateError(f"refusing to {doing}: {shared} — pass --global if that is what you want (the gate's hook "
+                        "there does nothing in a repository without a .gate.yaml), or give this repository its own "
+                        'folder: git config --local core.hooksPath "$(git rev-parse --git-common-dir)/hooks"',
+                        reason="config-invalid")
+    if everywhere and not shared:
+        raise GateError(f"--global: the hooks folder {excerpt(hooks_dir(repo), 200)} is this repository's own "
+                        "(no global core.hooksPath names a folder for every repository): run it without --global",
+                        code=USAGE, reason="config-invalid")
+    return everywhere
+
+
+def doctor(repo: Repo) -> list[tuple[str, str]]:
+    """(status, message) about where the native hooks live: a folder other repositories share is said, with
+    whether the gate's hook there is the one for every repository (`--global`)."""
+    shared = shared_by_others(repo)
+    if not shared:
+        return []
+    hook = os.path.join(hooks_dir(repo), "pre-commit")
+    if EVERYWHERE_GUARD in read_hook(hook) and is_ours(hook):
+        return [("ok", f"{shared}; the gate's hook there (`gate install-hooks --global`) runs only in repositories "
+                       "with a .gate.yaml")]
+    return [("warn", f"{shared}: `gate install-hooks` writes there only with --global (its hook then runs in every "
+                     "repository with a .gate.yaml), or set core.hooksPath in this repository's own config")]
 
 
 def command() -> str:
@@ -101,11 +171,19 @@ def _site_folders() -> list[str]:
     return folders
 
 
-def script(kind: str) -> str:
+def script(kind: str, everywhere: bool = False) -> str:
+    """The hook's text. One written to a folder every repository shares (`everywhere`, `--global`) runs the
+    gate only where git runs it at the top of a work tree holding a `.gate.yaml`: elsewhere it does nothing."""
     return (f"#!/bin/sh\n{MARK}\n"
             f'chained="${{0%/*}}/{kind}{CHAINED}"\n'  # (git names a hook by a path; `dirname` would be a process)
             f'if [ -x "$chained" ]; then "$chained" "$@" || exit $?; fi\n'
-            f"exec {command()} check{PUSH_ARGS if kind == 'pre-push' else ''}\n")
+            + (f"{EVERYWHERE_GUARD}\n" if everywhere else "")
+            + f"exec {command()} check{PUSH_ARGS if kind == 'pre-push' else ''}\n")
+
+
+def is_current(text: str, kind: str) -> bool:
+    """Whether a hook's text is what this installation writes (for this repository alone, or for every one)."""
+    return text in (script(kind), script(kind, everywhere=True))
 
 
 def read_hook(path: str) -> str:
@@ -128,7 +206,10 @@ def is_ours(path: str) -> bool:
     return MARK in read_hook(path)
 
 
-def install(repo: Repo, kinds: list[str]) -> list[str]:
+def install(repo: Repo, kinds: list[str], everywhere: bool = False) -> list[str]:
+    """Write our hook of each of `kinds`, chaining a hook of the user's. Only into this repository's own hooks
+    folder, unless `everywhere` (`--global`) says the shared one is meant (see `_allowed`)."""
+    everywhere = _allowed(repo, everywhere, "install the hooks")
     folder = hooks_dir(repo)
     present = _present(folder, kinds)
     os.makedirs(folder, exist_ok=True)
@@ -142,14 +223,16 @@ def install(repo: Repo, kinds: list[str]) -> list[str]:
                                 reason="io-error")
             _move(path, chained, f"your {kind} hook")
             said.append(f"kept your {kind} hook: it now runs first, from {chained}")
-        fsio.write_atomic(path, script(kind).encode(), executable=True)
+        fsio.write_atomic(path, script(kind, everywhere).encode(), executable=True)
         os.chmod(path, os.stat(path).st_mode | 0o111 & ~fsio.umask())
-        said.append(f"installed {path}")
+        said.append(f"installed {path}" + (" (for every repository that has a .gate.yaml)" if everywhere else ""))
     return said
 
 
-def uninstall(repo: Repo, kinds: list[str]) -> list[str]:
-    """Remove each of our hooks among `kinds`, putting back the hook that was moved aside for it."""
+def uninstall(repo: Repo, kinds: list[str], everywhere: bool = False) -> list[str]:
+    """Remove each of our hooks among `kinds`, putting back the hook that was moved aside for it: in a shared
+    hooks folder only with `everywhere` (`--global`), as for `install`."""
+    _allowed(repo, everywhere, "remove the hooks")
     folder = hooks_dir(repo)
     present = _present(folder, kinds)
     said = []

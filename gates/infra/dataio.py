@@ -162,6 +162,9 @@ def _bounded(value: int, line: int = 0) -> int:
     return value
 
 
+INVALID_JSON = "invalid JSON: a comma, colon, quote or bracket is missing or out of place"
+
+
 def load_json(text: str) -> Any:
     """JSON with duplicate keys, NaN and Infinity refused, and deep nesting a parse error."""
 
@@ -193,7 +196,9 @@ def load_json(text: str) -> Any:
         if "\\ud" in text or "\\uD" in text:  # a lone surrogate escape (`"\ud800"`) decodes to no character
             jsonio.dumps(data, ensure_ascii=False).encode("utf-8")
     except ValueError as exc:  # json.JSONDecodeError: named by its fields, so `json` is imported only on this path
-        raise DataError(f"invalid JSON: {getattr(exc, 'msg', exc)}", getattr(exc, "lineno", 0)) from None
+        # Our own words, not the stdlib's (they change between Python versions: 3.13 says "Illegal trailing comma"
+        # where 3.12 says "Expecting property name"); the line is where the parser stopped.
+        raise DataError(INVALID_JSON, getattr(exc, "lineno", 0)) from None
     except RecursionError:
         raise DataError("invalid JSON: nested too deeply") from None
     except UnicodeEncodeError:

@@ -135,35 +135,6 @@ def test_a_broken_file_is_never_clobbered_and_doctor_says_so(repo: Path) -> None
     assert "FIX   .cursor/hooks.json" in run_gate(repo, "doctor").stdout
 
 
-def test_uninstall_through_an_in_tree_link_deletes_no_file(tmp_path: Path) -> None:
-    """A settings file that is a link to another file of the tree: uninstall takes our hooks out of that file
-    and never deletes it (nor the link), even when nothing but our hooks was in it."""
-    from conftest import commit_all, init_repo
-
-    repo = init_repo(tmp_path / "repo")
-    (repo / "README").write_text("x\n")
-    commit_all(repo, "first")
-    (repo / "config").mkdir()
-    (repo / "config" / "claude.json").write_text("{}\n")
-    (repo / ".claude").mkdir()
-    os.symlink("../config/claude.json", repo / ".claude" / "settings.json")
-    assert run_gate(repo, "install-hooks", "--agent", "claude").returncode == 0
-    assert "hooks" in json.loads((repo / "config" / "claude.json").read_text())
-    proc = run_gate(repo, "install-hooks", "--agent", "claude", "--uninstall")
-    assert proc.returncode == 0, proc.stderr
-    assert os.path.islink(repo / ".claude" / "settings.json")
-    assert json.loads((repo / "config" / "claude.json").read_text()) == {}
-    os.unlink(repo / ".claude" / "settings.json")  # the gate created the file, then a link took its place
-    assert run_gate(repo, "install-hooks", "--agent", "claude").returncode == 0
-    created = (repo / ".claude" / "settings.json").read_text()
-    os.unlink(repo / ".claude" / "settings.json")
-    (repo / "config" / "other.json").write_text(created)
-    os.symlink("../config/other.json", repo / ".claude" / "settings.json")
-    assert run_gate(repo, "install-hooks", "--agent", "claude", "--uninstall").returncode == 0
-    assert (repo / "config" / "other.json").is_file() and os.path.islink(repo / ".claude" / "settings.json")
-    assert "hooks" not in json.loads((repo / "config" / "other.json").read_text())
-
-
 def _hook_text(repo: Path, name: str = "pre-commit") -> str:
     return (Path(git(repo, "rev-parse", "--path-format=absolute", "--git-path", "hooks")) / name).read_text()
 
@@ -238,3 +209,120 @@ def test_uninstall_leaves_a_hook_that_is_not_ours(repo: Path) -> None:
     assert f"left your pre-push hook at {hooks / 'pre-push.pre-gate'}: {hooks / 'pre-push'} is not ours, so it stays " \
            "where it is" in out
     assert {name: (hooks / name).read_bytes() for name in before} == before and not (hooks / "pre-commit").exists()
+
+
+# ---- a hooks folder other repositories share: a global core.hooksPath (issue 25) -------------------------
+
+def _global_hooks(tmp_path: Path) -> Path:
+    """A `core.hooksPath` in the user's global config (conftest points HOME and GIT_CONFIG_GLOBAL at a tmp home),
+    with a hook of the user's in it: the attack's setting."""
+    folder = Path(os.environ["HOME"]) / ".githooks"
+    folder.mkdir()
+    (folder / "post-commit").write_text("#!/bin/sh\nexit 0\n")
+    (folder / "post-commit").chmod(0o755)
+    git(tmp_path, "config", "--global", "core.hooksPath", str(folder))
+    return folder
+
+
+def _unrelated_commit(tmp_path: Path, name: str) -> subprocess.CompletedProcess[str]:
+    """A commit, through git's hooks, in a repository that has nothing to do with the gate."""
+    from conftest import init_repo
+
+    other = init_repo(tmp_path / name)
+    (other / "y").write_text("y\n")
+    git(other, "add", "y")
+    return subprocess.run(["git", "commit", "-q", "-m", "an unrelated repository"], cwd=other, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_a_global_hooks_path_is_refused_without_global(repo: Path, tmp_path: Path) -> None:
+    """The attack: install-hooks in one repository wrote the user's global hook, and every other repository's
+    commit failed. Now: one line naming the setting and its origin, the global folder unchanged, and an
+    unrelated repository still commits."""
+    folder = _global_hooks(tmp_path)
+    before = entries(folder)
+    for args in (["install-hooks"], ["install-hooks", "--pre-push"], ["install-hooks", "--uninstall"]):
+        proc = run_gate(repo, *args)
+        assert proc.returncode == 3, proc.stdout + proc.stderr
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1 and proc.stdout == "", proc.stderr
+        assert "core.hooksPath" in lines[0] and f"file:{os.environ['HOME']}/.gitconfig" in lines[0], lines[0]
+        assert "global config" in lines[0] and "pass --global" in lines[0]
+        assert entries(folder) == before
+    assert _unrelated_commit(tmp_path, "other").returncode == 0
+    assert not (repo / ".git" / "hooks" / "pre-commit").exists()  # not written where git would not run it either
+
+
+def test_a_global_hooks_path_is_refused_in_process_too(repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import call_gate
+
+    folder = _global_hooks(tmp_path)
+    before = entries(folder)
+    code, out, err = call_gate(repo, "install-hooks", capsys=capsys, monkeypatch=monkeypatch)
+    assert (code, out) == (3, "") and "pass --global" in err and len(err.splitlines()) == 1
+    assert entries(folder) == before
+
+
+def test_with_global_the_shared_hook_does_nothing_in_a_repository_without_a_gate_config(repo: Path, tmp_path: Path) -> None:
+    folder = _global_hooks(tmp_path)
+    before = entries(folder)
+    assert run_gate(repo, "init").returncode == 0  # .gate.yaml: the repository is the gate's
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--no-verify", "-m", "gate config")
+    proc = run_gate(repo, "install-hooks", "--global", "--pre-push")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [f"installed {folder / name} (for every repository that has a .gate.yaml)"
+                                        for name in ("pre-commit", "pre-push")]
+    assert _unrelated_commit(tmp_path, "other").returncode == 0  # no .gate.yaml there: the hook does nothing
+    break_with_punctuation(repo)  # in the gate's repository the shared hook judges the commit
+    git(repo, "add", "HANDOFF.md")
+    bad = subprocess.run(["git", "commit", "-q", "-m", "bad"], cwd=repo, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and "[handoff-no-checked-items]" in bad.stderr
+    doctor = run_gate(repo, "doctor").stdout
+    assert "ok    core.hooksPath is" in doctor and "runs only in repositories with a .gate.yaml" in doctor, doctor
+    assert f"ok    native hook {folder / 'pre-commit'} runs the gate" in doctor, doctor
+    assert run_gate(repo, "install-hooks", "--uninstall").returncode == 3  # removing is writing too
+    assert run_gate(repo, "install-hooks", "--uninstall", "--global").returncode == 0
+    assert entries(folder) == before
+
+
+def test_doctor_says_when_the_hooks_folder_is_shared(repo: Path, tmp_path: Path) -> None:
+    _global_hooks(tmp_path)
+    doctor = run_gate(repo, "doctor").stdout
+    line = next(line for line in doctor.splitlines() if "core.hooksPath" in line)
+    assert line.startswith("warn  ") and "global config" in line and "--global" in line, line
+
+
+def test_global_without_a_shared_folder_is_a_usage_error(repo: Path) -> None:
+    proc = run_gate(repo, "install-hooks", "--global")
+    assert proc.returncode == 2 and "is this repository's own" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    assert not (repo / ".git" / "hooks").exists()
+    assert run_gate(repo, "install-hooks", "--agent", "claude", "--global").returncode == 2
+    assert not (repo / ".claude").exists()
+
+
+def test_a_relative_global_hooks_path_names_each_repositorys_own_folder(repo: Path, tmp_path: Path) -> None:
+    git(tmp_path, "config", "--global", "core.hooksPath", ".githooks")
+    assert run_gate(repo, "install-hooks").returncode == 0
+    assert (repo / ".githooks" / "pre-commit").is_file()
+    assert _unrelated_commit(tmp_path, "other").returncode == 0
+
+
+def test_a_hooks_folder_linked_outside_the_repository_is_refused_without_global(repo: Path, tmp_path: Path) -> None:
+    shared = tmp_path / "shared-hooks"
+    shared.mkdir()
+    (repo / ".git" / "hooks").mkdir(exist_ok=True)
+    os.rmdir(repo / ".git" / "hooks")
+    (repo / ".git" / "hooks").symlink_to(shared)
+    proc = run_gate(repo, "install-hooks")
+    assert proc.returncode == 3 and "resolves outside this repository" in proc.stderr and "--global" in proc.stderr
+    assert list(shared.iterdir()) == []
+
+
+def test_a_local_hooks_path_inside_the_repository_keeps_working(repo: Path, tmp_path: Path) -> None:
+    _global_hooks(tmp_path)
+    git(repo, "config", "core.hooksPath", ".githooks")  # the repository's own setting wins over the global one
+    assert run_gate(repo, "install-hooks").returncode == 0
+    assert (repo / ".githooks" / "pre-commit").is_file()
+    assert not [line for line in run_gate(repo, "doctor").stdout.splitlines() if "core.hooksPath is" in line]
