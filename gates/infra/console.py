@@ -1,4 +1,9 @@
-"""The terminal, for the one layer that speaks: `say` on stderr that never fails, stdout silenced after a break."""
+"""The terminal, for the one layer that speaks: `say` on stderr that never fails, stdout silenced after a break.
+
+Whatever reaches stdout or stderr during a run passes `text.clean` here (GuardedStdout, CleanStream,
+`say`, `emit_json`): no caller can print a control, bidi, zero-width, separator or tag character
+raw, whatever it forgot to escape.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import os
 import sys
 
 from gates.infra.errors import GateError
+from gates.infra.text import clean, clean_tree
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,7 +27,8 @@ class StdoutError(GateError):
 
 
 class GuardedStdout:
-    """Stands in for sys.stdout during a run: a failed write or flush becomes a StdoutError (exit 3).
+    """Stands in for sys.stdout during a run: every write is `clean`ed, and a failed write or flush becomes a
+    StdoutError (exit 3).
 
     After the first failure, stdout is pointed at /dev/null so that nothing later (the interpreter's
     own flush at exit included) fails again; further writes raise, a flush does nothing."""
@@ -34,9 +41,14 @@ class GuardedStdout:
         if self.broken is not None:
             raise self.broken
         try:
-            return int(self.stream.write(text))
+            self.stream.write(clean(text))
         except OSError as exc:
             raise self._fail(exc) from None
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
 
     def flush(self) -> None:
         if self.broken is not None:
@@ -82,10 +94,28 @@ def _silence(stream: Any) -> None:
         os.close(devnull)
 
 
+class CleanStream:
+    """Stands in for sys.stderr during a run: every write is `clean`ed (argparse's messages, a stray print)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(clean(text))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
 def say(line: str) -> None:
     """One line on stderr, when stderr works: a closed or full stderr is not a reason to fail."""
     try:
-        sys.stderr.write(line + "\n")
+        sys.stderr.write(clean(line) + "\n")
         sys.stderr.flush()
     except OSError:
         _silence(sys.stderr)
@@ -94,4 +124,4 @@ def say(line: str) -> None:
 def emit_json(document: object) -> None:
     from gates.infra import jsonio
 
-    sys.stdout.write(jsonio.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.write(jsonio.dumps(clean_tree(document), indent=2, ensure_ascii=False) + "\n")
