@@ -182,3 +182,16 @@ def test_a_path_key_holding_an_unsafe_character_is_refused_at_load(repo: Path, c
     assert proc.stderr.startswith("gate: .gate.yaml:1: handoff.path") and f"'HAND{shown}OFF.md'" in proc.stderr
     assert "refused" in proc.stderr or "no control, bidi or zero-width characters" in proc.stderr  # (the schema's list)
     assert "config-invalid" in run_gate(repo, "flags").stdout
+
+
+def test_no_module_writes_past_the_cleaning_streams() -> None:
+    """stdout and stderr are reached only through sys.stdout and sys.stderr, which main() points at the cleaning
+    streams (gates/infra/console.py): no module writes to the interpreter's own streams, their byte buffers or the
+    descriptors themselves (console.py silences a broken stdout, main.py flushes at the end: neither writes)."""
+    root = Path(__file__).resolve().parent.parent / "gates"
+    bypasses = ("sys.__stdout__", "sys.__stderr__", ".buffer.write", "stdout.buffer", "stderr.buffer", "os.write(1",
+                "os.write(2", "os.fdopen(1", "os.fdopen(2", "open(1,", "open(2,", "/dev/stdout", "/dev/stderr", "/dev/tty")
+    found = [f"{path.relative_to(root)}: {word}" for path in sorted(root.rglob("*.py"))
+             for word in bypasses if word in path.read_text() and (path.name, word) not in {
+                 ("console.py", "sys.__stdout__"), ("main.py", "sys.__stdout__"), ("main.py", "sys.__stderr__")}]
+    assert found == []

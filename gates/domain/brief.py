@@ -88,10 +88,7 @@ def sections(repo: Repo, config: Config, now: datetime) -> list[Section]:
     ]
 
 
-FLAGS, HANDOFF = "1. Flags", "4. Hand-over"
-
-
-SALVAGE = "3a. Salvage: the last session did not close out"
+FLAGS, SALVAGE, HANDOFF = "1. Flags", "3a. Salvage: the last session did not close out", "4. Hand-over"
 
 
 def _salvage(repo: Repo, config: Config, handoff_file: Callable[[], Loaded]) -> list[Section]:
@@ -105,7 +102,10 @@ def _salvage(repo: Repo, config: Config, handoff_file: Callable[[], Loaded]) -> 
         body = sessions.salvage(repo, ref, found, config.section("handoff")["path"])
     except (GateError, OSError) as exc:
         return [Section(SALVAGE, clean(f"(could not be read: {exc})"))]
-    return [Section(SALVAGE, clean(body), _after_first(body.split("\n")))] if body else []
+    if not body:
+        return []
+    shown = clean(body)
+    return [Section(SALVAGE, shown, _after_first(shown.split("\n")))]
 
 
 def _plural(count: int, word: str) -> str:
@@ -294,7 +294,7 @@ def fit(parts: list[Section], header: str, limit: int, pointer: str) -> str:
         text = render(parts, header)
         if len(text) <= limit:
             return text
-    return text[: limit - len(pointer) - 5] + "\n… " + pointer  # the sections before the flags: short, never cut
+    return text[: limit - len(pointer) - 5] + "\n… " + pointer  # the last resort cuts from the end: the flags come first
 
 
 def _cut(part: Section, room: int, pointer: str) -> Section:

@@ -26,7 +26,26 @@ class StdoutError(GateError):
         super().__init__(f"cannot write to stdout: {exc.strerror or exc}", reason="io-error")
 
 
-class GuardedStdout:
+class CleanStream:
+    """Stands in for sys.stderr during a run (and is the base of GuardedStdout): every write is `clean`ed, argparse's
+    messages and a stray print included."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(clean(text))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+class GuardedStdout(CleanStream):
     """Stands in for sys.stdout during a run: every write is `clean`ed, and a failed write or flush becomes a
     StdoutError (exit 3).
 
@@ -41,14 +60,9 @@ class GuardedStdout:
         if self.broken is not None:
             raise self.broken
         try:
-            self.stream.write(clean(text))
+            return super().write(text)
         except OSError as exc:
             raise self._fail(exc) from None
-        return len(text)
-
-    def writelines(self, lines: Any) -> None:
-        for line in lines:
-            self.write(line)
 
     def flush(self) -> None:
         if self.broken is not None:
@@ -62,9 +76,6 @@ class GuardedStdout:
         self.broken = StdoutError(exc)
         silence_stdout(self.stream)
         return self.broken
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)
 
 
 class _Closed:
@@ -92,24 +103,6 @@ def _silence(stream: Any) -> None:
         os.dup2(devnull, fd)
     finally:
         os.close(devnull)
-
-
-class CleanStream:
-    """Stands in for sys.stderr during a run: every write is `clean`ed (argparse's messages, a stray print)."""
-
-    def __init__(self, stream: Any) -> None:
-        self.stream = stream
-
-    def write(self, text: str) -> int:
-        self.stream.write(clean(text))
-        return len(text)
-
-    def writelines(self, lines: Any) -> None:
-        for line in lines:
-            self.write(line)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)
 
 
 def say(line: str) -> None:
