@@ -57,16 +57,18 @@ def main(argv: list[str] | None = None) -> int:
     """The `gate` command line, in-process: its exit code."""
     from gates import cli
     from gates.commands.invocation import Run
-    from gates.infra.console import GuardedStdout, StdoutError, say
+    from gates.infra.console import CleanStream, GuardedStdout, StdoutError, say
     from gates.infra.errors import CANNOT_RUN
 
     argv = sys.argv[1:] if argv is None else list(argv)
     if os.name != "posix":
         say("gate: handoff-gate runs on Linux and macOS only (POSIX file semantics are required)")
         return CANNOT_RUN
-    real_stdout = sys.stdout
+    real_stdout, real_stderr = sys.stdout, sys.stderr
     guard = GuardedStdout(real_stdout)
-    sys.stdout = guard  # every write to stdout below fails as a StdoutError, never a traceback
+    sys.stdout = guard  # every write to stdout below is cleaned, and fails as a StdoutError, never a traceback
+    if real_stderr is not None:
+        sys.stderr = CleanStream(real_stderr)  # and every write to stderr is cleaned (gates/infra/text.py)
     run = Run(argv)
     try:
         try:
@@ -80,3 +82,4 @@ def main(argv: list[str] | None = None) -> int:
         return run.write_flags(code)
     finally:
         run.close()
+        sys.stderr = real_stderr

@@ -12,8 +12,6 @@ from gates.checks.context import Context
 from gates.domain import handoff
 from gates.domain.ancestry import not_in_shallow_clone
 from gates.domain.handoff import Document, Loaded
-from gates.infra import clock
-from gates.infra.clock import timedelta
 from gates.infra.findings import WARNING, Finding
 from gates.infra.text import excerpt
 
@@ -28,7 +26,6 @@ if TYPE_CHECKING:
 ID = "handoff-structure"
 
 _HEX = "0123456789abcdefABCDEF"
-CLOCK_SKEW = timedelta(minutes=5)
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -154,12 +151,9 @@ def _ref(ctx: Context, value: str, line: int, at: At) -> Iterator[Finding]:
 
 
 def _updated(ctx: Context, value: str, line: int, at: At) -> Iterator[Finding]:
-    when = handoff.parse_utc(value)
-    if when is None:
-        yield at(line, f"Meta updated '{excerpt(value)}' is not a UTC time like 2026-11-30T08:00:00Z")
-        return
-    if when > ctx.now + CLOCK_SKEW:
-        yield at(line, f"Meta updated {value} is in the future (now {clock.utc_text(ctx.now)})")
+    problem = handoff.updated_problem(value, ctx.now)  # the brief's judgement too
+    if problem is not None:
+        yield at(line, problem)
 
 
 def _target(doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:

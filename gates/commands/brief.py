@@ -2,9 +2,9 @@
 
 Hook formats read the harness's input (session id, `source`) from stdin without blocking, print
 exactly the harness's envelope and nothing else, within its budget (harness.START_BUDGET; the
-flags give way first, then the hand-over, with a pointer to the full brief saved as brief.md in
-the state dir), and journal the delivery. Broken input is never fatal: the brief still prints and
-an `input-unreadable` flag says why.
+hand-over gives way first and the flags last, keeping their count and a line per reason, with a
+pointer to the full brief saved as brief.md in the state dir), and journal the delivery. Broken
+input is never fatal: the brief still prints and an `input-unreadable` flag says why.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import sys
 from gates.domain import brief, harness, journal, sessions
 from gates.infra import clock, jsonio
 from gates.infra.errors import OK, GateError
+from gates.infra.text import clean, clean_tree
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -63,13 +64,13 @@ def command(args: argparse.Namespace, run: Run) -> int:
         lines.append(f"(The harness's hook input could not be read: {hook.problem}. The brief is complete without it.)")
     lines.append(f"# Session brief: {repo.toplevel} (branch {repo.branch() or 'detached'}, "
                  f"HEAD {(repo.head or 'none')[:12]})")
-    header = "\n".join(lines)
+    header = clean("\n".join(lines))  # the worktree's path and branch name are the repository's text too
     full = brief.render(parts, header)
     text = full
     if fmt == "json":
         document = {"version": 1, "first_line": lines[0], "sections": [{"title": p.title, "text": p.body} for p in parts],
                     "text": full}
-        sys.stdout.write(jsonio.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(jsonio.dumps(clean_tree(document), indent=2, ensure_ascii=False) + "\n")
     elif fmt in harness.HOOK_START_FORMATS:
         budget = harness.START_BUDGET[fmt]
         assert budget is not None

@@ -34,7 +34,7 @@ from gates.infra.clock import datetime
 from gates.infra.digest import sha256
 from gates.infra.errors import USAGE, GateError
 from gates.infra.git import Repo
-from gates.infra.text import Pattern
+from gates.infra.text import Pattern, clean
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -116,6 +116,7 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
     directory = state.ensure_dir(lay, lay.flags)
     now = now or clock.now()
     seen_ns = observed_ns if observed_ns is not None else time.time_ns()
+    message, command = clean(message), clean(command)  # a flag is read by people and agents: never a raw control
     message = message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS] + "\n… (cut)"
     worktree = str(repo.toplevel)
     key = _key(reason, message, worktree)

@@ -6,7 +6,7 @@ skipped; a line's visible text is what is left outside comments.
 
 from __future__ import annotations
 
-from gates.infra.clock import datetime
+from gates.infra.clock import datetime, timedelta
 from gates.infra.plain import NamedTuple
 
 TYPE_CHECKING = False
@@ -107,6 +107,25 @@ def parse_utc(value: str) -> datetime | None:
     from gates.infra import clock
 
     return clock.parse_utc(value)
+
+
+CLOCK_SKEW = timedelta(minutes=5)
+
+
+def updated_problem(value: str, now: datetime) -> str | None:
+    """What is wrong with a Meta `updated` value at `now`: not a UTC time, or in the future (beyond CLOCK_SKEW);
+    None when it is neither. The one judgement: `gate check` (handoff-structure) refuses what it names, and the
+    brief drops such a hand-over's target and threads as stale."""
+    when = parse_utc(value)
+    if when is None:
+        from gates.infra.text import excerpt
+
+        return f"Meta updated '{excerpt(value)}' is not a UTC time like 2026-11-30T08:00:00Z"
+    if when > now + CLOCK_SKEW:
+        from gates.infra import clock
+
+        return f"Meta updated {value} is in the future (now {clock.utc_text(now)})"
+    return None
 
 
 class Item:

@@ -32,7 +32,7 @@ import time
 
 from gates.infra import dataio, jsonio
 from gates.infra.plain import NamedTuple
-from gates.infra.text import excerpt
+from gates.infra.text import clean, excerpt
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -164,7 +164,9 @@ def unreadable_input(command: str, fmt: str, problem: str, then: str) -> str:
 
 
 def start_envelope(fmt: str, context: str) -> str:
-    """The exact document a harness's session-start hook reads context from."""
+    """The exact document a harness's session-start hook reads context from; the context `clean`ed (what the agent
+    reads holds no raw control, bidi, zero-width, separator or tag character, whoever built it)."""
+    context = clean(context)
     if fmt == "claude":
         document: dict[str, Any] = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
     elif fmt == "codex":
@@ -181,7 +183,7 @@ def start_envelope(fmt: str, context: str) -> str:
 
 def block_envelope(fmt: str, reason: str) -> str:
     """What keeps a harness's agent working, with `reason` as its next instruction."""
-    reason = reason.strip() or "Finish the session's close-out: run `gate closeout --format text` and do what it says."
+    reason = clean(reason.strip()) or "Finish the session's close-out: run `gate closeout --format text` and do what it says."
     if fmt in ("claude", "codex", "copilot"):
         document: dict[str, Any] = {"decision": "block", "reason": reason}
     elif fmt == "gemini":

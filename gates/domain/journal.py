@@ -15,6 +15,7 @@ from gates.infra.digest import sha256
 from gates.infra.errors import CANNOT_RUN, GateError
 from gates.infra.git import Repo
 from gates.infra.plain import NamedTuple
+from gates.infra.text import clean_tree
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ def _append_locked(repo: Repo, path: str, action: str, details: dict[str, Any], 
         "time": when,
         "action": action,
         "worktree": str(repo.toplevel),
-        "details": details,
+        "details": clean_tree(details),  # `gate journal` and the brief quote it: no raw control, bidi or tag character
         "prev": last["hash"] if last else GENESIS,
     }
     entry["hash"] = entry_hash(entry)

@@ -13,7 +13,7 @@ from gates.infra.catalog import CATALOG
 from gates.infra.clock import timedelta
 from gates.infra.errors import CANNOT_RUN, USAGE, GateError
 from gates.infra.git import Repo
-from gates.infra.text import excerpt
+from gates.infra.text import excerpt, unsafe
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -129,7 +129,8 @@ def _confine(repo: Repo, config: Config) -> None:
 
 
 def _canonical(repo: Repo, config: Config, where: tuple[object, ...], relative: str) -> str:
-    text, why = paths.canonical(repo, relative.rstrip("/") if len(relative) > 1 else relative)
+    text, why = paths.canonical(repo, relative.rstrip("/") if len(relative) > 1 else relative) if not unsafe(relative) \
+        else (relative, "holds a control, bidi, zero-width, separator or tag character")
     if why is None:
         return text
     label = ".".join(str(part) for part in where[:2]) + (f"[{where[2]}]" if len(where) > 2 else "")

@@ -1,4 +1,9 @@
-"""The terminal, for the one layer that speaks: `say` on stderr that never fails, stdout silenced after a break."""
+"""The terminal, for the one layer that speaks: `say` on stderr that never fails, stdout silenced after a break.
+
+Whatever reaches stdout or stderr during a run passes `text.clean` here (GuardedStdout, CleanStream,
+`say`, `emit_json`): no caller can print a control, bidi, zero-width, separator or tag character
+raw, whatever it forgot to escape.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import os
 import sys
 
 from gates.infra.errors import GateError
+from gates.infra.text import clean, clean_tree
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,8 +26,28 @@ class StdoutError(GateError):
         super().__init__(f"cannot write to stdout: {exc.strerror or exc}", reason="io-error")
 
 
-class GuardedStdout:
-    """Stands in for sys.stdout during a run: a failed write or flush becomes a StdoutError (exit 3).
+class CleanStream:
+    """Stands in for sys.stderr during a run (and is the base of GuardedStdout): every write is `clean`ed, argparse's
+    messages and a stray print included."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(clean(text))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+class GuardedStdout(CleanStream):
+    """Stands in for sys.stdout during a run: every write is `clean`ed, and a failed write or flush becomes a
+    StdoutError (exit 3).
 
     After the first failure, stdout is pointed at /dev/null so that nothing later (the interpreter's
     own flush at exit included) fails again; further writes raise, a flush does nothing."""
@@ -34,7 +60,7 @@ class GuardedStdout:
         if self.broken is not None:
             raise self.broken
         try:
-            return int(self.stream.write(text))
+            return super().write(text)
         except OSError as exc:
             raise self._fail(exc) from None
 
@@ -50,9 +76,6 @@ class GuardedStdout:
         self.broken = StdoutError(exc)
         silence_stdout(self.stream)
         return self.broken
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)
 
 
 class _Closed:
@@ -85,7 +108,7 @@ def _silence(stream: Any) -> None:
 def say(line: str) -> None:
     """One line on stderr, when stderr works: a closed or full stderr is not a reason to fail."""
     try:
-        sys.stderr.write(line + "\n")
+        sys.stderr.write(clean(line) + "\n")
         sys.stderr.flush()
     except OSError:
         _silence(sys.stderr)
@@ -94,4 +117,4 @@ def say(line: str) -> None:
 def emit_json(document: object) -> None:
     from gates.infra import jsonio
 
-    sys.stdout.write(jsonio.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.write(jsonio.dumps(clean_tree(document), indent=2, ensure_ascii=False) + "\n")

@@ -1,4 +1,8 @@
-"""Renderers: the same check result as text or as JSON (schemas/check-result.schema.json)."""
+"""Renderers: the same check result as text or as JSON (schemas/check-result.schema.json).
+
+Every renderer's output is `text.clean`ed (a JSON or SARIF document string by string, before it is
+encoded), so no finding, path or error can carry a raw control, bidi or tag character to a CI log.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from gates import __version__
 from gates.infra import jsonio
 from gates.infra.errors import GateError
 from gates.infra.findings import ENVIRONMENT, ERROR, WARNING, CheckResult
+from gates.infra.text import clean, clean_tree
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,7 +51,7 @@ def _tally(values: Iterable[str]) -> dict[str, int]:
 def text(result: CheckResult) -> str:
     lines = [finding.render() for finding in result.findings]
     lines.append(summary(result))
-    return "\n".join(lines) + "\n"
+    return clean("\n".join(lines) + "\n")
 
 
 def as_json(result: CheckResult | None, exit_code: int, error: GateError | None = None) -> str:
@@ -65,7 +70,7 @@ def as_json(result: CheckResult | None, exit_code: int, error: GateError | None 
         "findings": [f.to_json() for f in findings],
         "error": None if error is None else {"reason": error.reason, "message": error.render()},
     }
-    return jsonio.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return jsonio.dumps(clean_tree(document), indent=2, ensure_ascii=False) + "\n"
 
 
 def _escape_data(text: str) -> str:
@@ -87,7 +92,7 @@ def github(result: CheckResult | None, error: GateError | None = None) -> str:
         lines.append(f"::error title=handoff-gate::{_escape_data(error.render())}")
     if result is not None:
         lines.append(summary(result))
-    return "\n".join(lines) + "\n"
+    return clean("\n".join(lines) + "\n")
 
 
 ENVIRONMENT_SUMMARY = "The gate's own environment: its state dir, and temp files a killed writer left"
@@ -158,7 +163,7 @@ def sarif(result: CheckResult | None, exit_code: int, error: GateError | None = 
             "results": results,
         }],
     }
-    return jsonio.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return jsonio.dumps(clean_tree(document), indent=2, ensure_ascii=False) + "\n"
 
 
 def junit(result: CheckResult | None, error: GateError | None = None) -> str:
@@ -184,7 +189,7 @@ def junit(result: CheckResult | None, error: GateError | None = None) -> str:
         ElementTree.SubElement(case, "error", message=error.render(), type=error.reason).text = error.render()
     suite.set("failures", str(failures))
     suite.set("errors", "1" if error is not None else "0")
-    return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+    return clean(ElementTree.tostring(suite, encoding="unicode", xml_declaration=True) + "\n")
 
 
 # The renderers by name, as `gate check --format NAME` chooses one: (result, exit code, error, describe) -> text.

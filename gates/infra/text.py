@@ -1,7 +1,25 @@
-"""Text from the repository, made safe to show: one definition of the characters that are not.
+"""Text from the repository, made safe to show: one definition of the characters that are not, by Unicode property.
 
-C0 and C1 controls, and the bidi and zero-width controls that make text read differently than
-it is (the "Trojan Source" characters), are never printed raw: a message shows their escape.
+A character is unsafe when its general category is Cc (C0 and C1 controls, DEL), Cf (format: the
+bidi and zero-width controls of "Trojan Source", U+061C, U+2060, U+FEFF, the soft hyphen), Zl or Zp
+(the line and paragraph separators, which forge line breaks), Co (private use) or Cs (a lone
+surrogate, as `surrogateescape` makes of undecodable bytes), or when it lies in the tag block
+(U+E0000..U+E007F, invisible text). Such a character is never shown raw: it is shown as its one
+escape, `\\u` and four hex digits in the Basic Multilingual Plane, `\\U` and eight beyond it
+(`\\u202e`, `\\U000e0069`), so every escape names exactly one code point.
+
+Two ways to show text, one table: `clean` for whole texts (tabs and newlines kept), as every writer of
+stdout, stderr, flags, the journal, the brief and a harness's context applies it to what it writes,
+and `excerpt` for one value quoted in a one-line message (tabs and newlines escaped too, cut to a
+length). An escape is made of safe characters only, so escaping is idempotent: the layers (a message
+quoting a value, the writer printing the message) can each apply it and nothing is escaped twice.
+The price, chosen knowingly: a backslash is not escaped, so a literal `\\u202e` typed into the
+repository reads like an escaped U+202E; both are inert text.
+
+Judging a character costs nothing on the common path: text that `str.isprintable` passes holds none
+(every unsafe category is one of Unicode's "Other" or "Separator" ones, which it refuses), and an
+ASCII control is known by its code; `unicodedata` is imported only when a non-ASCII character that
+is not printable is met, and each code point is judged once.
 """
 
 from __future__ import annotations
@@ -10,26 +28,81 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
 
-_UNSAFE = [*range(0x00, 0x20), *range(0x7F, 0xA0), *range(0x200B, 0x2010), 0x2028, 0x2029, *range(0x202A, 0x202F),
-           *range(0x2066, 0x206A), 0xFEFF]  # U+2028/2029: line and paragraph separators (a forged line break)
-_SHOWN = {code: f"\\u{code:04x}" for code in _UNSAFE}
-_SHOWN_KEEPING_LINES = {**_SHOWN, ord("\t"): "\t", ord("\n"): "\n"}
+UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cs"})
+TAGS = range(0xE0000, 0xE0080)
+_MEMO = 1 << 13  # code points remembered per table: the common ones, not every one a hostile text holds
+
+
+def is_unsafe(code: int) -> bool:
+    """Whether the code point `code` is never shown raw (see the module's docstring)."""
+    if code < 0x80:
+        return code < 0x20 or code == 0x7F
+    char = chr(code)
+    if char.isprintable():
+        return False
+    if code in TAGS:
+        return True
+    import unicodedata  # only for a non-ASCII character that is not printable: off every plain run
+
+    return unicodedata.category(char) in UNSAFE_CATEGORIES
+
+
+def escape_of(code: int) -> str:
+    """The one escape of a code point: `\\u` and four hex digits, or `\\U` and eight beyond U+FFFF."""
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+class _Table(dict[int, str]):
+    """A `str.translate` table that judges each code point the first time it is met: its escape when unsafe (and
+    not one of `kept`), else the character itself."""
+
+    def __init__(self, kept: str) -> None:
+        super().__init__()
+        self.kept = frozenset(map(ord, kept))
+
+    def __missing__(self, code: int) -> str:
+        shown = escape_of(code) if code not in self.kept and is_unsafe(code) else chr(code)
+        if len(self) < _MEMO:
+            self[code] = shown
+        return shown
+
+
+_LINES = _Table("\t\n")  # clean: whole texts, their tabs and newlines kept (a CR is escaped)
+_ONE_LINE = _Table("")  # excerpt: one value, every unsafe character escaped
 
 
 def unsafe(text: str) -> bool:
-    """Whether `text` holds a control, NUL, bidi or zero-width character."""
-    return text != text.translate(_SHOWN)
+    """Whether `text` holds an unsafe character (a control, NUL, CR, bidi, zero-width, separator, tag...)."""
+    return not text.isprintable() and text.translate(_ONE_LINE) != text
 
 
 def clean(text: str) -> str:
-    """`text` with every such character shown as its escape (`\\u202e`); tabs and newlines kept."""
-    return text.translate(_SHOWN_KEEPING_LINES)
+    """`text` with every unsafe character shown as its escape; tabs and newlines kept. Applied twice, the same."""
+    return text if text.isprintable() else text.translate(_LINES)
 
 
 def excerpt(text: str, limit: int = 60) -> str:
-    """A short, sanitised quote of input text for a one-line message."""
-    shown = text.translate(_SHOWN)
-    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+    """A short, sanitised quote of input text for a one-line message: every unsafe character escaped (tabs and
+    newlines too), cut to `limit` characters with `…`, never inside an escape."""
+    shown = text if text.isprintable() else text.translate(_ONE_LINE)
+    if len(shown) <= limit:
+        return shown
+    head = shown[: max(0, limit - 1)]
+    start = head.rfind("\\", max(0, len(head) - 9))
+    if start >= 0 and start + {"u": 6, "U": 10}.get(shown[start + 1: start + 2], 1) > len(head):
+        head = head[:start]  # the escape that would be cut goes whole
+    return head + "…"
+
+
+def clean_tree(value: object) -> object:
+    """A JSON-shaped document with `clean` applied to every string in it (keys too): what a JSON writer hands on."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, dict):
+        return {clean(k) if isinstance(k, str) else k: clean_tree(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean_tree(item) for item in value]
+    return value
 
 
 class Pattern:

@@ -153,7 +153,7 @@ def test_compact_start_reinjects_the_handover(repo: Path) -> None:
     assert "### Current Target\nBuild the thing." in context
 
 
-def test_codex_budget_cuts_flags_first(repo: Path) -> None:
+def test_codex_budget_cuts_the_handover_first_and_keeps_every_flag_reason(repo: Path) -> None:
     from gates.domain import flags
     from gates.infra.git import discover
 
@@ -163,7 +163,9 @@ def test_codex_budget_cuts_flags_first(repo: Path) -> None:
                          exit_code=3)
     proc = _sh(repo, agents.command_line("brief", "codex"), {"session_id": "x", "source": "startup"})
     context = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert len(context) <= 6000 and "the full brief is in " in context and "### Current Target" in context
+    assert len(context) <= 6000 and "the full brief is in " in context and "### Current Target" not in context
+    assert "40 unacknowledged flags for 10 reasons" in context and "From HANDOFF.md" in context
+    assert all(f"- [{reason}] 4 flags" in context for reason in sorted(flags.EVENT_REASONS)[:10])
 
 
 @pytest.mark.parametrize("fmt", sorted(STOP_INPUT))
