@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import git, run_gate
+from conftest import call_gate, git, run_gate
 from remote_helpers import clone, refs, seed_bare
 
 from gates.infra import gitnet
@@ -125,3 +125,13 @@ def test_url_decode_is_gits() -> None:
         gitnet._file_path("file:///a%00b", "k")
     with pytest.raises(GateError, match="names no path"):
         gitnet._file_path("file://host", "k")
+
+
+def test_the_refusal_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    tree, _ = _setup(tmp_path)
+    git(tree, "remote", "set-url", "origin", f"file://{tmp_path}/outside/%2e%2e/repo/.git")
+    code, out, err = call_gate(tree, "claim", "--session", "A", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 3 and out == "", out
+    assert err.count("\n") == 1 and "remote.origin.url refused" in err and "leads into this repository" in err, err
+    assert _own_refs(tree) == []

@@ -77,7 +77,8 @@ def claim(args: argparse.Namespace, run: Run, name: str | None, state_rel: str, 
     try:
         local = claims.claim(repo, state_rel, holder, ttl, note, now)
     except BaseException:
-        _give_back(run, target, outcome, state_rel, who, key, now)
+        if not _held_here(run, state_rel, holder):  # a failure after the local claim was written keeps both
+            _give_back(run, target, outcome, state_rel, who, key, now)
         raise
     assert local.record is not None
     if local.kind == "denied":  # another worktree of this clone claimed it between the look and the claim
@@ -111,6 +112,13 @@ def _claim_offline(run: Run, name: str | None, state_rel: str, holder: claims.Ho
                  f"remote claim was not checked, so another clone may hold it — run `gate claim` again when "
                  "the remote can be reached")
     return OK
+
+
+def _held_here(run: Run, state_rel: str, holder: claims.Holder) -> bool:
+    try:
+        return claims.holds(run.repo(), state_rel, holder)
+    except (GateError, OSError):
+        return True  # doubt: the remote claim stays (it runs out at its TTL), never a local one without it
 
 
 def _give_back(run: Run, target: remote.Remote, outcome: remote.Outcome, state_rel: str, who: remote.Me, key: str,

@@ -345,6 +345,12 @@ def blocking(repo: Repo, state_rel: str, holder: Holder, now: datetime) -> tuple
     return (current, why) if live else None
 
 
+def holds(repo: Repo, state_rel: str, holder: Holder) -> bool:
+    """Whether `holder` holds the claim on `state_rel` now (a look without the lock)."""
+    current = read(state.layout(repo), state_rel)
+    return current is not None and is_holder(current, holder)
+
+
 def claim(repo: Repo, state_rel: str, holder: Holder, ttl: timedelta | None, note: str | None, now: datetime) -> Outcome:
     outcome = _claim(repo, state_rel, holder, ttl, note, now)
     _journal(repo, outcome, now)

@@ -4,8 +4,9 @@ Network calls never run inside the user's repository: they run in a private bare
 made by this process in a private temp folder (removed at exit), with an empty
 template, so the repository's `.git/config` is never read by them at all: no
 `remote.<name>.receivepack`/`uploadpack`, `core.sshCommand`, `core.gitProxy`,
-`credential.helper`, `core.askPass`, `url.<x>.insteadOf` or hook of the repository can take
-effect. Only the URL is taken from the repository (`remote_url`) and it is judged first. The
+`credential.helper`, `core.askPass` or hook of the repository can take effect. Only the URL is
+taken from the repository (`remote_url`: the one git itself reports, after its rewriting), and it
+is judged as git will read it (decoded, resolved, confined) first. The
 user's own global and system config (credential helpers, ssh settings) still apply. On top:
 hooks off, no protocol but file, git, http(s) and ssh, explicit receive-pack/upload-pack
 programs, a time bound that kills the whole process group, and no prompt.
@@ -91,6 +92,8 @@ class Scratch:
               network: bool) -> subprocess.CompletedProcess[bytes]:
         # The scratch repository has no config of the repository's: the user's own credential helper (for a
         # host that needs one) may answer here, unlike in every other call.
+        if _SIGNALLED:  # a signal ended the network work: nothing new starts while the run unwinds
+            raise KeyboardInterrupt
         safe = [arg for item in SAFE_CONFIG if item != "credential.helper=" for arg in ("-c", item)]
         argv = [git_program(), "--no-pager", *safe, *args]
         import subprocess
@@ -118,6 +121,7 @@ class Scratch:
 _LIVE: set[Any] = set()  # the network git processes running now, each the leader of its own process group
 _FOLDERS: list[str] = []  # the scratch folders this process made
 _GUARD: list[bool] = []  # set once the signal handlers are in place
+_SIGNALLED: list[int] = []  # the signal that ended this run's network work
 
 
 def _die_with_parent() -> Any:
@@ -163,6 +167,7 @@ def _guard() -> None:
 
 
 def _on_signal(number: int, frame: object) -> None:
+    _SIGNALLED.append(number)
     cleanup()
     raise KeyboardInterrupt
 
@@ -205,6 +210,8 @@ def scratch(repo: Repo, timeout: float = NETWORK_TIMEOUT) -> Scratch:
     repository (a config with `core.sshCommand`, say), so nothing of it is trusted or reused.
     """
     key = str(repo.common_dir)
+    if _SIGNALLED:
+        raise KeyboardInterrupt
     if key not in _SCRATCH:
         import atexit
         import tempfile
