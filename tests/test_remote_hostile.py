@@ -38,8 +38,6 @@ def _poison(tree: Path, program: Path, tmp_path: Path) -> None:
         ("core.gitProxy", f"{program} gitproxy"),
         ("credential.helper", f"!{program} credential"),
         ("core.askPass", f"{program} askpass"),
-        ("url.ext::sh -c {0}% .insteadOf".format(program), "file://"),
-        ("url.ext::sh -c {0}% .pushInsteadOf".format(program), "git://"),
         ("http.proxy", "http://127.0.0.1:1"),
         ("core.fsmonitor", f"{program} fsmonitor"),
         ("gpg.program", str(program)),
@@ -85,3 +83,69 @@ def test_the_far_repository_hooks_do_not_run_on_a_local_push(tmp_path: Path) -> 
     assert run_gate(a, "claim").returncode == 0
     assert run_gate(a, "release").returncode == 0
     assert not ran.exists(), ran.read_text()
+
+
+def _far_hooks(folder: Path, program: Path, names: tuple[str, ...]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (folder / name).write_text(f"#!/bin/sh\nexec {program} far-{name}\n")
+        (folder / name).chmod(0o755)
+
+
+ALL_HOOKS = ("pre-receive", "update", "post-receive", "post-update", "reference-transaction", "push-to-checkout",
+             "proc-receive", "pre-auto-gc", "post-checkout")
+
+
+def _far_mechanism(far: Path, mechanism: str, program: Path, tmp_path: Path, key_ref: str) -> None:
+    """Shape the far repository (non-bare, its HEAD on the claim ref) so that `mechanism` would run `program`."""
+    git(far, "config", "receive.denyCurrentBranch", "updateInstead")  # push-to-deploy: a checkout on every push
+    git(far, "symbolic-ref", "HEAD", key_ref)
+    if mechanism == "filter":
+        git(far, "config", "filter.x.smudge", f"{program} smudge")
+        git(far, "config", "filter.x.clean", f"{program} clean")
+        (far / ".git" / "info").mkdir(exist_ok=True)
+        (far / ".git" / "info" / "attributes").write_text("* filter=x\n")
+    elif mechanism == "hooks-dir":
+        _far_hooks(far / ".git" / "hooks", program, ALL_HOOKS)
+        git(far, "config", "receive.procReceiveRefs", "refs/gate")
+    elif mechanism == "hooks-path":
+        _far_hooks(tmp_path / "far-hooks", program, ALL_HOOKS)
+        git(far, "config", "core.hooksPath", str(tmp_path / "far-hooks"))
+    elif mechanism == "fsmonitor":
+        git(far, "config", "core.fsmonitor", f"{program} fsmonitor")
+        git(far, "config", "core.fsmonitorHookVersion", "2")
+    elif mechanism == "alternates":
+        other = tmp_path / "alt.git"
+        git(tmp_path, "init", "-q", "--bare", str(other))
+        (far / ".git" / "objects" / "info").mkdir(parents=True, exist_ok=True)
+        (far / ".git" / "objects" / "info" / "alternates").write_text(f"{other}/objects\n")
+        git(far, "config", "core.alternateRefsCommand", f"{program} alternate-refs")
+    elif mechanism == "autogc":
+        git(far, "config", "receive.autogc", "true")
+        git(far, "config", "gc.auto", "1")
+        git(far, "config", "gc.autoDetach", "false")
+        _far_hooks(far / ".git" / "hooks", program, ("pre-auto-gc",))
+    elif mechanism == "pack-objects-hook":
+        git(far, "config", "uploadpack.packObjectsHook", f"{program} pack-objects")
+
+
+@pytest.mark.parametrize("mechanism", ["filter", "hooks-dir", "hooks-path", "fsmonitor", "alternates", "autogc",
+                                       "pack-objects-hook"])
+def test_a_local_far_repository_runs_no_program_of_its_own(mechanism: str, tmp_path: Path) -> None:
+    """A far repository on this machine may have been prepared by the adversary: its receive-pack and upload-pack
+    run with every program-running setting of its config switched off (issue 25). A push the far side refuses
+    (the checked-out branch) is a denial, never a program run."""
+    from remote_helpers import claim_ref
+
+    bare = seed_bare(tmp_path, "claims:\n  remote: origin\n  remote_timeout: 10s\n")
+    tree = clone(f"file://{bare}", tmp_path / "repo")
+    far = tmp_path / "far"
+    git(tmp_path, "clone", "-q", str(bare), str(far))
+    program, ran = _canary(tmp_path)
+    _far_mechanism(far, mechanism, program, tmp_path, claim_ref(tree))
+    git(tree, "remote", "set-url", "origin", str(far))
+    for argv in (["claim", "--session", "A"], ["brief"], ["flags", "--push"], ["claims", "--remote"],
+                 ["release", "--session", "A"]):
+        proc = run_gate(tree, *argv)
+        assert "Traceback" not in proc.stderr, (argv, proc.stderr)
+        assert not ran.exists(), (argv, ran.read_text())

@@ -42,35 +42,26 @@ def _journal(run: Run, action: str, record: dict[str, Any], now: datetime, **ext
 
 def claim(args: argparse.Namespace, run: Run, name: str | None, state_rel: str, holder: claims.Holder,
           ttl: timedelta | None, note: str | None, now: datetime) -> int:
+    """The remote claim first, then the local one (a compare-and-swap in that order, issue 25): a run killed
+    between the two leaves a remote claim this worktree holds (renewed by its next `gate claim`, given back by
+    `gate release`, abandoned at its TTL), never a local claim the remote does not hold."""
     repo = run.repo()
     who = remote.me(repo, holder.session)
     key = remote.key_for(repo, state_rel)
-    local = claims.claim(repo, state_rel, holder, ttl, note, now)
-    assert local.record is not None
-    if local.kind == "denied":
-        return run.deny("claim-denied", f"denied: {state_rel} is claimed by {claims.describe(local.record)} (in this "
-                        "clone) — the first mover wins: fold your update into a later session")
     if args.offline or name is None:
-        remote.remember(repo, key, name or "", who, {"fence": None, "expires": local.record.get("expires")}, None,
-                        unverified=True)
-        run.announce("claim-unverified", f"claimed {state_rel} for {claims.describe(local.record)} OFFLINE: the "
-                     f"remote claim was not checked, so another clone may hold it — run `gate claim` again when "
-                     "the remote can be reached")
-        return OK
+        return _claim_offline(run, name, state_rel, holder, ttl, note, now, key, who)
+    blocking = claims.blocking(repo, state_rel, holder, now)  # read only: a local denial touches no remote
+    if blocking is not None:
+        return _denied_here(run, state_rel, blocking)
     try:
         target = _connect(run, name)
         outcome = remote.acquire(target, state_rel, who, ttl, note, now)
     except gitnet.Unreachable as exc:
-        _roll_back(run, local, state_rel, holder, now)
         raise GateError(f"remote {name!r} cannot be reached ({exc.message}): the claim on {state_rel} was not "
                         "taken — an unreachable remote is a denial; `gate claim --offline` takes a local claim "
                         "marked unverified", reason="remote-unreachable") from None
-    except BaseException:
-        _roll_back(run, local, state_rel, holder, now)
-        raise
     assert outcome.record is not None
     if outcome.kind == "denied":
-        _roll_back(run, local, state_rel, holder, now)
         return run.deny("claim-denied", f"denied: {state_rel} is claimed on remote {name} by "
                         f"{remote.describe(outcome.record)} ({outcome.why}) — the first mover wins: fold your "
                         "update into a later session")
@@ -83,6 +74,16 @@ def claim(args: argparse.Namespace, run: Run, name: str | None, state_rel: str, 
         kept = remote.keep_in_lost_found(repo, outcome.previous, None, "claim-taken-over", outcome.why, who, now)
         run.announce("claim-taken-over", f"took over the remote claim on {state_rel}: the previous claim by "
                      f"{remote.describe(outcome.previous)} was abandoned ({outcome.why}); its record is kept in {kept}")
+    try:
+        local = claims.claim(repo, state_rel, holder, ttl, note, now)
+    except BaseException:
+        if not _held_here(run, state_rel, holder):  # a failure after the local claim was written keeps both
+            _give_back(run, target, outcome, state_rel, who, key, now)
+        raise
+    assert local.record is not None
+    if local.kind == "denied":  # another worktree of this clone claimed it between the look and the claim
+        _give_back(run, target, outcome, state_rel, who, key, now)
+        return _denied_here(run, state_rel, (local.record, local.why))
     if local.kind == "taken-over":
         assert local.previous is not None
         run.announce("claim-taken-over", f"took over the claim on {state_rel}: the previous claim by "
@@ -93,10 +94,48 @@ def claim(args: argparse.Namespace, run: Run, name: str | None, state_rel: str, 
     return OK
 
 
-def _roll_back(run: Run, local: claims.Outcome, state_rel: str, holder: claims.Holder, now: datetime) -> None:
-    """Give back the local claim this run took (a renewed one was held before: it stays)."""
-    if local.kind in ("granted", "taken-over"):
-        claims.release(run.repo(), state_rel, holder, now)
+def _denied_here(run: Run, state_rel: str, blocking: tuple[dict[str, Any], str]) -> int:
+    return run.deny("claim-denied", f"denied: {state_rel} is claimed by {claims.describe(blocking[0])} (in this "
+                    "clone) — the first mover wins: fold your update into a later session")
+
+
+def _claim_offline(run: Run, name: str | None, state_rel: str, holder: claims.Holder, ttl: timedelta | None,
+                   note: str | None, now: datetime, key: str, who: remote.Me) -> int:
+    repo = run.repo()
+    local = claims.claim(repo, state_rel, holder, ttl, note, now)
+    assert local.record is not None
+    if local.kind == "denied":
+        return _denied_here(run, state_rel, (local.record, local.why))
+    remote.remember(repo, key, name or "", who, {"fence": None, "expires": local.record.get("expires")}, None,
+                    unverified=True)
+    run.announce("claim-unverified", f"claimed {state_rel} for {claims.describe(local.record)} OFFLINE: the "
+                 f"remote claim was not checked, so another clone may hold it — run `gate claim` again when "
+                 "the remote can be reached")
+    return OK
+
+
+def _held_here(run: Run, state_rel: str, holder: claims.Holder) -> bool:
+    try:
+        return claims.holds(run.repo(), state_rel, holder)
+    except (GateError, OSError):
+        return True  # doubt: the remote claim stays (it runs out at its TTL), never a local one without it
+
+
+def _give_back(run: Run, target: remote.Remote, outcome: remote.Outcome, state_rel: str, who: remote.Me, key: str,
+               now: datetime) -> None:
+    """Release the remote claim this run took (a renewed one was held before: it stays)."""
+    if outcome.kind not in ("granted", "taken-over"):
+        return
+    try:
+        released = remote.release(target, state_rel, who)
+    except GateError as exc:
+        run.announce("claim-unverified", f"the remote claim on {state_rel} this run took could not be given back "
+                     f"({exc.message}): it stays until its TTL runs out, or `gate release`")
+        return
+    if released.kind == "released":
+        remote.remember(run.repo(), key, target.name, who, None, None)
+        assert released.record is not None
+        _journal(run, "remote-claim-released", released.record, now, remote=target.name, oid=released.oid)
 
 
 def release(args: argparse.Namespace, run: Run, name: str, state_rel: str, holder: claims.Holder,

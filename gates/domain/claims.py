@@ -335,6 +335,22 @@ def _encode(record: dict[str, Any]) -> bytes:
     return (jsonio.dumps(record, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
+def blocking(repo: Repo, state_rel: str, holder: Holder, now: datetime) -> tuple[dict[str, Any], str] | None:
+    """(the record, why it is live) of another holder's live claim that `claim` now would be denied by, else None:
+    a look without the lock and without a write, for a caller that must know before it asks elsewhere."""
+    current = read(state.layout(repo), state_rel)
+    if current is None or is_holder(current, holder):
+        return None
+    live, why = liveness(current, now, holder.host)
+    return (current, why) if live else None
+
+
+def holds(repo: Repo, state_rel: str, holder: Holder) -> bool:
+    """Whether `holder` holds the claim on `state_rel` now (a look without the lock)."""
+    current = read(state.layout(repo), state_rel)
+    return current is not None and is_holder(current, holder)
+
+
 def claim(repo: Repo, state_rel: str, holder: Holder, ttl: timedelta | None, note: str | None, now: datetime) -> Outcome:
     outcome = _claim(repo, state_rel, holder, ttl, note, now)
     _journal(repo, outcome, now)

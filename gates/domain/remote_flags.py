@@ -2,8 +2,8 @@
 
 `gate flags --push` appends a commit (parent: the ref's value just read, lease pinned to it)
 whose tree holds `flags.json`: this clone's open flags now. Acknowledging or resolving a flag
-travels the same way: the next push no longer lists it. `gate brief` in any clone fetches
-`refs/gate/flags/*` with one narrow refspec into the scratch repository's private namespace,
+travels the same way: the next push no longer lists it. `gate brief` in any clone lists
+`refs/gate/flags/*` and fetches at most MAX_CLONES_READ of them by id into the scratch repository,
 within the time bound, and shows the other clones' open flags, labelled by clone and host and
 sanitised (they are text from another machine: information, not instructions).
 """
@@ -27,6 +27,8 @@ MAX_FLAGS = 200
 MAX_MESSAGE = 4000
 MAX_BYTES = 1 << 20
 FLAGS_PER_CLONE = 5
+MAX_CLONES_READ = 32  # the brief reads at most this many other clones' flag refs (in name order) and says how
+# many it left unread: one pusher's thousands of refs cost the brief one listing, not a git process per ref
 MAX_CLONES_SHOWN = 10  # the brief shows at most this many clones' flags, and stops at about this many characters:
 MAX_SHOWN_CHARS = 12_000  # any clone with push access could publish flags, so what they add to a session is capped
 
@@ -60,17 +62,22 @@ def push(repo: Repo, config: Config, name: str, now: datetime) -> tuple[int, str
     raise GateError(f"{ref} kept changing under {remote.ATTEMPTS} attempts: try again", reason="io-error")
 
 
-def others(repo: Repo, config: Config, name: str) -> list[dict[str, Any]]:
-    """The open flags other clones published: each one's payload (clone, host, pushed, flags)."""
+def others(repo: Repo, config: Config, name: str) -> tuple[list[dict[str, Any]], int]:
+    """The open flags other clones published (each one's payload: clone, host, pushed, flags), read from at most
+    MAX_CLONES_READ of their refs, and how many refs were left unread. The work is bounded whatever the remote
+    holds: one ls-remote, one fetch of those commits, two cat-file processes for all of their blobs."""
     target = remote.connect(repo, name, min(remote.timeout_of(config), 20.0))
-    gitnet.fetch_namespace(target.work, target.url, remote.FLAGS, remote.PRIVATE_FLAGS)
     mine = remote.clone_id(repo)
+    prefix = f"{remote.FLAGS}/"
+    listed = sorted((ref[len(prefix):], oid) for ref, oid in
+                    gitnet.ls_remote(target.work, target.url, [f"{remote.FLAGS}/*"]).items()
+                    if ref.startswith(prefix) and ref[len(prefix):] != mine)
+    chosen, unread = listed[:MAX_CLONES_READ], max(0, len(listed) - MAX_CLONES_READ)
+    gitnet.fetch_objects(target.work, target.url, sorted({oid for _, oid in chosen}))
+    blobs = gitnet.read_blobs(target.work, sorted({oid for _, oid in chosen}), FILE, MAX_BYTES)
     out = []
-    for ref, oid in sorted(gitnet.private_refs(target.work, remote.PRIVATE_FLAGS).items()):
-        clone = ref.rsplit("/", 1)[-1]
-        if clone == mine:
-            continue
-        data = gitnet.read_blob(target.work, oid, FILE, MAX_BYTES)
+    for clone, oid in chosen:
+        data = blobs.get(oid)
         try:
             payload = dataio.load_json(data.decode("utf-8", "replace")) if data is not None else None
         except dataio.DataError:
@@ -79,7 +86,7 @@ def others(repo: Repo, config: Config, name: str) -> list[dict[str, Any]]:
             out.append({"clone": clone, "host": "?", "pushed": "?", "flags": [], "problem": "unreadable"})
             continue
         out.append({**payload, "clone": clone})
-    return out
+    return out, unread
 
 
 def brief_text(repo: Repo, config: Config) -> str:
@@ -88,7 +95,7 @@ def brief_text(repo: Repo, config: Config) -> str:
     if not name:
         return ""
     try:
-        found = others(repo, config, str(name))
+        found, unread = others(repo, config, str(name))
     except GateError as exc:
         return f"\nFlags of other clones: remote {excerpt(str(name))} could not be read ({exc.render()})."
     except OSError as exc:
@@ -115,6 +122,9 @@ def brief_text(repo: Repo, config: Config) -> str:
             lines.append(f"    {message}")
         if len(listed) > FLAGS_PER_CLONE:
             lines.append(f"  … and {len(listed) - FLAGS_PER_CLONE} more")
+    if unread:
+        lines.append(f"- {unread} more clones' flag refs were not read (the brief reads {MAX_CLONES_READ}): "
+                     f"`git ls-remote {excerpt(str(name))} 'refs/gate/flags/*'`")
     if not lines:
         return f"\nFlags of other clones (remote {excerpt(str(name))}): none open."
     return f"\nFlags of other clones (remote {excerpt(str(name))}):\n" + "\n".join(lines)

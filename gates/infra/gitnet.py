@@ -4,8 +4,9 @@ Network calls never run inside the user's repository: they run in a private bare
 made by this process in a private temp folder (removed at exit), with an empty
 template, so the repository's `.git/config` is never read by them at all: no
 `remote.<name>.receivepack`/`uploadpack`, `core.sshCommand`, `core.gitProxy`,
-`credential.helper`, `core.askPass`, `url.<x>.insteadOf` or hook of the repository can take
-effect. Only the URL is taken from the repository (`remote_url`) and it is judged first. The
+`credential.helper`, `core.askPass` or hook of the repository can take effect. Only the URL is
+taken from the repository (`remote_url`: the one git itself reports, after its rewriting), and it
+is judged as git will read it (decoded, resolved, confined) first. The
 user's own global and system config (credential helpers, ssh settings) still apply. On top:
 hooks off, no protocol but file, git, http(s) and ssh, explicit receive-pack/upload-pack
 programs, a time bound that kills the whole process group, and no prompt.
@@ -19,16 +20,20 @@ import os
 
 from gates.infra.errors import USAGE, GateError
 from gates.infra.git import REPO_ENV_VARS, SAFE_CONFIG, Repo, _env, _run, git_program
-from gates.infra.paths import within
+from gates.infra.paths import git_dirs, within
 from gates.infra.text import Pattern
 
 _REMOTE_NAME = Pattern(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-_SCHEME = Pattern(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_SCHEME = Pattern(r"^([A-Za-z][A-Za-z0-9+.-]*)://")  # git's is_url()
+_HELPER = Pattern(r"^[A-Za-z0-9][A-Za-z0-9+.-]*::")  # git's transport_get(): `<helper>::` runs git-remote-<helper>
+_PROBE = "gate-probe"  # the name under which the scratch repository is asked how git rewrites a URL
+GIT_SUFFIXES = ("/.git", "", ".git/.git", ".git")  # the folders git's enter_repo() tries for a local path, in order
+PATH_MAX = 4096
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # subprocess only where a network call runs: the names are for the type checker only
     import subprocess
-    from typing import Mapping
+    from typing import Any, Mapping
 
 NETWORK_PROTOCOLS = ("file", "git", "http", "https", "ssh")
 NETWORK_TIMEOUT = 20.0
@@ -87,6 +92,8 @@ class Scratch:
               network: bool) -> subprocess.CompletedProcess[bytes]:
         # The scratch repository has no config of the repository's: the user's own credential helper (for a
         # host that needs one) may answer here, unlike in every other call.
+        if _SIGNALLED:  # a signal ended the network work: nothing new starts while the run unwinds
+            raise KeyboardInterrupt
         safe = [arg for item in SAFE_CONFIG if item != "credential.helper=" for arg in ("-c", item)]
         argv = [git_program(), "--no-pager", *safe, *args]
         import subprocess
@@ -94,9 +101,10 @@ class Scratch:
         try:
             proc = subprocess.Popen(argv, cwd=self.git_dir, env=self.env, start_new_session=True,
                                     stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_die_with_parent())
         except OSError as exc:
             raise GateError(f"cannot run git: {exc.strerror}", reason="io-error") from None
+        _LIVE.add(proc)
         try:
             out, err = proc.communicate(stdin, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -105,17 +113,91 @@ class Scratch:
             if network:
                 raise Unreachable(f"{what} got no answer within {timeout:g}s") from None
             raise GateError(f"{what} did not finish within {timeout:g}s", reason="io-error") from None
+        finally:
+            _LIVE.discard(proc)
         return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+_LIVE: set[Any] = set()  # the network git processes running now, each the leader of its own process group
+_FOLDERS: list[str] = []  # the scratch folders this process made
+_GUARD: list[bool] = []  # set once the signal handlers are in place
+_SIGNALLED: list[int] = []  # the signal that ended this run's network work
+
+
+def _die_with_parent() -> Any:
+    """A pre-exec step that has the kernel kill the child when this process dies, even by SIGKILL (Linux's
+    PR_SET_PDEATHSIG); None elsewhere. The child runs in its own session (so a timeout can kill its whole group),
+    and so would not get the signal its parent's process group got."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+    import signal
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def step() -> None:
+        prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before the line above: nobody would kill this child
+            os._exit(1)
+
+    return step
+
+
+def _guard() -> None:
+    """SIGTERM, SIGHUP and SIGINT (a harness's timeout, a closed terminal, ^C) kill this process's network git
+    processes (each its own group, helpers included) and remove its scratch folders before the run ends as
+    interrupted (exit 130, through the CLI's KeyboardInterrupt boundary). A signal already ignored stays ignored."""
+    if _GUARD:
+        return
+    import signal
+
+    _GUARD.append(True)
+    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        try:
+            if signal.getsignal(number) is not signal.SIG_IGN:
+                signal.signal(number, _on_signal)
+        except (ValueError, OSError):  # not the main thread: the caller owns the signals
+            return
+
+
+def _on_signal(number: int, frame: object) -> None:
+    _SIGNALLED.append(number)
+    cleanup()
+    raise KeyboardInterrupt
+
+
+def cleanup() -> None:
+    """Kill every network git process still running and remove every scratch folder of this process."""
+    import shutil
+
+    for proc in list(_LIVE):
+        _kill_group(proc, reap=False)
+        _LIVE.discard(proc)
+    while _FOLDERS:
+        shutil.rmtree(_FOLDERS.pop(), True)
+    _SCRATCH.clear()
+
+
+def _kill_group(proc: subprocess.Popen[bytes], reap: bool = True) -> None:
     import signal
 
     try:
         os.killpg(proc.pid, signal.SIGKILL)  # git and every helper it started (ssh, git-remote-http)
     except (ProcessLookupError, PermissionError):
         pass
-    proc.communicate()
+    if reap:
+        proc.communicate()
+    else:
+        try:
+            proc.wait(timeout=5)
+        except Exception:  # noqa: BLE001 - a signal handler reaps what it can and goes on
+            pass
 
 
 _SCRATCH: dict[str, str] = {}  # this process's scratch repository per clone
@@ -128,13 +210,17 @@ def scratch(repo: Repo, timeout: float = NETWORK_TIMEOUT) -> Scratch:
     repository (a config with `core.sshCommand`, say), so nothing of it is trusted or reused.
     """
     key = str(repo.common_dir)
+    if _SIGNALLED:
+        raise KeyboardInterrupt
     if key not in _SCRATCH:
         import atexit
-        import shutil
         import tempfile
 
+        _guard()
         folder = tempfile.mkdtemp(prefix="gate-remote-")  # 0700, a name nobody can guess or plant
-        atexit.register(shutil.rmtree, folder, True)
+        _FOLDERS.append(folder)
+        if len(_FOLDERS) == 1:
+            atexit.register(cleanup)
         target = os.path.join(folder, "scratch.git")
         # The repository's object format (SHA-1 or SHA-256): git fetches and pushes only between equals.
         fmt = repo.git("rev-parse", "--show-object-format").stdout.strip() or "sha1"
@@ -148,62 +234,188 @@ def scratch(repo: Repo, timeout: float = NETWORK_TIMEOUT) -> Scratch:
 
 
 def remote_url(repo: Repo, name: str) -> str:
-    """`remote.<name>.url` exactly as configured (no rewriting), judged: only plain URLs of the allowed protocols."""
+    """The one URL git uses for remote `name` (after every url.<base>.insteadOf/pushInsteadOf and pushurl of its
+    config, as git itself reports it), judged and made canonical; refused, naming remote.<name>.url, when it is
+    not a plain URL of the allowed protocols, leads into this repository, or cannot be known."""
     if not _REMOTE_NAME.fullmatch(name) or ".." in name:
         raise GateError(f"remote name {name[:40]!r} refused: use 1-64 of A-Z a-z 0-9 . _ -", code=USAGE, reason="usage")
-    proc = repo.git("config", "--get", f"remote.{name}.url")
-    url = proc.stdout.strip()
-    if proc.returncode != 0 or not url:
+    key = f"remote.{name}.url"
+    fetch, push = _rewritten(repo.git("remote", "-v"), name)
+    if fetch is None and not push:
         raise GateError(f"no remote named {name!r} (git remote add {name} URL)", reason="remote-unreachable")
-    return judge_url(repo, url)
+    if len(push) != 1:
+        raise _refused(key, f"git pushes remote {name!r} to {len(push)} URLs; the gate's compare-and-swap needs one")
+    url = judge_url(repo, push[0], key)
+    work = scratch(repo)
+    again = _rewritten(work.local("-c", f"remote.{_PROBE}.url={url}", "remote", "-v"), _PROBE)
+    if again != (url, [url]):  # the user's own url.<base>.insteadOf would rewrite the judged URL once more
+        raise _refused(key, f"a url.<base>.insteadOf rule of your git config rewrites {url[:80]!r} again: the URL git "
+                       "would use cannot be known")
+    return url
 
 
-def judge_url(repo: Repo, url: str) -> str:
-    """The URL to use for `url`, or refuse it: no transport helper (`ext::`), no option, no control character."""
+def _rewritten(proc: Any, name: str) -> tuple[str | None, list[str]]:
+    """(the fetch URL, the push URLs) of remote `name` in a `git remote -v` listing."""
+    if proc.returncode != 0:
+        raise GateError(f"git remote -v failed: {_last_line(_bytes(proc.stderr))}", reason="io-error")
+    fetch, push = None, []
+    for line in _text(proc.stdout).splitlines():
+        listed, _, rest = line.partition("\t")
+        url, _, kind = rest.rpartition(" ")
+        if listed != name:
+            continue
+        if kind == "(fetch)" and fetch is None:
+            fetch = url
+        elif kind == "(push)":
+            push.append(url)
+    return fetch, push
+
+
+def _bytes(data: str | bytes) -> bytes:
+    return data if isinstance(data, bytes) else data.encode("utf-8", "surrogateescape")
+
+
+def _text(data: str | bytes) -> str:
+    return data if isinstance(data, str) else data.decode("utf-8", "surrogateescape")
+
+
+def _refused(key: str, why: str) -> GateError:
+    return GateError(f"{key} refused: {why}", reason="remote-unreachable")
+
+
+def judge_url(repo: Repo, url: str, key: str = "remote URL") -> str:
+    """The URL to use for `url` (as git would read it), or refuse it: no transport helper (`<helper>::`), no
+    option, no control character, no protocol but file, git, http(s) and ssh, no local repository inside this one."""
     shown = url[:80]
     if url.startswith("-") or any(ord(c) < 0x20 or ord(c) == 0x7F for c in url) or len(url) > 2048:
-        raise GateError(f"remote URL {shown!r} refused: it starts with '-' or holds control characters",
-                        reason="remote-unreachable")
+        raise _refused(key, f"{shown!r} starts with '-', holds control characters or is too long")
+    if _HELPER.match(url):
+        raise _refused(key, f"{shown!r} names a transport helper (`<helper>::`), which runs a program")
     scheme = _SCHEME.match(url)
     if scheme:
-        if scheme.group(1).lower() not in NETWORK_PROTOCOLS:
-            raise GateError(f"remote URL {shown!r} refused: protocol {scheme.group(1)!r} is not one of "
-                            f"{', '.join(NETWORK_PROTOCOLS)}", reason="remote-unreachable")
-        if scheme.group(1).lower() == "file":
-            return _local_remote(repo, url[len("file://"):], shown)
+        if scheme.group(1) not in NETWORK_PROTOCOLS:  # git's own names are lower case: `FILE://` is a helper
+            raise _refused(key, f"{shown!r}: protocol {scheme.group(1)!r} is not one of {', '.join(NETWORK_PROTOCOLS)}")
+        if scheme.group(1) == "file":
+            return _local_remote(repo, _file_path(url, key), key)
         return url
-    if "::" in url:
-        raise GateError(f"remote URL {shown!r} refused: a transport helper (`<helper>::`) runs a program",
-                        reason="remote-unreachable")
     colon, slash = url.find(":"), url.find("/")
-    if colon > 0 and (slash < 0 or colon < slash):
-        return url  # scp-like ssh: host:path
-    return _local_remote(repo, url if os.path.isabs(url) else os.path.join(repo.toplevel, url), shown)
+    if colon >= 0 and (slash < 0 or colon < slash):
+        return url  # scp-like ssh (host:path, [host]:path), as git's url_is_local_not_ssh() reads it
+    if url.startswith("~"):
+        expanded = os.path.expanduser(url)  # as receive-pack's enter_repo() expands ~ and ~user
+        if expanded.startswith("~"):
+            raise _refused(key, f"{shown!r}: the home folder it names is unknown here")
+        url = expanded
+    return _local_remote(repo, url if os.path.isabs(url) else os.path.join(repo.toplevel, url), key)
 
 
-def _local_remote(repo: Repo, path: str, shown: str) -> str:
+def _file_path(url: str, key: str) -> str:
+    """The path git's connect.c takes from a file:// URL: the whole URL percent-decoded (url.c's url_decode), the
+    host part (a [bracketed] one whole) skipped, the path from the first '/' after it."""
+    rest = _url_decode(url[len("file://"):])
+    if "\0" in rest or any(ord(c) < 0x20 or ord(c) == 0x7F for c in rest):
+        raise _refused(key, f"{url[:80]!r} decodes to a control character or NUL")
+    start = rest.find("]") + 1 if rest.startswith("[") else 0
+    slash = rest.find("/", start)
+    if slash < 0:
+        raise _refused(key, f"{url[:80]!r} names no path")
+    return rest[slash:]
+
+
+def _url_decode(text: str) -> str:
+    """%XX (two hex digits) becomes that byte; anything else, `+` included, stays (git's url_decode)."""
+    out, i, hexdigits = bytearray(), 0, "0123456789abcdefABCDEF"
+    raw = text.encode("utf-8", "surrogateescape")
+    while i < len(raw):
+        if raw[i] == 0x25 and i + 2 < len(raw) and chr(raw[i + 1]) in hexdigits and chr(raw[i + 2]) in hexdigits:
+            out.append(int(raw[i + 1:i + 3], 16))
+            i += 3
+            continue
+        out.append(raw[i])
+        i += 1
+    return out.decode("utf-8", "surrogateescape")
+
+
+def _local_remote(repo: Repo, path: str, key: str) -> str:
     """A remote on this machine: its receive-pack runs here, with its own config, so one inside this repository
     (a bare repository committed to the work tree, or this very git dir) is refused: whoever shaped the
-    repository shaped it too."""
-    real = os.path.realpath(path)
-    inside = [str(repo.toplevel), str(repo.git_dir), str(repo.common_dir)]
-    if any(within(real, root) for root in inside):
-        raise GateError(f"remote URL {shown!r} refused: it leads into this repository (its work tree or git dir), "
-                        "which cannot coordinate with itself and may be shaped by anyone who shaped the repository",
-                        reason="remote-unreachable")
-    return "file://" + real
+    repository shaped it too. Judged as git will find it: the path through every symlink, then each folder
+    enter_repo() may take (`/.git`, as is, `.git/.git`, `.git`), a gitfile's target and a `commondir`."""
+    if len(path) >= PATH_MAX:
+        raise _refused(key, "the path is too long")
+    base = os.path.realpath(path.rstrip("/") or "/")
+    roots = [os.path.realpath(p) for p in (str(repo.toplevel), *git_dirs(repo))]
+
+    def judge(candidate: str) -> None:
+        if any(within(candidate, root) for root in roots):
+            raise _refused(key, f"{base[:80]!r} leads into this repository (its work tree or git dir), which "
+                           "cannot coordinate with itself and may be shaped by anyone who shaped the repository")
+
+    for suffix in GIT_SUFFIXES:
+        candidate = base + suffix
+        if not os.path.exists(candidate):
+            continue
+        real = os.path.realpath(candidate)
+        judge(real)
+        pointed = _pointer(real, "", key) if os.path.isfile(real) else real
+        judge(pointed)
+        judge(_pointer(pointed, "commondir", key))
+    return "file://" + base.replace("%", "%25")  # git decodes a file:// URL once: this one decodes to `base`
+
+
+def _pointer(where: str, name: str, key: str) -> str:
+    """Where a gitfile (`where` itself, name "") or a git dir's `commondir` file leads, resolved; `where` when
+    there is no such file; refused when it cannot be read."""
+    from gates.infra import fsio
+
+    path = os.path.join(where, name) if name else where
+    try:
+        data = fsio.read_regular(path, PATH_MAX, follow=True)
+    except FileNotFoundError:
+        if name:
+            return where
+        raise _refused(key, f"{path[:80]!r} cannot be read") from None
+    except OSError:
+        if name and not os.path.lexists(path):
+            return where
+        raise _refused(key, f"{path[:80]!r} cannot be read") from None
+    text = data.decode("utf-8", "surrogateescape").strip()
+    if not name:
+        if not text.startswith("gitdir:"):
+            return where  # a file git does not take as a repository (a bundle, at most): nothing runs there
+        text = text[len("gitdir:"):].strip()
+    if not text or len(data) > PATH_MAX or "\0" in text:
+        raise _refused(key, f"{path[:80]!r} cannot be read as git reads it")
+    return os.path.realpath(os.path.join(os.path.dirname(path) if not name else where, text))
+
+
+# What a local far repository's own config could make its receive-pack/upload-pack run, switched off on its command
+# line (which outranks its config): hooks (pre-receive, update, post-receive, post-update, reference-transaction,
+# push-to-checkout, proc-receive for receive.procReceiveRefs) by an empty hooks path; push-to-deploy
+# (receive.denyCurrentBranch=updateInstead runs a checkout, and with it filters and fsmonitor) refused; auto gc and
+# maintenance (a hook, a repack) off; core.alternateRefsCommand replaced by `true`; fsmonitor off. The far side's
+# other config runs no program during a push or a fetch (uploadpack.packObjectsHook is honoured from protected
+# config only, never the repository's).
+FAR_SIDE_CONFIG = (
+    "core.hooksPath=/dev/null",
+    "receive.denyCurrentBranch=refuse",
+    "receive.denyDeleteCurrent=refuse",
+    "receive.autogc=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "core.alternateRefsCommand=true",
+    "core.fsmonitor=false",
+    "core.untrackedCache=false",
+)
 
 
 def _programs(url: str) -> list[str]:
     """The programs the far side runs, named explicitly (never the repository's receivepack/uploadpack)."""
     if url.startswith("file://"):
-        # A local push runs receive-pack here: with the far repository's hooks off as well.
-        # core.alternateRefsCommand (the far repository's config) would run a program of its choosing: `true` instead.
         from gates.infra.text import shell_quote
 
-        far = (f"{shell_quote(git_program())} -c core.hooksPath=/dev/null -c core.alternateRefsCommand=true "
-               "-c core.fsmonitor=false")
-        return [f"--receive-pack={far} -c receive.autogc=false receive-pack", f"--upload-pack={far} upload-pack"]
+        far = " ".join([shell_quote(git_program()), *(f"-c {shell_quote(item)}" for item in FAR_SIDE_CONFIG)])
+        return [f"--receive-pack={far} receive-pack", f"--upload-pack={far} upload-pack"]
     return ["--receive-pack=git-receive-pack", "--upload-pack=git-upload-pack"]
 
 
@@ -223,21 +435,13 @@ def ls_remote(work: Scratch, url: str, patterns: list[str]) -> dict[str, str]:
 
 def fetch_objects(work: Scratch, url: str, oids: list[str]) -> None:
     """Fetch these objects by id into the scratch repository (no ref of it, no FETCH_HEAD, is written)."""
-    missing = [oid for oid in oids if work.local("cat-file", "-e", f"{oid}^{{commit}}").returncode != 0]
+    present = _batch_check(work, oids)
+    missing = [oid for oid in oids if present.get(oid, ("", 0))[0] != "commit"]
     if not missing:
         return
     upload = [p for p in _programs(url) if p.startswith("--upload-pack")]
     proc = work.network("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc", *upload,
                         "--end-of-options", url, *missing)
-    if proc.returncode != 0:
-        raise Unreachable(f"git fetch {url}: {_last_line(proc.stderr)}")
-
-
-def fetch_namespace(work: Scratch, url: str, source: str, private: str) -> None:
-    """Fetch `source/*` into `private/*` of the scratch repository (one narrow refspec, pruned to what is there)."""
-    upload = [p for p in _programs(url) if p.startswith("--upload-pack")]
-    proc = work.network("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc", "--prune",
-                        *upload, "--end-of-options", url, f"+{source}/*:{private}/*")
     if proc.returncode != 0:
         raise Unreachable(f"git fetch {url}: {_last_line(proc.stderr)}")
 
@@ -305,6 +509,46 @@ def make_commit(work: Scratch, files: dict[str, bytes], message: str, parent: st
     return proc.stdout.decode().strip()
 
 
+def _batch_check(work: Scratch, specs: list[str]) -> dict[str, tuple[str, int]]:
+    """{spec: (type, size)} of the objects the scratch repository has, for all `specs` in one git process."""
+    if not specs:
+        return {}
+    proc = work.local("cat-file", "--batch-check=%(objecttype) %(objectsize) %(rest)", "--buffer",
+                      stdin="".join(f"{spec} {spec}\n" for spec in specs).encode())
+    found = {}
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        kind, _, rest = line.partition(" ")
+        size, _, spec = rest.partition(" ")
+        if size.isdigit() and spec in specs:
+            found[spec] = (kind, int(size))
+    return found
+
+
+def read_blobs(work: Scratch, commits: list[str], name: str, limit: int) -> dict[str, bytes | None]:
+    """{commit: the file `name` of its tree, or None when missing or over `limit` bytes}, in two git processes
+    however many commits there are (one asks the sizes, one reads the blobs within the limit)."""
+    specs = {f"{commit}:{name}": commit for commit in commits}
+    sizes = _batch_check(work, list(specs))
+    wanted = [spec for spec in specs if sizes.get(spec, ("", 0))[0] == "blob" and sizes[spec][1] <= limit]
+    out: dict[str, bytes | None] = dict.fromkeys(commits)
+    if not wanted:
+        return out
+    proc = work.local("cat-file", "--batch", "--buffer", stdin="".join(f"{spec}\n" for spec in wanted).encode())
+    data, at = proc.stdout, 0
+    for spec in wanted:  # each answer: "<oid> blob <size>\n" then the bytes then "\n" (or "<spec> missing\n")
+        end = data.find(b"\n", at)
+        if end < 0:
+            break
+        header = data[at:end].split()
+        if len(header) != 3 or header[1] != b"blob" or not header[2].isdigit():
+            at = end + 1
+            continue
+        size = int(header[2])
+        out[specs[spec]] = data[end + 1:end + 1 + size]
+        at = end + 1 + size + 1
+    return out
+
+
 def read_blob(work: Scratch, commit: str, name: str, limit: int) -> bytes | None:
     """The file `name` of `commit`'s tree in the scratch repository, or None when missing or over `limit` bytes."""
     spec = f"{commit}:{name}"
@@ -313,15 +557,6 @@ def read_blob(work: Scratch, commit: str, name: str, limit: int) -> bytes | None
         return None
     proc = work.local("cat-file", "blob", spec)
     return proc.stdout if proc.returncode == 0 else None
-
-
-def private_refs(work: Scratch, prefix: str) -> dict[str, str]:
-    proc = work.local("for-each-ref", "--format=%(objectname) %(refname)", prefix)
-    out = {}
-    for line in proc.stdout.decode("utf-8", "replace").splitlines():
-        oid, _, ref = line.partition(" ")
-        out[ref] = oid
-    return out
 
 
 def _last_line(data: bytes) -> str:

@@ -1,0 +1,164 @@
+"""Network work and signals (issue 25): a harness's timeout (SIGTERM), a closed terminal (SIGHUP) or ^C (SIGINT)
+leaves no scratch repository in TMPDIR and no git process behind; SIGKILL leaves no git process behind; a
+`gate claim` killed anywhere never leaves a local claim the remote does not hold; a flood of flag refs costs
+the brief a bounded number of git processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import GATE_BIN, git, run_gate
+from remote_helpers import clone, seed_bare
+
+CONFIG = "claims:\n  remote: origin\n  remote_timeout: 20s\n"
+
+
+def _silent_remote() -> tuple[int, threading.Event]:
+    """A TCP port on 127.0.0.1 that accepts connections and never answers (a remote that hangs)."""
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    server.settimeout(0.2)
+    stop, held = threading.Event(), []
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                pass
+        for conn in held:
+            conn.close()
+        server.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return int(server.getsockname()[1]), stop
+
+
+def _gits_in(folder: Path) -> list[int]:
+    """The git processes whose working folder lies in `folder` (the scratch repository's)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            comm = Path(f"/proc/{entry}/comm").read_text().strip()
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+        except OSError:
+            continue
+        if comm.startswith("git") and cwd.startswith(str(folder)):
+            found.append(int(entry))
+    return found
+
+
+def _wait_for(predicate: object, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _hanging_brief(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, threading.Event]:
+    bare = seed_bare(tmp_path, CONFIG)
+    tree = clone(f"file://{bare}", tmp_path / "a")
+    port, stop = _silent_remote()
+    git(tree, "remote", "set-url", "origin", f"git://127.0.0.1:{port}/x.git")
+    scratch_tmp = tmp_path / "tmp"
+    scratch_tmp.mkdir()
+    assert GATE_BIN
+    proc = subprocess.Popen([GATE_BIN, "brief"], cwd=tree, env={**os.environ, "TMPDIR": str(scratch_tmp)},
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if not _wait_for(lambda: _gits_in(scratch_tmp), 30):
+        proc.kill()
+        proc.communicate()
+        stop.set()
+        pytest.fail("the brief never started its network git")
+    return proc, scratch_tmp, stop
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_signal_during_network_work_leaves_nothing_behind(number: int, tmp_path: Path) -> None:
+    proc, scratch_tmp, stop = _hanging_brief(tmp_path)
+    try:
+        proc.send_signal(number)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, err
+        assert "Traceback" not in err
+        assert os.listdir(scratch_tmp) == []
+        assert _gits_in(scratch_tmp) == []
+    finally:
+        stop.set()
+
+
+def test_sigkill_during_network_work_leaves_no_git_behind(tmp_path: Path) -> None:
+    """SIGKILL runs no handler: the kernel kills the network git with its parent (PR_SET_PDEATHSIG)."""
+    proc, scratch_tmp, stop = _hanging_brief(tmp_path)
+    try:
+        proc.kill()
+        proc.communicate(timeout=30)
+        assert _wait_for(lambda: not _gits_in(scratch_tmp), 10), _gits_in(scratch_tmp)
+    finally:
+        for pid in _gits_in(scratch_tmp):
+            os.kill(pid, signal.SIGKILL)
+        stop.set()
+
+
+def test_a_claim_killed_anywhere_leaves_no_local_claim_without_the_remote_one(tmp_path: Path) -> None:
+    bare = seed_bare(tmp_path, CONFIG)
+    tree = clone(f"file://{bare}", tmp_path / "a")
+    assert GATE_BIN
+    deadline, rounds, half = time.monotonic() + 90, 0, []
+    while rounds < 12 and time.monotonic() < deadline:
+        rounds += 1
+        proc = subprocess.Popen([GATE_BIN, "claim", "--session", "A"], cwd=tree, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        time.sleep(random.uniform(0.05, 0.6))
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        local = json.loads(run_gate(tree, "claims", "--format", "json").stdout or "{}").get("claims")
+        held = git(bare, "for-each-ref", "refs/gate/claims").strip()
+        if local and not held:
+            half.append(rounds)
+        run_gate(tree, "release", "--session", "A")
+    assert half == []
+
+
+def test_a_flood_of_flag_refs_costs_the_brief_a_bounded_number_of_git_processes(tmp_path: Path) -> None:
+    bare = seed_bare(tmp_path, CONFIG)
+    tree = clone(f"file://{bare}", tmp_path / "b")
+    payload = json.dumps({"version": 1, "clone": "x", "host": "h", "pushed": "now",
+                          "flags": [{"id": "f1", "reason": "io-error", "count": 1, "message": "m"}]})
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=bare, input=payload, capture_output=True,
+                          text=True, check=True).stdout.strip()
+    tree_oid = subprocess.run(["git", "mktree"], cwd=bare, input=f"100644 blob {blob}\tflags.json\n",
+                              capture_output=True, text=True, check=True).stdout.strip()
+    commit = git(bare, "commit-tree", tree_oid, "-m", "flags").strip()
+    subprocess.run(["git", "update-ref", "--stdin"], cwd=bare, check=True, text=True,
+                   input="".join(f"create refs/gate/flags/{i:032x} {commit}\n" for i in range(3000)))
+    count = tmp_path / "git-calls"
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\necho x >> {count}\nexec {shutil.which("git")} "$@"\n')
+    wrapper.chmod(0o755)
+    env = {**os.environ, "PATH": f"{wrapper.parent}:{os.environ['PATH']}"}
+    proc = run_gate(tree, "brief", env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "2968 more clones' flag refs were not read" in proc.stdout
+    assert "clone 00000000000000000000000000000000 on host h" in proc.stdout
+    assert len(count.read_text().splitlines()) < 40
