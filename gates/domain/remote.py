@@ -35,7 +35,6 @@ FENCES = "refs/gate/fences"
 FLAGS = "refs/gate/flags"
 PROBES = "refs/gate/probe"
 PROBE_PREFIX = "probe-"  # `gate doctor --remote`'s probes under CLAIMS and FENCES: never a key (hex)
-PRIVATE_FLAGS = "refs/gate-private/flags"  # in the scratch repository only
 RECORD = "claim.json"
 MAX_RECORD_BYTES = 64 * 1024
 ATTEMPTS = 4  # a lease lost to a claim released at once is retried, a few times
