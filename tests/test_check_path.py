@@ -60,14 +60,16 @@ def test_a_check_loads_no_heavy_module_once_the_config_is_cached(repo: Path) -> 
 
 @pytest.mark.parametrize("source", ["template", "own"])
 def test_a_hand_over_with_html_comments_loads_no_heavy_module(tmp_path: Path, source: str) -> None:
-    """`gate init`'s template (its comments) and this repository's own HANDOFF.md (a comment under its title): the
-    table markers are looked for with a string test, so no comment loads `re` (and the enum and functools it brings)."""
+    """`gate init`'s template (its comments) and this repository's own HANDOFF.md (a comment under its title, and its
+    decisions as a generated table of its records): the table markers are read with string methods, so no comment
+    loads `re` (and the enum and functools it brings)."""
     repo = init_repo(tmp_path / "repo")
     (repo / "README").write_text("hello\n")
     commit_all(repo, "first")
     assert run_gate(repo, "init").returncode == 0
-    if source == "own":
+    if source == "own":  # its decisions are records, listed in a generated table
         (repo / "HANDOFF.md").write_text((ROOT / "HANDOFF.md").read_text())
+        shutil.copytree(ROOT / "decisions", repo / "decisions")
         assert run_gate(repo, "stamp").returncode == 0
     write_target(repo)
     commit_all(repo, "hand-over")

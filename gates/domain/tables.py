@@ -12,14 +12,12 @@ from gates.infra import fsio
 from gates.infra.config import Config
 from gates.infra.git import Repo
 from gates.infra.plain import NamedTuple
-from gates.infra.text import Pattern
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable
 
-_START = Pattern(r"^\s*<!--\s*gate:table\s+([A-Za-z0-9_-]{1,40})\s*-->\s*$")
-_END = Pattern(r"^\s*<!--\s*/gate:table\s*-->\s*$")
+_NAME = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 SELECT: dict[str, Callable[[records.Record], bool]] = {
     "decisions": lambda r: r.status == "open",
     "decisions-closed": lambda r: r.status in records.FINAL,
@@ -33,21 +31,38 @@ class Region(NamedTuple):
     end: int | None  # 0-based index of the end marker; None when it is missing
 
 
+def marker(line: str) -> tuple[bool, str] | None:
+    """What a marker line is: (True, NAME) for `<!-- gate:table NAME -->`, (False, "") for `<!-- /gate:table -->`,
+    each alone on its line with any blanks around its words; None for any other line. String methods, not a pattern:
+    a hand-over whose comments include these markers (this repository's own) loads no `re` on a commit."""
+    body = line.strip()
+    if "gate:table" not in body or not body.startswith("<!--") or not body.endswith("-->"):
+        return None
+    inner = body[4:-3].strip()
+    if inner == "/gate:table":
+        return False, ""
+    rest = inner[10:] if inner.startswith("gate:table") else ""
+    name = rest.strip()
+    if rest[:1].isspace() and 1 <= len(name) <= 40 and _NAME.issuperset(name):
+        return True, name
+    return None
+
+
 def regions(lines: list[str], comments: list[int] | None = None) -> list[Region]:
-    """The table regions of `lines`. Both markers are HTML comments naming `gate:table`: only the lines holding it
-    are matched, and with `comments` (a parsed Document's comment_lines, 1-based) no other line is even visited."""
+    """The table regions of `lines`. Both markers are HTML comments: with `comments` (a parsed Document's
+    comment_lines, 1-based) no other line is even visited."""
     found: list[Region] = []
     open_at: tuple[str, int] | None = None
     numbered = ((n - 1, lines[n - 1]) for n in comments) if comments is not None else enumerate(lines)
     for index, line in numbered:
-        if "gate:table" not in line:  # both markers hold it: a string test keeps `re` off every other comment
+        shape = marker(line)
+        if shape is None:
             continue
-        start = _START.match(line)
-        if start:
+        if shape[0]:
             if open_at is not None:
                 found.append(Region(open_at[0], open_at[1], None))
-            open_at = (start.group(1), index)
-        elif _END.match(line) and open_at is not None:
+            open_at = (shape[1], index)
+        elif open_at is not None:
             found.append(Region(open_at[0], open_at[1], index))
             open_at = None
     if open_at is not None:
