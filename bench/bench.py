@@ -458,15 +458,17 @@ def framework(report: Report, root: Path) -> None:
 
 def with_handoff(repo: Path, source: str) -> Path:
     """`repo` with its HANDOFF.md replaced: `gate init`'s template (its seven HTML comments, the placeholder filled
-    in as a new user fills it) or this checkout's own HANDOFF.md; stamped, committed, passing."""
+    in as a new user fills it) or this checkout's own HANDOFF.md and records; stamped, committed, passing."""
     (repo / "HANDOFF.md").unlink()
     if source == "template":
         run([GATE, "init"], repo)
         text = (repo / "HANDOFF.md").read_text()
         (repo / "HANDOFF.md").write_text("\n".join("Ship the benchmark." if "gate:placeholder" in line else line
                                                    for line in text.splitlines()) + "\n")
-    else:
+    else:  # with its records: its decisions are a table generated from them
         (repo / "HANDOFF.md").write_text((CHECKOUT / "HANDOFF.md").read_text())
+        shutil.rmtree(repo / "decisions")
+        shutil.copytree(CHECKOUT / "decisions", repo / "decisions")
     run([GATE, "stamp"], repo)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", f"hand-over: {source}")

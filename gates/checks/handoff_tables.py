@@ -7,7 +7,7 @@ writes there from the records; an unknown NAME or a region without its end marke
 from __future__ import annotations
 
 from gates.checks.context import OVER_CAP, Context
-from gates.domain import records, tables
+from gates.domain import tables
 from gates.infra.clock import datetime
 from gates.infra.config import Config
 from gates.infra.findings import Finding
@@ -19,7 +19,7 @@ ID = "handoff-tables"
 
 def check(ctx: Context) -> list[Finding]:
     findings: list[Finding] = []
-    found: list[records.Record] | None = None
+    rendered: dict[str, list[str]] | None = None
     for loaded in ctx.handoffs:
         if loaded.doc is None:
             findings.append(Finding(loaded.shown, 1, ID, OVER_CAP))
@@ -31,9 +31,9 @@ def check(ctx: Context) -> list[Finding]:
                 findings.append(Finding(loaded.shown, line, ID,
                                         f"table '{excerpt(region.name)}' has no '<!-- /gate:table -->' end"))
                 continue
-            if found is None:
-                found = ctx.records()[0]
-            want = tables.table(region.name, found)
+            if rendered is None:
+                rendered = _rendered(ctx)
+            want = rendered.get(region.name)
             if want is None:
                 findings.append(Finding(loaded.shown, line, ID, f"unknown table '{excerpt(region.name)}' "
                                         f"(known: {', '.join(tables.SELECT)})"))
@@ -42,6 +42,25 @@ def check(ctx: Context) -> list[Finding]:
             if have != want:
                 findings.append(Finding(loaded.shown, line, ID, _difference(region.name, have, want, region.start + 2)))
     return findings
+
+
+def _rendered(ctx: Context) -> dict[str, list[str]]:
+    """Every known table as `gate render` writes it: a function of the records alone, kept under the hash of the
+    folder's content (records.Scan.key), so an unchanged folder's records are not even loaded."""
+    from gates.infra import cache
+
+    scan = ctx.records_scan()
+
+    def compute() -> dict[str, list[str]]:
+        found = scan.load()[0]
+        return {name: tables.table(name, found) or [] for name in tables.SELECT}
+
+    def valid(value: object) -> bool:
+        return isinstance(value, dict) and set(value) == set(tables.SELECT) and all(
+            isinstance(rows, list) and all(isinstance(row, str) for row in rows) for rows in value.values())
+
+    kept: dict[str, list[str]] = cache.memo(ctx.repo, "tables", lambda: scan.key, compute, valid)
+    return kept
 
 
 def fix(repo: Repo, config: Config, now: datetime) -> list[str]:
