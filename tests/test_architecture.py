@@ -295,8 +295,10 @@ def test_the_walk_through_adds_a_gate_with_its_module_and_a_registry_line(tmp_pa
     for name in (".pre-commit-hooks.yaml", "docs/configuration.md"):
         shutil.copyfile(ROOT / name, copy / name)
     env = {**__import__("os").environ, "PYTHONPATH": str(copy)}
-    command = re.search(r"`(python -m gates\.infra\.surfaces --write)`", page).group(1).split()  # type: ignore[union-attr]
-    proc = subprocess.run([sys.executable, *command[1:]], cwd=tmp_path, env=env, capture_output=True, text=True)
+    command = re.search(r"`(python -I -m gates\.infra\.surfaces --write)`", page).group(1).split()  # type: ignore[union-attr]
+    # -I would leave out PYTHONPATH, which points this run at the copy of the package instead of the checkout's
+    proc = subprocess.run([sys.executable, *(word for word in command[1:] if word != "-I")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
     for name in (".pre-commit-hooks.yaml", "docs/configuration.md", "gates/domain/scaffold.py", "schemas/config.schema.json"):
         assert "handoff-owner" in (copy / name).read_text(), name  # the surfaces the page says the command writes

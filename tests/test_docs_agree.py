@@ -247,7 +247,7 @@ def test_a_surface_edited_by_hand_is_noticed_and_rewritten(tmp_path: Path, name:
     assert before.count(old) == 1
     file.write_text(before.replace(old, new))
     assert stale(name, root) == (f"{surfaces.path(name)}: its `{name}` part is not what gates/infra/catalog.py makes "
-                                 f"(edited by hand, or the catalog changed): run `python -m gates.infra.surfaces --write`")
+                                 f"(edited by hand, or the catalog changed): run `python -I -m gates.infra.surfaces --write`")
     assert [other for other in surfaces.NAMES if stale(other, root)] == [name]
     assert surfaces.write(root) == [surfaces.path(name)]
     assert file.read_text() == before and surfaces.write(root) == []

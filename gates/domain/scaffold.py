@@ -89,7 +89,7 @@ CONFIG_TEMPLATE = """# handoff-gate configuration. Every key is optional; the va
 #   deep: false                 # true: also walk refs/ on every check
 # gates:                        # which gates `gate check` runs
 """ + (
-    # BEGIN generated from gates/infra/catalog.py: init-gates (`python -m gates.infra.surfaces --write`)
+    # BEGIN generated from gates/infra/catalog.py: init-gates (`python -I -m gates.infra.surfaces --write`)
     "#   handoff-structure: true\n"
     "#   handoff-no-checked-items: true\n"
     "#   handoff-fresh: true\n"

@@ -2,7 +2,7 @@
 
 The gates' modules are imported by gates.checks (GATES), never from here. The surfaces that name every gate (the
 hook manifest, the config schema's `gates` keys, the `gates:` block `gate init` writes, docs/configuration.md) are
-rendered from this table by gates/infra/surfaces.py: `python -m gates.infra.surfaces --write`.
+rendered from this table by gates/infra/surfaces.py: `python -I -m gates.infra.surfaces --write`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Each surface is the part of a committed file between its BEGIN and END marker comments; the config schema, JSON and
 so without comments, has its whole `gates` object rendered (and compared as data). tests/test_docs_agree.py fails
-while a committed surface is not its rendering; `python -m gates.infra.surfaces --write` rewrites them from the
+while a committed surface is not its rendering; `python -I -m gates.infra.surfaces --write` rewrites them from the
 repository this module sits in. Never imported by `gate check`.
 """
 
@@ -17,7 +17,7 @@ from gates.infra import fsio
 from gates.infra.catalog import CATALOG
 
 ROOT = Path(__file__).resolve().parents[2]
-WRITE = "python -m gates.infra.surfaces --write"
+WRITE = "python -I -m gates.infra.surfaces --write"
 SCHEMA = "schemas/config.schema.json"
 _COMMIT, _PUSH = "[pre-commit, pre-merge-commit, manual]", "[pre-push, manual]"
 
