@@ -16,7 +16,6 @@ system itself, always loaded; `os` is loaded by `site`), one class, one list ins
 
 import os
 import sys
-
 from _frozen_importlib_external import PathFinder
 
 _HERE = os.path.dirname(__file__)
