@@ -1,14 +1,16 @@
 """`python -I -m gates …`: the same command as `gate …`.
 
 Without `-I` (or `-P`), Python puts the current folder first on the path, so `python -m gates` run in a
-repository that holds a `gates/` folder imports that folder instead of this package: nothing in this file
-can stop it, since it is never reached. What it can stop is a copy of this very package found that way (a
-checkout, a vendored copy in the repository under review): a run that imported the package from the
-current folder, not from where it is installed, is refused here, before anything else of the package
-is imported. Every command the gate writes or prints uses `-I` or the `gate` script.
+repository that holds a `gates/` folder would import that folder instead of this package, and nothing in
+this file could stop it, since it would never be reached. A plain install stops it before: the
+`_handoff_gate_pin.pth` it puts in site-packages pins the name `gates` to the installed package (see
+`_handoff_gate_pin.py`). What this file stops is the rest: a copy of this very package imported from
+the current folder (a checkout, a vendored copy, an environment without the pin) is refused, and the
+current folder is taken off the path before anything else is imported, so no other module the gate
+imports (`json.py`, `__future__.py`, `ruamel/` committed there) comes from the repository either. This
+file itself imports nothing that is not loaded already (hence no `from __future__ import annotations`).
+Every command the gate writes or prints uses `-I` or the `gate` script.
 """
-
-from __future__ import annotations
 
 import os
 import sys
@@ -29,6 +31,8 @@ if _from_the_current_folder():
     sys.stderr.write("gate: refusing to run the gates/ package of the current folder, which Python imported instead "
                      "of the installed gate: run `python -I -m gates …` or `gate …`\n")
     sys.exit(3)
+if not (sys.flags.isolated or getattr(sys.flags, "safe_path", False)) and sys.path and sys.path[0] in ("", os.getcwd()):
+    del sys.path[0]  # the current folder, which Python put first: nothing more is imported from the repository
 
 from gates.main import launch  # noqa: E402 - after the check above, on purpose
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
-from conftest import git, handoff_text
+from conftest import ROOT, git, handoff_text
 
 
 def break_with_punctuation(repo: Path) -> None:
@@ -20,3 +22,15 @@ def entries(folder: Path) -> dict[str, tuple[int, bytes | str]]:
         body: bytes | str = os.readlink(path) if path.is_symlink() else path.read_bytes() if path.is_file() else b""
         out[str(path.relative_to(folder))] = (info.st_mode, body)
     return out
+
+
+def source_copy(dest: Path) -> Path:
+    """This checkout's files as they would be committed (tracked and untracked, not ignored) copied to `dest`:
+    what a plain `pip install` of it builds from, with no build folder or egg-info of the checkout's own."""
+    listing = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+    tracked = subprocess.run(listing, cwd=ROOT, capture_output=True, text=True, check=True)
+    for name in filter(None, tracked.stdout.split("\0")):
+        if (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+    return dest

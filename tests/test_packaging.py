@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, commit_all, handoff_text, init_repo
+from helpers import source_copy
 
 from gates import __version__
 from gates.checks import GATES
@@ -58,13 +59,7 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
 
 @pytest.mark.slow
 def test_a_plain_install_into_a_fresh_venv_finds_its_schemas(tmp_path: Path) -> None:
-    source = tmp_path / "src"
-    listing = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
-    tracked = subprocess.run(listing, cwd=ROOT, capture_output=True, text=True, check=True)
-    for name in filter(None, tracked.stdout.split("\0")):
-        if (ROOT / name).is_file():
-            (source / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, source / name)
+    source = source_copy(tmp_path / "src")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     install = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(source)], capture_output=True, text=True)

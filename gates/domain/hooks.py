@@ -146,13 +146,17 @@ def py_list(items: list[str]) -> str:
     return "[" + ", ".join('"' + repr(item)[1:-1].replace('"', '\\"') + '"' for item in items) + "]"
 
 
-# The one .pth file site may meet that changes nothing the gate imports (setuptools' switch for `distutils`).
-HARMLESS_PTH = frozenset({"distutils-precedence.pth"})
+# The .pth files site may meet that change nothing the gate imports, by name, with the exact content each must have
+# (None: any): setuptools' switch for `distutils`, and our own pin, which a plain install puts there (setup.py) and
+# which only makes the name `gates` the installed package (_handoff_gate_pin.py) — without it, -S starts would be lost.
+HARMLESS_PTH: dict[str, bytes | None] = {"distutils-precedence.pth": None,
+                                         "_handoff_gate_pin.pth": b"import _handoff_gate_pin\n"}
 
 
 def _site_folders() -> list[str]:
     """The interpreter's site-packages folders when the running gate was imported from one of them and they
-    hold no .pth file site would act on (an editable install of a dependency, say), else []."""
+    hold no .pth file site would act on (an editable install of a dependency, say; our own pin is harmless),
+    else []."""
     import site
 
     import gates
@@ -166,9 +170,23 @@ def _site_folders() -> list[str]:
             names = os.listdir(folder)
         except OSError:
             continue
-        if any(name.endswith(".pth") and name not in HARMLESS_PTH for name in names):
+        if any(name.endswith(".pth") and not _harmless(folder, name) for name in names):
             return []
     return folders
+
+
+def _harmless(folder: str, name: str) -> bool:
+    """Whether the .pth file `name` in `folder` is one of HARMLESS_PTH, with its exact content where one is given
+    (a regular file: a link or anything else there is judged as site would act on it)."""
+    if name not in HARMLESS_PTH:
+        return False
+    content = HARMLESS_PTH[name]
+    if content is None:
+        return True
+    try:
+        return fsio.read_regular(os.path.join(folder, name), len(content)) == content
+    except OSError:
+        return False
 
 
 def script(kind: str, everywhere: bool = False) -> str:
