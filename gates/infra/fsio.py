@@ -163,6 +163,40 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
+def _staged(dir_fd: int, name: str, data: bytes, executable: bool, mode: int | None) -> str:
+    """A synced temp file beside `name` in `dir_fd` holding `data`, with the mode `name` should get (see
+    _target_mode): its name, for both writers to rename or link. On an error nothing of it is left, and the
+    OSError carries the step it failed at (stat, create temp file, chmod, write, fsync) as `step`."""
+    step, tmp = "stat", None
+    try:
+        mode = _target_mode(name, dir_fd, executable, mode)
+        step = "create temp file"
+        fd, tmp = _mkstemp(dir_fd, name)
+        try:
+            step = "chmod"
+            os.fchmod(fd, mode)
+            step = "write"
+            _write_all(fd, data)
+            step = "fsync"
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        _discard(tmp, dir_fd)
+        exc.step = step  # type: ignore[attr-defined]  # the writers name it in their error
+        raise
+    return tmp
+
+
+def _discard(tmp: str | None, dir_fd: int) -> None:
+    """Remove our own temp file `tmp` (never the target), if there is one; an error here changes nothing."""
+    if tmp is not None:
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except OSError:
+            pass
+
+
 def write_atomic(path: StrPath, data: bytes, *, exclusive: bool = False, reason: str = "io-error",
                  executable: bool = False, mode: int | None = None, parents: bool = False) -> bool:
     """Put `data` at `path` so that readers see the old or the new content, never a mix.
@@ -180,19 +214,8 @@ def write_atomic(path: StrPath, data: bytes, *, exclusive: bool = False, reason:
     dir_fd = -1
     try:
         dir_fd = open_dir(folder, create=parents)
-        step = "stat"
-        mode = _target_mode(name, dir_fd, executable, mode)
-        step = "create temp file"
-        fd, tmp = _mkstemp(dir_fd, name)
-        try:
-            step = "chmod"
-            os.fchmod(fd, mode)
-            step = "write"
-            _write_all(fd, data)
-            step = "fsync"
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        step = "stage"
+        tmp = _staged(dir_fd, name, data, executable, mode)
         step = "link" if exclusive else "rename"
         if exclusive:
             try:
@@ -209,13 +232,9 @@ def write_atomic(path: StrPath, data: bytes, *, exclusive: bool = False, reason:
         step = "read back"
         _verify(dir_fd, name, data)
     except OSError as exc:
-        raise _io_error(step, path, exc, reason) from None
+        raise _io_error(getattr(exc, "step", step), path, exc, reason) from None
     finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp, dir_fd=dir_fd)  # our own temp file, never the target
-            except OSError:
-                pass
+        _discard(tmp, dir_fd)
         if dir_fd >= 0:
             os.close(dir_fd)
     return True
@@ -265,19 +284,8 @@ def rewrite(path: StrPath, expected: bytes | None, data: bytes, *, shown: str, w
         _race("read", path)
         if _pread_all(pin, len(expected) + 1) != expected:
             raise changed
-        step = "stat"
-        mode = _target_mode(name, dir_fd, False, None)
-        step = "create temp file"
-        fd, tmp = _mkstemp(dir_fd, name)
-        try:
-            step = "chmod"
-            os.fchmod(fd, mode)
-            step = "write"
-            _write_all(fd, data)
-            step = "fsync"
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        step = "stage"
+        tmp = _staged(dir_fd, name, data, False, None)
         _race("swap", path)
         step = "compare"
         if not _names(dir_fd, name, pin) or _pread_all(pin, len(expected) + 1) != expected:
@@ -296,13 +304,9 @@ def rewrite(path: StrPath, expected: bytes | None, data: bytes, *, shown: str, w
         step = "read back"
         _verify(dir_fd, name, data, prefix=True)  # a line appended since the rename is someone's, and kept
     except OSError as exc:
-        raise _io_error(step, path, exc, "io-error") from None
+        raise _io_error(getattr(exc, "step", step), path, exc, "io-error") from None
     finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp, dir_fd=dir_fd)  # our own temp file, never the target
-            except OSError:
-                pass
+        _discard(tmp, dir_fd)
         for fd_ in (pin, dir_fd):
             if fd_ >= 0:
                 os.close(fd_)
