@@ -7,7 +7,7 @@ writes there from the records; an unknown NAME or a region without its end marke
 from __future__ import annotations
 
 from gates.checks.context import OVER_CAP, Context
-from gates.domain import tables
+from gates.domain import records, tables
 from gates.infra.clock import datetime
 from gates.infra.config import Config
 from gates.infra.findings import Finding
@@ -19,7 +19,7 @@ ID = "handoff-tables"
 
 def check(ctx: Context) -> list[Finding]:
     findings: list[Finding] = []
-    rendered: dict[str, list[str]] | None = None
+    kept: dict[str, str] | None = None
     for loaded in ctx.handoffs:
         if loaded.doc is None:
             findings.append(Finding(loaded.shown, 1, ID, OVER_CAP))
@@ -31,36 +31,48 @@ def check(ctx: Context) -> list[Finding]:
                 findings.append(Finding(loaded.shown, line, ID,
                                         f"table '{excerpt(region.name)}' has no '<!-- /gate:table -->' end"))
                 continue
-            if rendered is None:
-                rendered = _rendered(ctx)
-            want = rendered.get(region.name)
-            if want is None:
+            if region.name not in tables.SELECT:
                 findings.append(Finding(loaded.shown, line, ID, f"unknown table '{excerpt(region.name)}' "
                                         f"(known: {', '.join(tables.SELECT)})"))
                 continue
+            if kept is None:
+                kept = _digests(ctx)
             have = lines[region.start + 1:region.end]
-            if have != want:
-                findings.append(Finding(loaded.shown, line, ID, _difference(region.name, have, want, region.start + 2)))
+            if _digest(have) != kept[region.name]:  # rendered again only to say where it differs
+                want = _rendered(ctx.records_scan().load()[0])[region.name]
+                if have != want:
+                    findings.append(Finding(loaded.shown, line, ID,
+                                            _difference(region.name, have, want, region.start + 2)))
     return findings
 
 
-def _rendered(ctx: Context) -> dict[str, list[str]]:
-    """Every known table as `gate render` writes it: a function of the records alone, kept under the hash of the
-    folder's content (records.Scan.key), so an unchanged folder's records are not even loaded."""
+def _rendered(found: list[records.Record]) -> dict[str, list[str]]:
+    """Every known table as `gate render` writes it from the records `found`."""
+    return {name: tables.table(name, found) or [] for name in tables.SELECT}
+
+
+def _digest(rows: list[str]) -> str:
+    from gates.infra import cache
+
+    return cache.key("\n".join(rows).encode("utf-8", "surrogateescape"))
+
+
+def _digests(ctx: Context) -> dict[str, str]:
+    """The hash of every known table as `gate render` writes it: a function of the records alone, kept under the
+    hash of the folder's content (records.Scan.key), so an unchanged folder's records are not even loaded."""
     from gates.infra import cache
 
     scan = ctx.records_scan()
 
-    def compute() -> dict[str, list[str]]:
-        found = scan.load()[0]
-        return {name: tables.table(name, found) or [] for name in tables.SELECT}
+    def compute() -> dict[str, str]:
+        return {name: _digest(rows) for name, rows in _rendered(scan.load()[0]).items()}
 
     def valid(value: object) -> bool:
         return isinstance(value, dict) and set(value) == set(tables.SELECT) and all(
-            isinstance(rows, list) and all(isinstance(row, str) for row in rows) for rows in value.values())
+            type(digest) is str for digest in value.values())
 
-    kept: dict[str, list[str]] = cache.memo(ctx.repo, "tables", lambda: scan.key, compute, valid)
-    return kept
+    found: dict[str, str] = cache.memo(ctx.repo, "table-digests", lambda: scan.key, compute, valid)
+    return found
 
 
 def fix(repo: Repo, config: Config, now: datetime) -> list[str]:

@@ -94,16 +94,19 @@ def _clone(repo: Repo) -> bytes:
 _SECRETS: dict[str, bytes | None] = {}  # by the key file's folder: read (or made) once a process
 
 
+_KEY_DIRS: dict[tuple[str, str], str | None] = {}  # by ($XDG_STATE_HOME, $HOME): resolved once a process
+
+
 def key_dir() -> str | None:
     """The folder of the user's cache key: `$XDG_STATE_HOME/handoff-gate`, else `$HOME/.local/state/handoff-gate`
     (None without an absolute HOME). The user's own environment, like PATH: its symlinks are followed."""
-    base = os.environ.get("XDG_STATE_HOME", "")
-    if not os.path.isabs(base):
-        home = os.environ.get("HOME", "")
-        if not os.path.isabs(home):
-            return None
-        base = os.path.join(home, ".local", "state")
-    return os.path.realpath(os.path.join(base, "handoff-gate"))
+    asked = (os.environ.get("XDG_STATE_HOME", ""), os.environ.get("HOME", ""))
+    if asked not in _KEY_DIRS:
+        base, home = asked
+        if not os.path.isabs(base):
+            base = os.path.join(home, ".local", "state") if os.path.isabs(home) else ""
+        _KEY_DIRS[asked] = os.path.realpath(os.path.join(base, "handoff-gate")) if base else None
+    return _KEY_DIRS[asked]
 
 
 def _secret(repo: Repo) -> bytes | None:
