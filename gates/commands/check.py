@@ -17,14 +17,16 @@ if TYPE_CHECKING:
     from gates.infra.findings import CheckResult
 
 
+FORMATS = ("text", "json", "github", "sarif", "junit")  # the renderers of gates/infra/report.py, held equal by its test
+
+
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     from gates.checks import GATES
-    from gates.infra.report import RENDERERS
 
     parser.epilog = "gate ids (for --only and --skip): " + ", ".join(GATES)
     parser.add_argument("--only", type=ids, default=[], metavar="ID[,ID]", help="run only these gates")
     parser.add_argument("--skip", type=ids, default=[], metavar="ID[,ID]", help="do not run these gates")
-    parser.add_argument("--format", choices=tuple(RENDERERS),
+    parser.add_argument("--format", choices=FORMATS,
                        default="github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text",
                        help="default: github when GITHUB_ACTIONS=true, else text")
     parser.add_argument("--fix", action="store_true", help="let every chosen gate that can mend what it finds mend "
@@ -41,19 +43,17 @@ def run(args: argparse.Namespace, run: Run) -> int:
 
 
 def _check(args: argparse.Namespace, run: Run) -> int:
-    from gates.infra import report
-
     try:
         result, fixed = _run_gates(run, args)
         result.fixed = [line for _, line in fixed]
     except GateError as exc:
         if exc.code != USAGE:
-            sys.stdout.write(_render(report, args.format, None, exc.code, exc))
+            sys.stdout.write(_render(args.format, None, exc.code, exc))
         raise
     code = VIOLATION if result.errors or fixed else OK
     if fixed and args.format in ("text", "github"):
         print("\n".join(line for _, line in fixed))
-    sys.stdout.write(_render(report, args.format, result, code, None))
+    sys.stdout.write(_render(args.format, result, code, None))
     for gate_id, line in fixed:  # resolved when that gate next passes: the fix was staged
         run.fail("autofix-applied", line, gate=gate_id)
     from gates.checks import flag_reason
@@ -100,10 +100,16 @@ def _run_gates(run: Run, args: argparse.Namespace) -> tuple[CheckResult, list[tu
     return result, fixed
 
 
-def _render(report: Any, fmt: str, result: Any, code: int, error: GateError | None) -> str:
+def _render(fmt: str, result: Any, code: int, error: GateError | None) -> str:
+    if fmt == "text":  # every commit's format: the module of the others is not loaded for it
+        from gates.infra.findings import text
+
+        return text(result)
+    from gates.infra.report import RENDERERS
+
     def describe(gate_id: str) -> str:  # SARIF's rule descriptions: the gate's docstring
         from gates.checks import GATES
 
         return GATES[gate_id].__doc__ or ""
 
-    return str(report.RENDERERS[fmt](result, code, error, describe))
+    return str(RENDERERS[fmt](result, code, error, describe))

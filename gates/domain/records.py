@@ -178,7 +178,7 @@ def scan(repo: Repo, config: Config) -> Scan:
     from gates.infra import cache
 
     directory, relative = folder(repo, config)
-    schema_key = cache.key(schemas.schema_bytes("record"))[:16]
+    schema_key = cache.key(schemas.identity("record"))[:16]
     try:
         dir_fd = fsio.open_dir(directory)
     except (FileNotFoundError, NotADirectoryError):

@@ -100,7 +100,7 @@ def _read(repo: Repo, config: Config, path: str) -> None:
     config.raw = data
     from gates.infra import cache
 
-    entry = f"config-{cache.key(data, schemas.schema_bytes('config'))[:40]}"
+    entry = f"config-{cache.key(data, schemas.identity('config'))[:40]}"
     hit = cache.get(repo, entry)
     config.source = shown
     if isinstance(hit, dict):  # this very file was parsed and validated before

@@ -1,8 +1,12 @@
-"""The one finding type every gate returns, and a check's result."""
+"""The one finding type every gate returns, a check's result, and its text report."""
 
 from __future__ import annotations
 
 from gates.infra.plain import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterable
 
 ERROR = "error"
 WARNING = "warning"
@@ -57,3 +61,47 @@ class CheckResult:
     @property
     def errors(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == ERROR]
+
+
+# The text renderer lives with the result: it is every commit's format, and the other renderers' module
+# (gates/infra/report.py) is then never loaded.
+def summary(result: CheckResult) -> str:
+    where = ", ".join(result.files)
+    if result.range is not None:
+        spec, count = result.range
+        where += f" and {count} commit{'s' if count != 1 else ''} of {spec}"
+    gates = f"{len(result.gates)} gate{'s' if len(result.gates) != 1 else ''}"
+    if result.fixed and not any(f.severity == ERROR for f in result.findings):
+        count = len(result.fixed)
+        return (f"gate check: fixed {count} problem{'s' if count != 1 else ''} and exits 1 so that the changed files "
+                f"are staged again; nothing else to fix ({gates} on {where})")
+    if not result.findings:
+        return f"gate check: passed ({gates} on {where})"
+    counts = tally(f.severity for f in result.findings)
+    per_gate = tally(f.gate for f in result.findings)
+    errors, warnings = counts.get(ERROR, 0), counts.get(WARNING, 0)
+    verdict = "failed" if errors else "passed with warnings"
+    parts = [f"{errors} error{'s' if errors != 1 else ''}"]
+    if warnings:
+        parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
+    detail = ", ".join(f"{gate_id}: {n}" for gate_id, n in sorted(per_gate.items()))
+    return f"gate check: {verdict}: {', '.join(parts)} ({detail}; {gates} on {where})"
+
+
+def tally(values: Iterable[str]) -> dict[str, int]:
+    """How often each value occurs (collections.Counter's answer, without its import)."""
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    return counts
+
+
+def text(result: CheckResult | None) -> str:
+    """The text report: each finding, then the summary line (nothing without a result: the error says it)."""
+    if result is None:
+        return ""
+    lines = [finding.render() for finding in result.findings]
+    lines.append(summary(result))
+    from gates.infra.text import clean
+
+    return clean("\n".join(lines) + "\n")

@@ -639,8 +639,12 @@ class Early:
     HEAD older than its other answers."""
 
     def __init__(self) -> None:
+        self.asked: tuple[str, dict[str, str], str | None] | None = None  # (folder, git's environment, GATE_ROOT)
+        self.cwd = ""
         try:
-            self.where, self.env, _ = _discovery(None, None)
+            self.cwd = os.getcwd()
+            self.asked = _discovery(None, None)
+            self.where, self.env = self.asked[:2]
             self.running: _Running | None = _Running(list(DISCOVER_ARGS), self.where, self.env)
         except (GateError, OSError):  # discover() meets the same failure and says it
             self.running = None
@@ -662,7 +666,11 @@ def discover(cwd: str | os.PathLike[str] | None = None, environ: Mapping[str, st
              early: Early | None = None) -> Repo:
     """Find the repository the way git does; GATE_ROOT pins it and drops inherited GIT_* pointers.
     `early`: the same call started before, read if it was asked from the same folder and environment."""
-    where, env, pinned_root = _discovery(cwd, environ)
+    # Asked for this process's own environment (which nothing in one invocation changes) from the folder the early
+    # call was made in, that call's answers stand (working the environment out again is a third of a discovery).
+    asked = early.asked if early is not None and cwd is None and environ is None and early.cwd == os.getcwd() \
+        else None
+    where, env, pinned_root = asked or _discovery(cwd, environ)
     raw = early.take(where, env) if early is not None else None
     proc = Output(raw or _run(list(DISCOVER_ARGS), where, env))
     lines = proc.stdout.splitlines()

@@ -26,6 +26,12 @@ def within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
+def below(path: str, folder: str) -> str:
+    """`path` relative to `folder`, for a `path` that lies within it (see `within`): os.path.relpath's answer,
+    without its two abspath calls and its walk of common components."""
+    return "." if path == folder else path[len(folder.rstrip(os.sep)) + 1:]
+
+
 def git_dirs(repo: Repo) -> list[str]:
     """Every git directory this run knows of: the git dir, the common dir, and where GIT_DIR leads."""
     found = [str(repo.git_dir), str(repo.common_dir)]
@@ -44,7 +50,7 @@ def why_refused(repo: Repo, real: str) -> str | None:
         return "resolves outside the repository"
     if real == top:
         return "names the top of the work tree, not a file in it"
-    if any(part.casefold() == ".git" for part in os.path.relpath(real, top).split(os.sep)):
+    if any(part.casefold() == ".git" for part in below(real, top).split(os.sep)):
         return "resolves inside a .git folder"
     return None
 
@@ -62,7 +68,7 @@ def canonical(repo: Repo, relative: str) -> tuple[str, str | None]:
     real, why = resolve(repo, os.path.join(repo.toplevel, relative))
     if why:
         return relative, why
-    return os.path.relpath(real, repo.toplevel).replace(os.sep, "/"), None
+    return below(real, repo.toplevel).replace(os.sep, "/"), None
 
 
 def confined(repo: Repo, path: Path | str, shown: str, *, reason: str = "input-unreadable") -> str:

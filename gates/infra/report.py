@@ -9,54 +9,17 @@ from __future__ import annotations
 from gates import __version__
 from gates.infra import jsonio
 from gates.infra.errors import GateError
-from gates.infra.findings import ENVIRONMENT, ERROR, WARNING, CheckResult
+from gates.infra.findings import ENVIRONMENT, ERROR, WARNING, CheckResult, summary, tally, text
 from gates.infra.text import clean, clean_tree
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Callable, Iterable
-
-
-def summary(result: CheckResult) -> str:
-    where = ", ".join(result.files)
-    if result.range is not None:
-        spec, count = result.range
-        where += f" and {count} commit{'s' if count != 1 else ''} of {spec}"
-    gates = f"{len(result.gates)} gate{'s' if len(result.gates) != 1 else ''}"
-    if result.fixed and not any(f.severity == ERROR for f in result.findings):
-        count = len(result.fixed)
-        return (f"gate check: fixed {count} problem{'s' if count != 1 else ''} and exits 1 so that the changed files "
-                f"are staged again; nothing else to fix ({gates} on {where})")
-    if not result.findings:
-        return f"gate check: passed ({gates} on {where})"
-    counts = _tally(f.severity for f in result.findings)
-    per_gate = _tally(f.gate for f in result.findings)
-    errors, warnings = counts.get(ERROR, 0), counts.get(WARNING, 0)
-    verdict = "failed" if errors else "passed with warnings"
-    parts = [f"{errors} error{'s' if errors != 1 else ''}"]
-    if warnings:
-        parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
-    detail = ", ".join(f"{gate_id}: {n}" for gate_id, n in sorted(per_gate.items()))
-    return f"gate check: {verdict}: {', '.join(parts)} ({detail}; {gates} on {where})"
-
-
-def _tally(values: Iterable[str]) -> dict[str, int]:
-    """How often each value occurs (collections.Counter's answer, without its import)."""
-    counts: dict[str, int] = {}
-    for value in values:
-        counts[value] = counts.get(value, 0) + 1
-    return counts
-
-
-def text(result: CheckResult) -> str:
-    lines = [finding.render() for finding in result.findings]
-    lines.append(summary(result))
-    return clean("\n".join(lines) + "\n")
+    from typing import Callable
 
 
 def as_json(result: CheckResult | None, exit_code: int, error: GateError | None = None) -> str:
     findings = result.findings if result else []
-    counts = _tally(f.severity for f in findings)
+    counts = tally(f.severity for f in findings)
     document = {
         "version": 1,
         "tool": "handoff-gate",
@@ -195,7 +158,7 @@ def junit(result: CheckResult | None, error: GateError | None = None) -> str:
 # The renderers by name, as `gate check --format NAME` chooses one: (result, exit code, error, describe) -> text.
 # A new format is one function above and one line here; --format's choices are this table's keys.
 RENDERERS: dict[str, Callable[[CheckResult | None, int, GateError | None, Callable[[str], str]], str]] = {
-    "text": lambda result, code, error, describe: text(result) if result is not None else "",
+    "text": lambda result, code, error, describe: text(result),
     "json": lambda result, code, error, describe: as_json(result, code, error),
     "github": lambda result, code, error, describe: github(result, error),
     "sarif": sarif,

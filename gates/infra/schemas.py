@@ -17,13 +17,16 @@ if TYPE_CHECKING:
 NAMES = ("config", "handoff", "flag", "check-result", "record", "remote-claim")
 
 
+_DIR: list[str] = []  # the package's place does not change while it runs: found once
+
+
 def schema_dir() -> str:
-    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-    shipped = os.path.join(package, "schemas")  # gates/schemas/ in an installed package
-    if os.path.isdir(shipped):
-        return shipped
-    # A source checkout (editable install or tests run in place): the top-level folder.
-    return os.path.join(os.path.dirname(package), "schemas")
+    if not _DIR:
+        package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+        shipped = os.path.join(package, "schemas")  # gates/schemas/ in an installed package
+        # else a source checkout (editable install or tests run in place): the top-level folder
+        _DIR.append(shipped if os.path.isdir(shipped) else os.path.join(os.path.dirname(package), "schemas"))
+    return _DIR[0]
 
 
 def schema_path(name: str) -> str:
@@ -44,6 +47,14 @@ def schema_bytes(name: str) -> bytes:
         with open(schema_path(name), "rb") as handle:
             _READ[name] = handle.read()
     return _READ[name]
+
+
+def identity(name: str) -> bytes:
+    """The shipped schema as a part of a cache key: its file's device, inode, size and times, as git tells an
+    unchanged file by its stat data. Any write or reinstall changes them; hashing the bytes instead (7 KB for the
+    config's) cost more than the rest of a cached config load."""
+    info = os.stat(schema_path(name))
+    return f"{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}".encode()
 
 
 def load(name: str) -> dict[str, Any]:

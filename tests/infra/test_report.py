@@ -143,3 +143,11 @@ def test_junit_counts_the_cases_it_writes() -> None:
                                  (None, GateError("bad", reason="config-invalid"), 1)):
         suite = ElementTree.fromstring(junit(result, error))
         assert (suite.get("tests"), len(suite.findall("testcase"))) == (str(cases), cases)
+
+
+def test_the_check_command_offers_every_renderer_and_only_those() -> None:
+    """`gate check --format` names the formats without loading this module (every commit's text format does
+    without it): its list and the renderers are one set, in one order."""
+    from gates.commands.check import FORMATS
+
+    assert FORMATS == tuple(RENDERERS)
