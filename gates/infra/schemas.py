@@ -1,6 +1,11 @@
 """The JSON Schemas shipped inside the package, and validation that reports the nearest line.
 
 jsonschema is imported only when something is validated: it is the slowest import we have.
+
+A schema the repository commits (`handoff.schema`) is hostile input: a `pattern` with nested
+repetition, or anyOf branches that `$ref` one another, takes exponential time, and Python's `re`
+cannot be interrupted by a signal. So it is checked and applied by `bounded`, in a child
+interpreter with a time and a memory bound, never in the gate's own process.
 """
 
 from __future__ import annotations
@@ -154,6 +159,79 @@ def _unresolvable(exc: Exception, keyword: str = "$ref", ref: str | None = None)
         why = ("names a document outside the schema, which is never fetched or read (only references inside the "
                "schema, such as '#/$defs/name', and the JSON Schema metaschemas are followed)")
     return Unusable(f"{keyword} '{shown}' {why}")
+
+
+BOUND_SECONDS = 10.0  # what checking a repository's own schema may take (a normal one takes ~0.1 s)
+BOUND_BYTES = 1 << 30  # the address space its interpreter may use
+_CHILD = ("import sys, json; sys.path[:] = json.loads(sys.argv[1]); from gates.infra.schemas import serve; "
+          "sys.stdout.buffer.write(serve(sys.stdin.buffer.read()))")
+
+
+def bounded(schema: dict[str, Any], instance: Any, lines: dict[tuple[object, ...], int],
+            seconds: float | None = None) -> list[tuple[int, str]]:
+    """`check_schema` and then `validate` for a schema the repository commits, in a child interpreter (`-I -S`,
+    run in `/`, importing only from this process's absolute sys.path) that is killed after `seconds` (the user's
+    GATE_SCHEMA_SECONDS, else BOUND_SECONDS) and may use at most BOUND_BYTES of memory. Raises Unusable when the
+    schema is not usable, or took too long or too much."""
+    import subprocess
+    import sys
+
+    if seconds is None:
+        asked = os.environ.get("GATE_SCHEMA_SECONDS", "")
+        try:
+            seconds = float(asked) if asked else BOUND_SECONDS
+        except ValueError:
+            seconds = -1.0
+        if not 0 < seconds < 86400:
+            raise Unusable(f"GATE_SCHEMA_SECONDS is '{excerpt(asked, 40)}', not a number of seconds above 0")
+
+    request = jsonio.dumps({"schema": schema, "instance": instance,
+                            "lines": [[list(path), line] for path, line in lines.items()]}).encode()
+    # Where gates itself was imported from first (an editable install finds it through a hook that -S leaves out)
+    found = [os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))]
+    found += [entry for entry in sys.path if os.path.isabs(entry)]
+    try:
+        proc = subprocess.run([sys.executable, "-I", "-S", "-c", _CHILD, jsonio.dumps(found)], input=request,
+                              capture_output=True, cwd="/", env={}, timeout=seconds)
+    except subprocess.TimeoutExpired:
+        raise Unusable(f"checking the hand-over against it took more than {seconds:g} s (a `pattern` with nested "
+                       "repetition, or anyOf/oneOf branches that refer to one another, take exponential time): "
+                       "simplify the schema") from None
+    except OSError as exc:
+        raise Unusable(f"it could not be checked: the interpreter {sys.executable} did not start "
+                       f"({exc.strerror or exc})") from None
+    try:
+        answer = jsonio.loads(proc.stdout.decode("utf-8")) if proc.returncode == 0 else None
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        said = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        why = "it ran out of memory" if said and said[-1].startswith("MemoryError") else (
+            f"the checking interpreter exited {proc.returncode}" + (f": {excerpt(said[-1], 160)}" if said else ""))
+        raise Unusable(f"it could not be checked ({why})")
+    if answer.get("unusable") is not None:
+        raise Unusable(str(answer["unusable"]))
+    return [(int(line), str(message)) for line, message in answer.get("problems", [])]
+
+
+def serve(request: bytes) -> bytes:
+    """The child's half of `bounded`: the request's schema checked and its instance validated, as JSON."""
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (BOUND_BYTES, BOUND_BYTES))
+    except (ImportError, ValueError, OSError):
+        pass  # a bound the platform does not offer: the time bound still holds
+    asked = jsonio.loads(request.decode("utf-8"))
+    lines = {tuple(path): line for path, line in asked["lines"]}
+    try:
+        problem = check_schema(asked["schema"])
+        if problem:
+            raise Unusable(problem)
+        answer: dict[str, Any] = {"problems": validate(asked["schema"], asked["instance"], lines)}
+    except Unusable as exc:
+        answer = {"unusable": exc.message}
+    return jsonio.dumps(answer).encode()
 
 
 def _short(error: Any) -> str:
