@@ -49,10 +49,10 @@ def fence_at(repo: Repo, commit: str, state_rel: str, meta_section: str) -> int 
     """The Meta `fence` of the hand-over as committed in `commit`, or None when it has none."""
     from gates.domain import handoff
 
-    proc = repo.git("cat-file", "blob", f"{commit}:{state_rel}")
-    if proc.returncode != 0:
+    data = repo.blob_at(commit, state_rel)  # a blob the repository lacks is an error, never "no fence"
+    if data is None:
         return None
-    data = proc.stdout.encode("utf-8", "surrogateescape")[: 1 << 20]
+    data = data[: 1 << 20]
     try:
         doc = handoff.parse(handoff.Source.decode(data, state_rel).lines, state_rel)
     except GateError:

@@ -11,6 +11,7 @@ from gates.commands.invocation import Run
 from gates.domain import closeout, harness
 from gates.infra.console import say
 from gates.infra.errors import OK, VIOLATION, GateError
+from gates.infra.git import GitFailed
 from gates.infra.text import excerpt
 
 TYPE_CHECKING = False
@@ -26,7 +27,10 @@ def _errors(run: Run) -> list[str]:
     from gates.checks import runner
 
     config = run.config()
-    result = runner.run(run.repo(), config, runner.select(config, [], []), [])
+    try:
+        result = runner.run(run.repo(), config, runner.select(config, [], []), [])
+    except GitFailed as exc:  # a question git could not answer is a step that blocks the stop, not a pass
+        return [f"the gates cannot judge the hand-over: {exc.message}"]
     return [f.render() for f in result.errors]
 
 

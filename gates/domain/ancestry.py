@@ -115,15 +115,15 @@ def _position(repo: Repo, tip: str, commit: str, reach: int = 0) -> tuple[int, s
             return None  # after tip on the line: not in its history
         return at, (line[0][line[1][commit] - 1] if at else None)
     else:
-        chain = repo.git("rev-list", "--first-parent", f"--max-count={RECENT}", tip, "--").stdout.split()
+        chain = repo.ask("rev-list", "--first-parent", f"--max-count={RECENT}", tip, "--").stdout.split()
     if commit in chain:
         at = chain.index(commit)
         return at, (chain[at - 1] if at else None)
-    if len(chain) < RECENT:
-        return None  # the whole first-parent line was read
-    if repo.git("merge-base", "--is-ancestor", commit, tip).returncode != 0:
+    # A line shorter than RECENT is not proof that it was read whole: the discovery's rev-parse leaves out the
+    # commits past a missing object. Git is asked, and an error it says is doubt, never "not in the history".
+    if repo.ask("merge-base", "--is-ancestor", commit, tip, answers=(0, 1)).returncode != 0:
         return None
-    after = repo.git("rev-list", "--first-parent", "--parents", f"{commit}..{tip}", "--").stdout.splitlines()
+    after = repo.ask("rev-list", "--first-parent", "--parents", f"{commit}..{tip}", "--").stdout.splitlines()
     oldest = after[-1].split() if after else []
     # Reached only through a merge's second parent: no commit of the first-parent line is its child.
     return len(after), (oldest[0] if len(oldest) > 1 and oldest[1] == commit else None)
@@ -151,17 +151,13 @@ def _closes_out(repo: Repo, config: Config, commit: str, child: str | None, tip:
     path = config.section("handoff")["path"]
     key = f"touched:{commit}..{tip}:{path}"
     if key not in repo.memo:  # the brief asks it twice (the tripwire, the salvage): git once
-        repo.memo[key] = repo.git(*_touched_args(commit, tip, path)).stdout.split()
+        repo.memo[key] = repo.ask(*_touched_args(commit, tip, path)).stdout.split()
     touched: list[str] = repo.memo[key]
     if child not in touched:
         return False  # it does not change the hand-over file
     if touched == [child]:
         return True  # the hand-over as judged, which names `commit`, is the one `child` wrote
-    if read is None:
-        proc = repo.git("cat-file", "blob", f"{child}:{path}")
-        data = proc.stdout.encode("utf-8", "surrogateescape") if proc.returncode == 0 else None
-    else:
-        data = read(child)
+    data = repo.blob_at(child, path) if read is None else read(child)  # a blob the repository lacks: an error
     try:
         entry = meta_ref(data, config)
     except GateError:

@@ -24,7 +24,7 @@ from gates.infra import git, state
 from gates.infra.clock import datetime
 from gates.infra.config import Config, parse_duration
 from gates.infra.errors import GateError
-from gates.infra.git import Repo
+from gates.infra.git import GitFailed, Repo
 from gates.infra.plain import NamedTuple
 from gates.infra.text import clean, excerpt
 
@@ -192,13 +192,20 @@ def _meta(loaded: Loaded, config: Config) -> tuple[str | None, str | None]:
 
 def _tripwire(repo: Repo, config: Config, loaded: Loaded) -> str:
     ref, updated = _meta(loaded, config)
-    log = repo.log_oneline(3) if repo.head else []
-    lines = ["git log --oneline -3:"] + [f"  {excerpt(line, 120)}" for line in log or ["(no commits yet)"]]
+    try:
+        log = [excerpt(line, 120) for line in repo.log_oneline(3)] if repo.head else ["(no commits yet)"]
+    except GitFailed as exc:  # never shown as "no commits"
+        log = [f"(unknown: {exc.message})"]
+    lines = ["git log --oneline -3:"] + [f"  {line}" for line in log]
     lines.append(f"Meta ref: {ref or '(none)'}   updated: {updated or '(none)'}")
     if not ref:
         lines.append("Verdict: UNKNOWN — the hand-over names no commit. Trust git, not the hand-over.")
         return "\n".join(lines)
-    found = relation(repo, config, ref)
+    try:
+        found = relation(repo, config, ref)
+    except GitFailed as exc:
+        lines.append(f"Verdict: UNKNOWN — {exc.message}. Trust nothing the hand-over says until git can be read.")
+        return "\n".join(lines)
     lines.append(f"Verdict: {found.verdict()}")
     if found.kind != "current":
         lines.append("WARNING: the hand-over and git disagree. Anything read from a cache or from memory this session "

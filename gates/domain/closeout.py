@@ -26,7 +26,7 @@ from gates.domain.ancestry import relation
 from gates.infra import dataio, fsio, jsonio, state
 from gates.infra.digest import sha256
 from gates.infra.errors import GateError
-from gates.infra.git import Repo, StatusFailed
+from gates.infra.git import GitFailed, Repo, StatusFailed
 from gates.infra.plain import NamedTuple
 from gates.infra.text import excerpt
 
@@ -59,8 +59,14 @@ def judge(repo: Repo, config: Config, session: str | None, errors: list[str]) ->
                      f"exits 0.\n{shown}{more}")
         summary.append(f"the hand-over fails {len(errors)} gate finding(s)")
     ref = _meta_ref(repo, config)
-    if ref is not None:
-        found = relation(repo, config, ref)
+    try:
+        found = relation(repo, config, ref) if ref is not None else None
+    except GitFailed as exc:  # a failed question is never "nothing to close out": the stop is blocked
+        found = None
+        steps.append(f"Whether work after {path}'s Meta ref {str(ref)[:12]} is closed out cannot be told: "
+                     f"{exc.message}. Make git able to read this repository's history (fix what it says).")
+        summary.append(exc.message)
+    if ref is not None and found is not None:
         if found.kind == "behind":
             from gates.domain import sessions
 

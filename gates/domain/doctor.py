@@ -10,7 +10,7 @@ from gates.infra import config as config_module
 from gates.infra import fsio, jsonio, paths, state
 from gates.infra.catalog import CATALOG
 from gates.infra.errors import GateError
-from gates.infra.git import Repo
+from gates.infra.git import GitFailed, Repo
 from gates.infra.plain import NamedTuple
 from gates.infra.text import clean
 
@@ -55,7 +55,10 @@ def _inside_state_dir() -> frozenset[Callable[[Repo], list[Check]]]:
 
 
 def _git_version(repo: Repo) -> list[Check]:
-    text = repo.git("version").stdout.strip()
+    try:
+        text = repo.ask("version").stdout.strip()
+    except GitFailed as exc:
+        return [Check(FIX, exc.message)]
     numbers = [int(part) for part in text.removeprefix("git version ").split(".")[:2] if part.isdigit()]
     if tuple(numbers) < MIN_GIT:
         return [Check(FIX, f"{text}: handoff-gate needs git {'.'.join(map(str, MIN_GIT))} or newer")]

@@ -58,7 +58,8 @@ def hooks_path_source(repo: Repo) -> tuple[str, str, str] | None:
     """(scope, origin, value) of the `core.hooksPath` git uses here, as `git config --show-scope --show-origin`
     says them (`global`, `file:/home/u/.gitconfig`, `~/.githooks`), or None when it is not set."""
     if "hooks_source" not in repo.memo:
-        proc = repo.git("config", "--show-scope", "--show-origin", "--get", "core.hooksPath")
+        # 1: not set. Any other failure is not "not set": the hooks folder's judge would be skipped.
+        proc = repo.ask("config", "--show-scope", "--show-origin", "--get", "core.hooksPath", answers=(0, 1))
         fields = proc.stdout.rstrip("\n").split("\t", 2) if proc.returncode == 0 else []
         repo.memo["hooks_source"] = tuple(fields) if len(fields) == 3 else None
     source = repo.memo["hooks_source"]

@@ -147,7 +147,10 @@ def commits_after(repo: Repo, since: str | None) -> tuple[list[tuple[str, str, l
         return [], total
     proc = repo.git("-c", "log.showSignature=false", "log", "--no-show-signature", "--no-decorate", "--first-parent",
                     f"--max-count={len(shas)}", "--format=%x1e%H%x1f%s%x1f", "--name-only", "-z", *spec, "--")
-    parsed = _parse_log(proc.stdout) if proc.returncode == 0 else []
+    if proc.returncode != 0:  # never read as commits without subjects
+        raise ListFailed(f"could not list the commits {'after the Meta ref' if since else 'on HEAD'}: "
+                         f"git log exited {proc.returncode}")
+    parsed = _parse_log(proc.stdout)
     if [sha for sha, _, _ in parsed] != shas:  # a subject that forged a record separator: show the commits only
         return [(sha[:12], "(subject not shown: it holds separator characters)", []) for sha in shas], total
     return [(sha[:12], subject, names) for sha, subject, names in parsed], total

@@ -62,8 +62,30 @@ FILTER_ARGS = ("config", "--show-scope", "-z", "--get-regexp", r"^filter\..*\.(c
 NO_STATUS = "could not ask git for uncommitted work"
 
 
-class StatusFailed(GateError):
+class GitFailed(GateError):
+    """A git question git could not answer (a non-zero exit, a kill, an error said where only silence means "no"):
+    what it would have said is unknown, and nobody may read that as "nothing there"."""
+
+
+class StatusFailed(GitFailed):
     """`git status` failed, was killed, or said what cannot be read: nobody may take that for a clean tree."""
+
+
+def _subcommand(args: tuple[str, ...] | list[str]) -> str:
+    """The git subcommand among `args` (past `-c key=value` and options such as `--literal-pathspecs`)."""
+    at = 0
+    while at < len(args) and args[at].startswith("-"):
+        at += 2 if args[at] == "-c" else 1
+    return args[at] if at < len(args) else "(no subcommand)"
+
+
+def failed(args: tuple[str, ...] | list[str], code: int, stderr: str | bytes) -> GitFailed:
+    """The one-line error of a git call that did not answer: the command, how it ended, its stderr's first line."""
+    said = stderr.decode("utf-8", "surrogateescape") if isinstance(stderr, bytes) else stderr
+    first = next((line.strip() for line in said.splitlines() if line.strip()), "")
+    how = f"killed by signal {-code}" if code < 0 else f"exit {code}"
+    return GitFailed(f"git {excerpt(_subcommand(args), 40)} failed ({how}" + (f": {excerpt(first, 200)}" if first else "")
+                     + "): its answer is unknown, and is not taken as none")
 
 
 def log_args(count: int) -> tuple[str, ...]:
@@ -312,6 +334,14 @@ class Repo:
         running = self.started.pop(args, None)
         return Output(running.wait() if running is not None else _run(list(args), self.toplevel, self.env))
 
+    def ask(self, *args: str, answers: tuple[int, ...] = (0,)) -> Output:
+        """`git(*args)` that answered: exit 0, or another of `answers` (a "no", such as 1 for an unset config key)
+        with nothing on stderr. Anything else raises GitFailed: a failed question is never read as "nothing"."""
+        proc = self.git(*args)
+        if proc.returncode == 0 or (proc.returncode in answers and not proc.stderr.strip()):
+            return proc
+        raise failed(args, proc.returncode, proc.stderr)
+
     def prefetch(self, *calls: tuple[str, ...]) -> None:
         """Start these git calls now, side by side, to be read by the `git` calls with the same arguments: a
         command that knows what it will ask waits for the slowest answer, not for the sum of them. Each
@@ -407,8 +437,7 @@ class Repo:
         """HEAD's last first-parent commits (newest first): they answer most questions about a Meta ref. The
         discovery read them with HEAD (DISCOVER_ARGS); a Repo made otherwise asks git once."""
         if "recent" not in self.memo:
-            proc = self.git(*RECENT_ARGS)
-            self.memo["recent"] = proc.stdout.split() if self.head and proc.returncode == 0 else []
+            self.memo["recent"] = self.ask(*RECENT_ARGS).stdout.split() if self.head else []
         return list(self.memo["recent"])
 
     def resolve_commit(self, rev: str) -> str | None:
@@ -421,7 +450,7 @@ class Repo:
                 return near[0]
         key = f"resolve:{rev}"
         if key not in self.memo:
-            proc = self.git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
+            proc = self.ask("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}", answers=(0, 1))
             out = proc.stdout.strip()
             self.memo[key] = out if proc.returncode == 0 and out else None
         result = self.memo[key]
@@ -436,13 +465,14 @@ class Repo:
         if "branch" not in self.memo:
             self.memo["branch"] = _head_branch(self.git_dir)
             if self.memo["branch"] is _ASK:
+                # A name to show and record, never a verdict: a HEAD git cannot read names no branch.
                 proc = self.git("symbolic-ref", "--short", "--quiet", "HEAD")
                 self.memo["branch"] = proc.stdout.strip() or None if proc.returncode == 0 else None
         branch = self.memo["branch"]
         return str(branch) if branch else None
 
     def is_shallow(self) -> bool:
-        return self.git("rev-parse", "--is-shallow-repository").stdout.strip() == "true"
+        return self.ask("rev-parse", "--is-shallow-repository").stdout.strip() == "true"
 
     def id_length(self) -> int:
         """How many hex digits this repository's object ids have: 40 (SHA-1) or 64 (SHA-256), by its own format
@@ -450,31 +480,43 @@ class Repo:
         if self.head:
             return len(self.head)
         if "id-length" not in self.memo:
-            proc = self.git("rev-parse", "--show-object-format")
+            proc = self.ask("rev-parse", "--show-object-format")
             self.memo["id-length"] = 64 if proc.stdout.strip() == "sha256" else 40
         found: int = self.memo["id-length"]
         return found
 
     def log_oneline(self, count: int) -> list[str]:
-        proc = self.git(*log_args(count))
+        """HEAD's last `count` commits as `git log --oneline` shows them; GitFailed when git cannot list them."""
+        proc = self.ask(*log_args(count))
         # "\n" only: a subject may hold "\r", "\v" or U+2028, which splitlines() would turn into forged lines
-        return [line for line in proc.stdout.split("\n") if line] if proc.returncode == 0 else []
+        return [line for line in proc.stdout.split("\n") if line]
 
     def blob_at(self, commit: str, path: str) -> bytes | None:
         """The content of the file `path` in `commit`, or None when the commit has no such file (or a folder there);
         an object the repository lacks (a partial or damaged clone) is an error."""
-        proc = _run(["cat-file", "blob", f"{commit}:{path}"], self.toplevel, self.env)
+        return self._blob(f"{commit}:{path}", f"{excerpt(path)} at {commit[:12]}")
+
+    def index_blob(self, path: str) -> bytes | None:
+        """The staged content of `path` (the index, or GIT_INDEX_FILE in a hook), or None when it is not staged;
+        a staged blob the repository lacks is an error."""
+        return self._blob(f":{path}", f"the staged {excerpt(path)}")
+
+    def _blob(self, spec: str, shown: str) -> bytes | None:
+        """The blob `spec` names; None when it names no file (no such path, or a folder); GateError when git cannot
+        read it. `bad file` is git's word both for a folder and for a blob it lacks: the type tells them apart."""
+        proc = _run(["cat-file", "blob", spec], self.toplevel, self.env)
         if proc.returncode == 0:
             return proc.stdout
         why = proc.stderr.decode("utf-8", "replace").strip().splitlines() or ["git cat-file failed"]
-        if why[-1].endswith(": bad file") or any(words in why[-1] for words in ("does not exist in", "but not in")):
+        if any(words in why[-1] for words in ("does not exist in", "does not exist (neither", "but not in", "but not at stage")):
             return None  # (LC_ALL=C: git's own words)
-        raise GateError(f"cannot read {excerpt(path)} at {commit[:12]}: {excerpt(why[-1], 200)}", reason="io-error")
-
-    def index_blob(self, path: str) -> bytes | None:
-        """The staged content of `path` (the index, or GIT_INDEX_FILE in a hook), or None when it is not staged."""
-        proc = _run(["cat-file", "blob", f":{path}"], self.toplevel, self.env)
-        return proc.stdout if proc.returncode == 0 else None
+        if why[-1].endswith(": bad file"):
+            kind = _run(["cat-file", "-t", spec], self.toplevel, self.env)
+            if kind.returncode == 0 and kind.stdout.strip() in (b"tree", b"commit"):  # a folder, a submodule
+                return None
+            why = kind.stderr.decode("utf-8", "replace").strip().splitlines() or why
+        raise GateError(f"cannot read {shown}: git cat-file failed ({excerpt(why[-1].removeprefix('fatal: '), 200)}): "
+                        "the repository lacks the object", reason="io-error")
 
     @staticmethod
     def changed_args(old: str | None, new: str | None, pathspecs: list[str]) -> tuple[str, ...]:
@@ -494,7 +536,7 @@ class Repo:
         args = self.changed_args(old, new, pathspecs)
         proc = self.git(*args)
         if proc.returncode != 0:
-            raise GateError(f"git {args[1]} failed: {proc.stderr.strip()[:200]}", reason="io-error")
+            raise failed(args, proc.returncode, proc.stderr)
         fields = proc.stdout.split("\0")
         return [(fields[i][:1], fields[i + 1]) for i in range(0, len(fields) - 1, 2) if fields[i]]
 
@@ -507,7 +549,7 @@ class Repo:
                      "--no-renames", "--root", "--no-ext-diff", "--no-textconv", "--"], self.toplevel, self.env,
                     stdin=lines.encode())
         if proc.returncode != 0:
-            raise GateError(f"git diff-tree failed: {Output(proc).stderr.strip()[:200]}", reason="io-error")
+            raise failed(["diff-tree"], proc.returncode, proc.stderr)
         out: dict[str, list[tuple[str, str]]] = {}
         fields = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
         current: list[tuple[str, str]] = []
@@ -526,8 +568,8 @@ class Repo:
         them once, not a rev-list per commit; a commit further back is asked of git as before)."""
         key = f"line:{count}"
         if key not in self.memo:
-            proc = self.git("rev-list", "--first-parent", f"--max-count={count}", "HEAD", "--") if self.head else None
-            chain = proc.stdout.split() if proc is not None and proc.returncode == 0 else []
+            args = ("rev-list", "--first-parent", f"--max-count={count}", "HEAD", "--")
+            chain = self.ask(*args).stdout.split() if self.head else []
             self.memo[key] = (chain, {sha: at for at, sha in enumerate(chain)})
         found: tuple[list[str], dict[str, int]] = self.memo[key]
         return found
@@ -544,7 +586,8 @@ class Repo:
             if unknown:
                 raise GateError(f"--range {excerpt(spec)}: '{excerpt(unknown[0])}' names no commit of this repository "
                                 "(BASE..HEAD takes two commits, e.g. origin/main..HEAD)", code=2, reason="usage")
-            raise GateError(f"--range {spec}: {proc.stderr.strip()[:200] or 'git log failed'}", reason="io-error")
+            raise GateError(f"--range {excerpt(spec)}: {failed(('log',), proc.returncode, proc.stderr).message}",
+                            reason="io-error")
         out: list[tuple[str, str | None, str]] = []
         for line in filter(None, proc.stdout.split("\n")):  # "\n" only: subjects may hold other line breaks
             ids, _, subject = line.partition("\x1f")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 
 from gates.infra.errors import USAGE, GateError
-from gates.infra.git import REPO_ENV_VARS, SAFE_CONFIG, Repo, _env, _run, git_program
+from gates.infra.git import REPO_ENV_VARS, SAFE_CONFIG, Repo, _env, _run, failed, git_program
 from gates.infra.paths import git_dirs, within
 from gates.infra.text import Pattern
 
@@ -223,7 +223,7 @@ def scratch(repo: Repo, timeout: float = NETWORK_TIMEOUT) -> Scratch:
             atexit.register(cleanup)
         target = os.path.join(folder, "scratch.git")
         # The repository's object format (SHA-1 or SHA-256): git fetches and pushes only between equals.
-        fmt = repo.git("rev-parse", "--show-object-format").stdout.strip() or "sha1"
+        fmt = repo.ask("rev-parse", "--show-object-format").stdout.strip() or "sha1"
         proc = _run(["init", "--quiet", "--bare", "--template=", f"--object-format={fmt}", target], folder,
                     {k: v for k, v in repo.env.items() if k not in REPO_ENV_VARS})
         if proc.returncode != 0:
@@ -513,8 +513,8 @@ def _batch_check(work: Scratch, specs: list[str]) -> dict[str, tuple[str, int]]:
     """{spec: (type, size)} of the objects the scratch repository has, for all `specs` in one git process."""
     if not specs:
         return {}
-    proc = work.local("cat-file", "--batch-check=%(objecttype) %(objectsize) %(rest)", "--buffer",
-                      stdin="".join(f"{spec} {spec}\n" for spec in specs).encode())
+    proc = _answered(work.local("cat-file", "--batch-check=%(objecttype) %(objectsize) %(rest)", "--buffer",
+                                stdin="".join(f"{spec} {spec}\n" for spec in specs).encode()))
     found = {}
     for line in proc.stdout.decode("utf-8", "replace").splitlines():
         kind, _, rest = line.partition(" ")
@@ -533,7 +533,7 @@ def read_blobs(work: Scratch, commits: list[str], name: str, limit: int) -> dict
     out: dict[str, bytes | None] = dict.fromkeys(commits)
     if not wanted:
         return out
-    proc = work.local("cat-file", "--batch", "--buffer", stdin="".join(f"{spec}\n" for spec in wanted).encode())
+    proc = _answered(work.local("cat-file", "--batch", "--buffer", stdin="".join(f"{spec}\n" for spec in wanted).encode()))
     data, at = proc.stdout, 0
     for spec in wanted:  # each answer: "<oid> blob <size>\n" then the bytes then "\n" (or "<spec> missing\n")
         end = data.find(b"\n", at)
@@ -551,12 +551,14 @@ def read_blobs(work: Scratch, commits: list[str], name: str, limit: int) -> dict
 
 def read_blob(work: Scratch, commit: str, name: str, limit: int) -> bytes | None:
     """The file `name` of `commit`'s tree in the scratch repository, or None when missing or over `limit` bytes."""
-    spec = f"{commit}:{name}"
-    size = work.local("cat-file", "-s", spec)
-    if size.returncode != 0 or int(size.stdout.strip() or 0) > limit:
-        return None
-    proc = work.local("cat-file", "blob", spec)
-    return proc.stdout if proc.returncode == 0 else None
+    return read_blobs(work, [commit], name, limit)[commit]  # `missing` from git, or a failure raised: never mixed
+
+
+def _answered(proc: subprocess.CompletedProcess[bytes]) -> subprocess.CompletedProcess[bytes]:
+    """A scratch repository's `cat-file --batch` that answered: a failed one is raised, never read as "missing"."""
+    if proc.returncode != 0:
+        raise failed([str(arg) for arg in proc.args][1:], proc.returncode, proc.stderr)  # (past git's own path)
+    return proc
 
 
 def _last_line(data: bytes) -> str:

@@ -55,7 +55,7 @@ def layout(repo: Repo) -> Layout:
 def shared_modes(repo: Repo) -> tuple[int, int] | None:
     """(file mode, directory mode) for new state files when core.sharedRepository asks for it, else None (umask)."""
     if "shared" not in repo.memo:
-        proc = repo.git("config", "--get", "core.sharedRepository")
+        proc = repo.ask("config", "--get", "core.sharedRepository", answers=(0, 1))  # 1: not set
         repo.memo["shared"] = _shared(proc.stdout.strip().lower()) if proc.returncode == 0 else None
     value = repo.memo["shared"]
     return value if value is None else (int(value[0]), int(value[1]))

@@ -13,7 +13,7 @@ import pytest
 from conftest import commit_all, flag_records, git, handoff_text, init_repo, run_gate
 
 from gates.infra.errors import GateError
-from gates.infra.git import Early, discover
+from gates.infra.git import Early, GitFailed, discover
 
 
 def test_from_a_subdirectory(repo: Path) -> None:
@@ -362,7 +362,9 @@ def test_a_broken_commit_in_heads_recent_line_leaves_the_discovery_standing(repo
     corrupt.chmod(0o644)
     corrupt.write_bytes(b"xxxxxxxx")
     found = discover(repo, {})
-    assert found.head == line[0] and found.toplevel == str(repo.resolve()) and found.recent() == []
+    assert found.head == line[0] and found.toplevel == str(repo.resolve())
+    with pytest.raises(GitFailed, match=r"^git rev-list failed \(exit 128: .*\): its answer is unknown"):
+        found.recent()  # never read as a line of no commits
     doctor = run_gate(repo, "doctor")
     assert "not inside a git work tree" not in doctor.stdout + doctor.stderr, doctor.stdout + doctor.stderr
     assert "git work tree" not in run_gate(repo, "check").stderr
