@@ -329,3 +329,11 @@ def test_the_framework_snippets_show_a_passing_hooks_warnings() -> None:
     assert len(snippets) >= 2, snippets
     missing = [page for page, block in snippets if not re.search(r"^ +verbose: true\b", block, re.M)]
     assert not missing, f"these pages show a .pre-commit-config.yaml without `verbose: true`: {missing}"
+
+
+def test_the_framework_snippets_say_how_rev_is_filled_in() -> None:
+    """Issue 27: `rev: v0.3.0` named a tag the hook repository may not have; each snippet says what `rev:` may be and
+    that `pre-commit autoupdate` fills it in (with the newest tag, or HEAD's sha when there is none)."""
+    lines = [next(line for line in block.splitlines() if line.strip().startswith("rev:"))
+             for _, block in framework_snippets()]
+    assert lines and all(line.endswith("   # a tag or commit sha; `pre-commit autoupdate` fills it in") for line in lines), lines
