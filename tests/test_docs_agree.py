@@ -310,3 +310,30 @@ def test_a_broken_link_is_noticed(tmp_path: Path, target: str) -> None:
     page.write_text(f"# Page\n\nSee [there]({target}), and [fine](gates.md#gate).\n\n```\n[code](nowhere.md)\n```\n")
     problems = broken_links([page], tmp_path)
     assert problems == [f"docs/page.md:3: {target}: " + ("no heading with that anchor" if "#" in target else "no such file")]
+
+
+def framework_snippets(pages: list[Path] = PAGES) -> list[tuple[str, str]]:
+    """(page, snippet) for every fenced `.pre-commit-config.yaml` example a page shows."""
+    found = []
+    for page in pages:
+        for block in re.findall(r"```yaml\n(.*?)```", page.read_text(), re.S):
+            if block.startswith("# .pre-commit-config.yaml"):
+                found.append((page.name, block))
+    return found
+
+
+def test_the_framework_snippets_show_a_passing_hooks_warnings() -> None:
+    """Issue 27: the framework prints a passing hook's output only with `verbose: true`, so a warning (the placeholder
+    target, a stale `updated`) would go unseen; every snippet the docs show sets it on the hook."""
+    snippets = framework_snippets()
+    assert len(snippets) >= 2, snippets
+    missing = [page for page, block in snippets if not re.search(r"^ +verbose: true\b", block, re.M)]
+    assert not missing, f"these pages show a .pre-commit-config.yaml without `verbose: true`: {missing}"
+
+
+def test_the_framework_snippets_say_how_rev_is_filled_in() -> None:
+    """Issue 27: `rev: v0.3.0` named a tag the hook repository may not have; each snippet says what `rev:` may be and
+    that `pre-commit autoupdate` fills it in (with the newest tag, or HEAD's sha when there is none)."""
+    lines = [next(line for line in block.splitlines() if line.strip().startswith("rev:"))
+             for _, block in framework_snippets()]
+    assert lines and all(line.endswith("   # a tag or commit sha; `pre-commit autoupdate` fills it in") for line in lines), lines

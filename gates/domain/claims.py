@@ -239,7 +239,7 @@ def liveness(record: dict[str, Any], now: datetime, host: str | None = None) -> 
     """(live, why). Doubt counts as live: a worktree on another host cannot be looked at from here."""
     expires = expiry(record)
     if expires is not None and now >= expires:
-        return False, f"its TTL expired at {record['expires']}"
+        return False, f"its TTL expired at {clock.shown(record['expires'])}"
     if record.get("host") != (host or hostname()):
         return True, f"held from host {record.get('host')}: its worktree cannot be checked from here"
     git_dir, worktree = str(record.get("git_dir", "")), str(record.get("worktree", ""))
@@ -287,9 +287,9 @@ def describe(record: dict[str, Any]) -> str:
     if record.get("session"):
         parts.append(f"session {record['session']}")
     parts.append(f"host {record.get('host')}")
-    ttl = f"TTL {_human(float(record['ttl_seconds']))}, expires {record['expires']}" if record.get("ttl_seconds") else "no TTL"
+    ttl = f"TTL {_human(float(record['ttl_seconds']))}, expires {clock.shown(record['expires'])}" if record.get("ttl_seconds") else "no TTL"
     note = f", note: {record['note']!r}" if record.get("note") else ""
-    return f"worktree {record.get('worktree')} ({', '.join(parts)}), since {record.get('since')}, {ttl}{note}"
+    return f"worktree {record.get('worktree')} ({', '.join(parts)}), since {clock.shown(record.get('since'))}, {ttl}{note}"
 
 
 def _human(seconds: float) -> str:

@@ -218,11 +218,11 @@ def liveness(record: dict[str, Any], now: datetime, who: Me | None = None) -> tu
         return True, f"its record cannot be read ({record['problem']}): `gate release --force --reason TEXT` removes it"
     expires = clock.parse_utc(record.get("expires"), zoned=True) if record.get("expires") else None
     if expires is not None and now >= expires:
-        return False, f"its TTL expired at {record.get('expires')}"
+        return False, f"its TTL expired at {clock.shown(record['expires'])}"
     if who is not None and record.get("clone") == who.clone and record.get("host") == who.host \
             and not os.path.isdir(str(record.get("worktree"))):
         return False, "its worktree (in this clone) no longer exists"
-    return True, "held by another clone: only its TTL can end it" if not expires else f"live until {record['expires']}"
+    return True, "held by another clone: only its TTL can end it" if not expires else f"live until {clock.shown(record['expires'])}"
 
 
 def describe(record: dict[str, Any]) -> str:
@@ -230,7 +230,7 @@ def describe(record: dict[str, Any]) -> str:
         return f"an unreadable record ({record['problem']})"
 
     def show(key: str, limit: int = 80) -> str:
-        return excerpt(str(record.get(key)), limit)
+        return excerpt(clock.shown(record.get(key)) if key in ("since", "expires") else str(record.get(key)), limit)
 
     branch = show("branch") if record.get("branch") else "(detached)"
     parts = [f"clone {show('clone')}", f"host {show('host')}", f"branch {branch}"]

@@ -1,7 +1,8 @@
 """UTC time: the one clock, the one text form (`2026-01-31T12:00:00Z`) and the one parser.
 
 Every record, flag, manifest and Meta line writes time as `utc_text`; claims write sub-second
-times (`utc_text_fine`) so that a TTL is neither cut short nor stretched to whole seconds.
+times (`utc_text_fine`) so that a TTL is neither cut short nor stretched to whole seconds. Every
+message shows a time in the one form, to the second: `shown` turns a recorded time into it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,13 @@ def utc_text(when: datetime) -> str:
 def utc_text_fine(when: datetime) -> str:
     """`when` with its fraction of a second when it has one (`…SS.ffffffZ`), else as `utc_text`."""
     return when.strftime(FINE if when.microsecond else TEXT)
+
+
+def shown(recorded: object) -> str:
+    """A recorded time as every message shows it, `YYYY-MM-DDTHH:MM:SSZ` (a sub-second or offset one included);
+    what is not a zoned time is shown as it is (records are hostile input: the caller excerpts it)."""
+    when = parse_utc(recorded, zoned=True)
+    return str(recorded) if when is None else utc_text(when.astimezone(timezone.utc))
 
 
 def name_text(when: datetime) -> str:

@@ -399,7 +399,7 @@ def test_a_sub_second_ttl_is_kept(trees: list[Path], capsys: pytest.CaptureFixtu
     assert call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)[0] == 1
     monkeypatch.setattr(invocation, "now", lambda: start + timedelta(seconds=1))
     code, out, _ = call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)
-    assert code == 0 and "its TTL expired at 2026-11-30T08:00:01.850000Z" in out
+    assert code == 0 and "its TTL expired at 2026-11-30T08:00:01Z" in out  # kept to the microsecond, shown to the second
 
 
 def test_release_with_the_wrong_session_names_the_session_mismatch(trees: list[Path]) -> None:
@@ -461,3 +461,28 @@ def test_a_denial_stays_while_the_claim_is_held_elsewhere(trees: list[Path]) -> 
     assert run_gate(third, "claim").returncode == 1
     assert run_gate(main, "claim").returncode == 0  # the holder renews: the others' denials stand
     assert sorted(r["reason"] for r in flag_records(main / ".git")) == ["claim-denied", "claim-denied"]
+
+
+TIME_LIKE = r"\d{4}-\d\d-\d\dT[0-9:.]*[^\s,;)]*"
+
+
+def test_every_time_a_claim_message_shows_is_in_the_one_form(trees: list[Path], capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 27: one time format in every message, `2026-11-30T08:00:00Z`; a claim's sub-second expiry (kept so in its
+    record) was shown as `…08:15:00.850000Z` in `gate claims`, the denial and the takeover."""
+    import re
+
+    from gates.commands import invocation
+
+    main, a, _ = trees
+    start = datetime(2026, 11, 30, 8, 0, 0, 850000, tzinfo=timezone.utc)
+    monkeypatch.setattr(invocation, "now", lambda: start)
+    assert call_gate(a, "claim", "--ttl", "15m", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
+    said = [call_gate(main, "claims", capsys=capsys, monkeypatch=monkeypatch)[1]]
+    said.append(call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)[1])
+    monkeypatch.setattr(invocation, "now", lambda: start + timedelta(minutes=16))
+    said.append(call_gate(main, "claims", capsys=capsys, monkeypatch=monkeypatch)[1])
+    said.append(call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)[1])
+    times = re.findall(TIME_LIKE, "\n".join(said))
+    assert "2026-11-30T08:15:00Z" in times and "2026-11-30T08:00:00Z" in times, said
+    assert [t for t in times if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", t)] == [], said

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -48,6 +50,39 @@ def test_doctor_says_what_to_fix(repo: Path) -> None:
     time.sleep(1.2)
     stale = run_gate(repo, "doctor")
     assert stale.returncode == 1 and "FIX   stale git lock index.lock" in stale.stdout
+
+
+FRAMEWORK_CONFIG = "repos:\n  - repo: https://example.invalid/handoff-gate\n    rev: v0\n    hooks:\n      - id: gate\n"
+
+
+def _pre_commit(repo: Path, *args: str) -> None:
+    """The real framework's `pre-commit install`/`uninstall` (it writes the hook; nothing is fetched)."""
+    proc = subprocess.run([sys.executable, "-m", "pre_commit", *args], cwd=repo, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_doctor_says_when_both_hook_styles_run_the_gate_twice(repo: Path) -> None:
+    """Issue 27: the framework's hook and the native one, in either order of installing, each run the gate on every
+    commit; the doctor says so and how to keep one, and says nothing when only one is installed."""
+    (repo / ".pre-commit-config.yaml").write_text(FRAMEWORK_CONFIG)
+    hook = Path(git(repo, "rev-parse", "--path-format=absolute", "--git-path", "hooks")) / "pre-commit"
+    _pre_commit(repo, "install")
+    assert "runs twice" not in run_gate(repo, "doctor").stdout  # the framework alone
+    assert run_gate(repo, "install-hooks").returncode == 0  # ours, chaining the framework's as pre-commit.pre-gate
+    chained = run_gate(repo, "doctor")
+    assert (f"warn  the gate runs twice on every commit: {hook} runs it, and so does the pre-commit framework's hook "
+            f"{hook}.pre-gate (for .pre-commit-config.yaml): keep one — `gate install-hooks --uninstall` leaves the "
+            "framework's, or take the gate out of .pre-commit-config.yaml") in chained.stdout.splitlines()
+    assert run_gate(repo, "install-hooks", "--uninstall").returncode == 0
+    assert "runs twice" not in run_gate(repo, "doctor").stdout
+    _pre_commit(repo, "uninstall")
+    assert run_gate(repo, "install-hooks").returncode == 0
+    assert "runs twice" not in run_gate(repo, "doctor").stdout  # ours alone
+    _pre_commit(repo, "install")  # the framework moves ours to pre-commit.legacy and runs it first
+    legacy = run_gate(repo, "doctor")
+    assert (f"warn  the gate runs twice on every commit: {hook}.legacy runs it, and so does the pre-commit framework's "
+            f"hook {hook} (for .pre-commit-config.yaml): keep one — `pre-commit install --overwrite` leaves the "
+            "framework's, `pre-commit uninstall` the native one") in legacy.stdout.splitlines()
 
 
 def test_doctor_finds_a_hook_whose_interpreter_is_gone(repo: Path) -> None:
