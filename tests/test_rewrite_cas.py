@@ -157,3 +157,39 @@ def test_without_a_race_every_rewriter_still_writes(repo: Path) -> None:
     assert run_gate(repo, "archive").returncode == 0
     assert "- [x] done" in (repo / "ARCHIVE.md").read_text() and "- [x] done" not in (repo / "HANDOFF.md").read_text()
     assert run_gate(repo, "stamp").returncode == 0
+
+
+@pytest.mark.parametrize("stage", ["read", "swap", "rename"])
+def test_a_hook_written_while_install_hooks_rewrites_ours_is_kept(
+        repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, stage: str) -> None:
+    """`gate install-hooks` again over our own pre-commit hook (after an upgrade, say), while the user edits that
+    hook: the edit is kept and the run says so in one line, instead of our script replacing it unseen."""
+    assert run_gate(repo, "install-hooks").returncode == 0
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.write_text(hook.read_text().replace("exec ", "# an older installation\nexec ", 1))  # still ours, not current
+    before = hook.read_text()
+    done = _race(monkeypatch, stage, "pre-commit")
+    got, _, err = call_gate(repo, "install-hooks", capsys=capsys, monkeypatch=monkeypatch)
+    assert done and got == 3, err
+    assert f"{hook} changed while gate install-hooks was rewriting it; nothing was written — run it again" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert hook.read_text() == before + done[0] + "\n" and hook.stat().st_mode & 0o111
+    assert not [p.name for p in hook.parent.iterdir() if fsio.is_temp_name(p.name)]
+
+
+def test_a_hook_that_appears_while_install_hooks_writes_its_own_is_kept(
+        repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """No hook when it looked; the user's appears before ours is written: exclusive creation keeps the user's."""
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    mine = "#!/bin/sh\necho mine\n"
+    real_rewrite = fsio.rewrite
+
+    def late(path: object, *args: object, **kwargs: object) -> None:
+        if Path(str(path)).name == "pre-commit" and not hook.exists():
+            hook.write_text(mine)
+        real_rewrite(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fsio, "rewrite", late)
+    got, _, err = call_gate(repo, "install-hooks", capsys=capsys, monkeypatch=monkeypatch)
+    assert got == 3 and "changed while gate install-hooks was rewriting it" in err, err
+    assert hook.read_text() == mine

@@ -287,7 +287,8 @@ def describe(record: dict[str, Any]) -> str:
     if record.get("session"):
         parts.append(f"session {record['session']}")
     parts.append(f"host {record.get('host')}")
-    ttl = f"TTL {_human(float(record['ttl_seconds']))}, expires {clock.shown(record['expires'])}" if record.get("ttl_seconds") else "no TTL"
+    ttl = (f"TTL {_human(float(record['ttl_seconds']))}, expires {clock.shown(record['expires'])}"
+           if record.get("ttl_seconds") else "no TTL")
     note = f", note: {record['note']!r}" if record.get("note") else ""
     return f"worktree {record.get('worktree')} ({', '.join(parts)}), since {clock.shown(record.get('since'))}, {ttl}{note}"
 

@@ -242,7 +242,10 @@ def install(repo: Repo, kinds: list[str], everywhere: bool = False) -> list[str]
                                 reason="io-error")
             _move(path, chained, f"your {kind} hook")
             said.append(f"kept your {kind} hook: it now runs first, from {chained}")
-        fsio.write_atomic(path, script(kind, everywhere).encode(), executable=True)
+        # A compare-and-swap: a hook written here since it was judged (absent, or ours) is never replaced unseen
+        expected = _exact(path) if present.get(kind) else None
+        fsio.rewrite(path, expected, script(kind, everywhere).encode(), shown=path, who="gate install-hooks",
+                     executable=True)
         os.chmod(path, os.stat(path).st_mode | 0o111 & ~fsio.umask())
         said.append(f"installed {path}" + (" (for every repository that has a .gate.yaml)" if everywhere else ""))
     return said
@@ -271,6 +274,14 @@ def uninstall(repo: Repo, kinds: list[str], everywhere: bool = False) -> list[st
         elif ours:
             said.append(f"removed {path}")
     return said or [f"no handoff-gate hook in {folder}"]
+
+
+def _exact(path: str) -> bytes:
+    """The bytes of our hook at `path`, as they are now: what its rewrite expects to replace."""
+    try:
+        return fsio.read_regular(path, HOOK_CAP + 1)
+    except OSError as exc:
+        raise GateError(f"cannot read {path}: {exc.strerror}", reason="io-error") from None
 
 
 def _present(folder: str, kinds: list[str]) -> dict[str, bool]:

@@ -222,7 +222,9 @@ def liveness(record: dict[str, Any], now: datetime, who: Me | None = None) -> tu
     if who is not None and record.get("clone") == who.clone and record.get("host") == who.host \
             and not os.path.isdir(str(record.get("worktree"))):
         return False, "its worktree (in this clone) no longer exists"
-    return True, "held by another clone: only its TTL can end it" if not expires else f"live until {clock.shown(record['expires'])}"
+    if not expires:
+        return True, "held by another clone: only its TTL can end it"
+    return True, f"live until {clock.shown(record['expires'])}"
 
 
 def describe(record: dict[str, Any]) -> str:

@@ -251,7 +251,7 @@ RACE_HOOKS: list[Callable[[str, str], None]] = []
 
 
 def rewrite(path: StrPath, expected: bytes | None, data: bytes, *, shown: str, who: str, code: int = CANNOT_RUN,
-            reason: str = "io-error", parents: bool = False) -> None:
+            reason: str = "io-error", parents: bool = False, executable: bool = False) -> None:
     """Replace the file at `path`, which held `expected` when it was read (None: it did not exist), with `data`:
     a compare-and-swap. Every read-modify-write of a repository file goes through here.
 
@@ -261,12 +261,13 @@ def rewrite(path: StrPath, expected: bytes | None, data: bytes, *, shown: str, w
     write that reached it in the instant between the comparison and the rename is put back (the old file's whole
     content returns to `path` when `path` still holds `data`). Any difference raises Changed ("… changed while
     WHO was rewriting it; nothing was written — run it again"), with `code` and `reason`; an I/O error is a
-    GateError naming the step, exit 3, `io-error`, as write_atomic's.
+    GateError naming the step, exit 3, `io-error`, as write_atomic's. `executable`: the new file has execute
+    bits from its first instant (a hook git would otherwise skip).
     """
     changed = Changed(f"{shown} changed while {who} was rewriting it; nothing was written — run it again",
                       code=code, reason=reason)
     if expected is None:
-        if not write_atomic(path, data, exclusive=True, parents=parents):
+        if not write_atomic(path, data, exclusive=True, parents=parents, executable=executable):
             raise changed
         return
     folder, name = os.path.split(os.path.abspath(path))
@@ -285,7 +286,7 @@ def rewrite(path: StrPath, expected: bytes | None, data: bytes, *, shown: str, w
         if _pread_all(pin, len(expected) + 1) != expected:
             raise changed
         step = "stage"
-        tmp = _staged(dir_fd, name, data, False, None)
+        tmp = _staged(dir_fd, name, data, executable, None)
         _race("swap", path)
         step = "compare"
         if not _names(dir_fd, name, pin) or _pread_all(pin, len(expected) + 1) != expected:
