@@ -517,6 +517,59 @@ def worktrees(report: Report, root: Path) -> None:
     report.ratio(f"{count} worktrees vs 1, new staged state", big, small, 1.1, "of 1 worktree")
 
 
+# ---------------------------------------------------------------- instructions
+
+def instructions(argv: list[str], cwd: Path, before: Callable[[], None] | None = None,
+                 env: dict[str, str] | None = None) -> int:
+    """The instructions one run of `argv` executes in its own process (valgrind's callgrind counts them exactly;
+    the git processes it starts are not included): what does not drift with the machine."""
+    if before:
+        before()
+    subprocess.run(argv, cwd=cwd, env={**ENV, **(env or {})}, capture_output=True, timeout=600)  # a warm-up
+    if before:
+        before()
+    proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={os.devnull}", *argv], cwd=cwd,
+                          env={**ENV, **(env or {})}, capture_output=True, text=True, timeout=600)
+    found = re.search(r"Collected : (\d+)", proc.stderr)
+    if found is None:
+        raise BenchError(f"valgrind counted nothing for `{' '.join(argv)}` (exit {proc.returncode}): "
+                         f"{proc.stderr.strip()[-500:]}")
+    return int(found.group(1))
+
+
+def counts(root: Path) -> None:
+    """`--count`: the instructions of each command on the commit path and around it, against `python -c pass`."""
+    if shutil.which("valgrind") is None:
+        raise BenchError("--count needs valgrind (its callgrind tool) on PATH")
+    typical = make_repo(root, "typical")
+    run([GATE, "install-hooks"], typical)
+    template = with_handoff(make_repo(root, "handoff-template", worktrees=0, claims=False), "template")
+    own = with_handoff(make_repo(root, "handoff-own", worktrees=0, claims=False), "own")
+    caps = make_repo(root, "caps", lines=CAPS_LINES, worktrees=0, claims=False, config=CAPS_CONFIG)
+    floor = instructions(FLOOR, typical)
+    print(f"python -c pass: {floor / 1e6:.1f} M instructions\n")
+    print("| command | instructions | x `python -c pass` |\n| --- | --- | --- |")
+    for name, argv, repo, before in (
+            ("`gate check`, typical repository, a new staged state", [GATE, "check"], typical, StageFresh(typical)),
+            ("`gate check`, `gate init`'s template", [GATE, "check"], template, StageFresh(template)),
+            ("`gate check`, this repository's HANDOFF.md and records", [GATE, "check"], own, StageFresh(own)),
+            (f"`gate check`, a hand-over at its caps ({CAPS_LINES} lines)", [GATE, "check"], caps, StageFresh(caps)),
+            ("`gate brief`", [GATE, "brief"], typical, None),
+            ("`gate claim` (renew)", [GATE, "claim", "--note", "bench"], typical, None),
+            ("`gate locks`", [GATE, "locks"], typical, None),
+            ("`gate doctor`", [GATE, "doctor"], typical, None)):
+        count = instructions(argv, repo, before)
+        print(f"| {name} | {count / 1e6:.1f} M | {count / floor:.2f}x |", flush=True)
+    ordinary = instructions([GATE, "check"], typical, StageFresh(typical), {"GATE_ORDINARY_EXIT": "1"})
+    kept = instructions([GATE, "check"], typical, StageFresh(typical))
+    print(f"\nthe collector off and os._exit (GATE_ORDINARY_EXIT=1 turns both off): {(ordinary - kept) / 1e6:.1f} M")
+    bare = instructions([sys.executable, "-I", "-S", "-c", "pass"], typical)
+    print("what importing each module the check path does without costs (python -I -S -c 'import X', less pass):")
+    for module in ("subprocess", "json", "hashlib", "typing", "re", "argparse", "pathlib", "dataclasses"):
+        count = instructions([sys.executable, "-I", "-S", "-c", f"import {module}"], typical) - bare
+        print(f"  {module}: {count / 1e6:.1f} M", flush=True)
+
+
 def heavy(report: Report) -> int:
     """Runs for the rows whose one run costs up to a second."""
     return max(3, report.runs // 3)
@@ -534,7 +587,19 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=21, help="runs of each side of a pair (default 21)")
     parser.add_argument("--quick", action="store_true", help="7 runs a side and only the target size of each scaling row")
     parser.add_argument("--json", metavar="FILE", help="also write the machine, the command and the rows as JSON")
+    parser.add_argument("--count", action="store_true",
+                        help="instead, count each command's instructions with valgrind (callgrind), a Markdown table")
     args = parser.parse_args()
+    if args.count:
+        root = Path(tempfile.mkdtemp(prefix="gate-count-"))
+        try:
+            counts(root)
+        except BenchError as error:
+            print(f"\nbench: FAILED: {error}", file=sys.stderr)
+            return 2
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        return 0
     runs = 7 if args.quick else args.runs
     report = Report(runs)
     info = machine()

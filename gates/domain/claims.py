@@ -333,7 +333,9 @@ def _new_record(claim_key: str, holder: Holder, ttl: timedelta | None, note: str
 
 
 def _encode(record: dict[str, Any]) -> bytes:
-    return (jsonio.dumps(record, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    """A claim record on one line: the C encoder's form (an indented one would load all of `json` on every
+    renewal, 9 ms here)."""
+    return (jsonio.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def blocking(repo: Repo, state_rel: str, holder: Holder, now: datetime) -> tuple[dict[str, Any], str] | None:

@@ -35,7 +35,7 @@ import _signal  # type: ignore[import-not-found,unused-ignore]  # signal itself 
 import os
 
 from gates.infra.errors import GateError
-from gates.infra.paths import within
+from gates.infra.paths import real_from, within
 from gates.infra.text import excerpt
 
 TYPE_CHECKING = False
@@ -336,9 +336,11 @@ class Repo:
 
     def ask(self, *args: str, answers: tuple[int, ...] = (0,)) -> Output:
         """`git(*args)` that answered: exit 0, or another of `answers` (a "no", such as 1 for an unset config key)
-        with nothing on stderr. Anything else raises GitFailed: a failed question is never read as "nothing"."""
+        with nothing on stderr but git's advice (`hint:` lines, such as the deprecation of info/grafts). Anything
+        else raises GitFailed: a failed question is never read as "nothing"."""
         proc = self.git(*args)
-        if proc.returncode == 0 or (proc.returncode in answers and not proc.stderr.strip()):
+        if proc.returncode == 0 or (proc.returncode in answers
+                                    and all(line.startswith("hint:") for line in proc.stderr.split("\n") if line)):
             return proc
         raise failed(args, proc.returncode, proc.stderr)
 
@@ -733,7 +735,7 @@ def discover(cwd: str | os.PathLike[str] | None = None, environ: Mapping[str, st
     common = os.path.join(where, lines[2])  # as git prints it: absolute, or relative to `where`
     head = lines[3].strip() if proc.returncode == 0 and len(lines) > 3 else None
     toplevel = os.path.realpath(lines[0])
-    start = os.path.realpath(where)
+    start = real_from(where, lines[0], toplevel)
     if "GIT_WORK_TREE" not in env and not within(start, toplevel):
         # `core.worktree` in a repository's own config can name any folder (the user's home): the gate would read
         # and write there. A work tree that does not contain the folder git was asked from is refused.
@@ -744,8 +746,8 @@ def discover(cwd: str | os.PathLike[str] | None = None, environ: Mapping[str, st
                         reason="not-a-repository")
     return Repo(
         toplevel=toplevel,
-        git_dir=os.path.realpath(lines[1]),
-        common_dir=os.path.realpath(common),
+        git_dir=real_from(lines[1], lines[0], toplevel),
+        common_dir=real_from(common, lines[0], toplevel),
         head=head,
         env=env,
         recent=recent,
