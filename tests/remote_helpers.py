@@ -245,12 +245,18 @@ def serve(request: pytest.FixtureRequest, tmp_path: Path, config: str = "claims:
     return str(running.url("remote.git"))
 
 
-@pytest.fixture(params=["file", "git", "http"])
+# The local remote runs in the fast set; a git daemon or an HTTP server (the same code paths, other transports,
+# a server process each) in the slow set.
+GIT = pytest.param("git", marks=pytest.mark.slow)
+HTTP = pytest.param("http", marks=pytest.mark.slow)
+
+
+@pytest.fixture(params=["file", GIT, HTTP])
 def remote_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return serve(request, tmp_path)
 
 
-@pytest.fixture(params=["file", "http"])
+@pytest.fixture(params=["file", HTTP])
 def file_or_http(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """For the tests that the git daemon adds nothing to: the local remote and smart HTTP."""
     return serve(request, tmp_path)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
 
 
+@pytest.mark.slow  # a minute without its cache (a fresh clone's CI)
 def test_mypy_strict_is_clean() -> None:
     proc = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import flag_records, git, run_gate
-from remote_helpers import clone, daemon, seed_bare
+from remote_helpers import GIT, clone, daemon, seed_bare
 
 assert daemon  # a fixture, used by name
 
@@ -50,7 +50,7 @@ def _poison(tree: Path, program: Path, tmp_path: Path) -> None:
         git(tree, "config", key, value)
 
 
-@pytest.mark.parametrize("transport", ["file", "git"])
+@pytest.mark.parametrize("transport", ["file", GIT])
 def test_no_remote_command_runs_a_program_the_repository_names(transport: str, tmp_path: Path,
                                                                request: pytest.FixtureRequest) -> None:
     bare = seed_bare(tmp_path)
