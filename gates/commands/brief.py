@@ -75,7 +75,7 @@ def command(args: argparse.Namespace, run: Run) -> int:
         budget = harness.START_BUDGET[fmt]
         assert budget is not None
         pointer = f"the full brief is in {_save(repo, full)} (or run `gate brief`)"
-        text = brief.fit(parts, header, budget, pointer)
+        text = harness.within(fmt, budget, lambda limit: brief.fit(parts, header, limit, pointer))
         sys.stdout.write(harness.start_envelope(fmt, text) + "\n")
     else:
         sys.stdout.write(full)

@@ -71,7 +71,8 @@ def _hook(run: Run, fmt: str, hook: harness.HookInput, session: str | None) -> s
     if hook.problem:
         run.notice("input-unreadable", harness.unreadable_input("closeout", fmt, hook.problem, "judged without it"))
     verdict = closeout.judge(repo, config, session, _errors(run))
-    bound = int(config.section("closeout")["max_blocks"])
+    configured = int(config.section("closeout")["max_blocks"])
+    bound = harness.block_bound(fmt, configured)
     decision = closeout.decide(repo, fmt, hook, session, not verdict.steps, bound)
     details = {"harness": fmt, "session": session, "verdict": decision.verdict, "blocks": decision.blocks,
                "reasons": verdict.summary, "head": repo.head}
@@ -81,11 +82,14 @@ def _hook(run: Run, fmt: str, hook: harness.HookInput, session: str | None) -> s
         return harness.block_envelope(fmt, closeout.reason_text(verdict.steps))
     if decision.verdict == "let-through":
         message = (f"session {session or '(no id)'} ({fmt}) stopped without closing out after {decision.blocks} "
-                   f"consecutive blocked stops (closeout.max_blocks is {bound}): "
+                   f"consecutive blocked stops (closeout.max_blocks is {configured}"
+                   + (f", capped at {bound} for {fmt}, which ends the turn itself after {bound + 1}" if bound != configured
+                      else "") + "): "
                    + "; ".join(verdict.summary)
                    + " — the next session must salvage its work: read the brief's Salvage section")
         run.notice("closeout-missing", message)
         say(f"gate: {message}")
+        return harness.allow_envelope(fmt, f"handoff-gate: {message}")
     return harness.allow_envelope(fmt)
 
 
@@ -98,7 +102,7 @@ def _let_through(run: Run, fmt: str, session: str | None, why: str) -> str:
         _journal(run.repo(), {"harness": fmt, "session": session, "verdict": "error", "reasons": [excerpt(why, 200)]})
     except (GateError, OSError):
         pass
-    return harness.allow_envelope(fmt)
+    return harness.allow_envelope(fmt, f"handoff-gate: {message}")
 
 
 def _journal(repo: Repo, details: dict[str, Any]) -> None:
