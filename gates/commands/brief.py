@@ -98,7 +98,8 @@ def _save(repo: Repo, text: str) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--format", choices=harness.START_FORMATS, default="text",
-                       help="claude, codex, gemini: exactly the JSON that harness's session-start hook expects")
+                       help="claude, codex, gemini, copilot: exactly the JSON that harness's session-start hook "
+                       "expects")
 
 
 def run(args: argparse.Namespace, run: Run) -> int:

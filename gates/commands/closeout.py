@@ -79,7 +79,7 @@ def _hook(run: Run, fmt: str, hook: harness.HookInput, session: str | None) -> s
     if decision.verdict != "twin":
         _journal(repo, details)
     if decision.verdict == "block":
-        return harness.block_envelope(fmt, closeout.reason_text(verdict.steps))
+        return harness.block_envelope(fmt, closeout.reason_text(verdict.steps, _runner()))
     if decision.verdict == "let-through":
         message = (f"session {session or '(no id)'} ({fmt}) stopped without closing out after {decision.blocks} "
                    f"consecutive blocked stops (closeout.max_blocks is {configured}"
@@ -91,6 +91,17 @@ def _hook(run: Run, fmt: str, hook: harness.HookInput, session: str | None) -> s
         say(f"gate: {message}")
         return harness.allow_envelope(fmt, f"handoff-gate: {message}")
     return harness.allow_envelope(fmt)
+
+
+def _runner() -> str:
+    """This gate as a shell command that needs no PATH: the `gate` script the hook ran, by its absolute path, else
+    this interpreter in isolated mode with `-m gates`."""
+    from gates.infra.text import shell_quote
+
+    script = sys.argv[0]
+    if os.path.isabs(script) and os.path.basename(script) == "gate":
+        return shell_quote(script)
+    return f"{shell_quote(sys.executable)} -I -m gates"
 
 
 def _let_through(run: Run, fmt: str, session: str | None, why: str) -> str:

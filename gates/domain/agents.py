@@ -86,12 +86,15 @@ def command_line(kind: str, fmt: str) -> str:
 # working folder holding a `.git`): a relative folder (`.`, an empty entry, `bin`) or one in the work tree would run a
 # program the repository commits. No folder left: /dev/null, never the empty PATH that means the current folder.
 # The gate it runs gets this PATH too. `python3 -I` imports nothing from the working folder (a committed gates/).
+# The hook's exit code is 0 or 1 whatever the gate's: Gemini reads any other as a deny, Claude Code reads 2 as a
+# block. A `gate` that cannot start (126, 127: its interpreter gone) is passed over, as if there were none.
 _FIND = ('set -f; IFS=:; r=$(pwd -P); t=$r; while [ -n "$t" ] && [ ! -e "$t/.git" ]; do t=${t%/*}; done; '
          '[ -n "$t" ] && r=$t; p=; for d in $PATH; do case $d in /*) e=$(cd -P "$d" 2>/dev/null && pwd -P) || '
          'continue; case $e/ in "$r"/*) ;; *) p=$p${p:+:}$d;; esac;; esac; done; unset IFS; set +f; '
-         'PATH=${p:-/dev/null}; if g=$(command -v gate); then exec "$g" "$@"; fi; '
+         'PATH=${p:-/dev/null}; if g=$(command -v gate); then "$g" "$@"; s=$?; case $s in 126|127) ;; '
+         '*) exit $((s < 2 ? s : 0));; esac; fi; '
          'if y=$(command -v python3) && "$y" -I -c "import gates.main" 2>/dev/null; then '
-         f'exec "$y" -I -c "{hooks.ENTRY}" "$@"; fi; ')
+         f'"$y" -I -c "{hooks.ENTRY}" "$@"; s=$?; exit $((s < 2 ? s : 0)); fi; ')
 
 
 def portable_line(kind: str, fmt: str) -> str:
@@ -139,7 +142,7 @@ def _entries(agent: str, local: bool = False) -> list[tuple[str, dict[str, Any],
     machine's absolute form, for a per-user file."""
     line = command_line if local else portable_line
     stop = line("closeout", agent)
-    brief = line("brief", agent) if agent in ("claude", "codex", "gemini") else ""
+    brief = line("brief", agent) if agent in ("claude", "codex", "gemini", "copilot") else ""
     if agent in ("claude", "codex"):
         return [("SessionStart", {"matcher": ALL_SOURCES, "hooks": [{"type": "command", "command": brief, "timeout": 30}]},
                  "brief"),
@@ -151,8 +154,9 @@ def _entries(agent: str, local: bool = False) -> list[tuple[str, dict[str, Any],
                 ("AfterAgent", {"hooks": [{"type": "command", "name": "handoff-gate-closeout", "command": stop,
                                            "timeout": 60000, "description": "handoff-gate: the close-out check"}]},
                  "closeout")]
-    if agent == "copilot":  # sessionStart output is ignored: the brief comes from AGENTS.md
-        return [("agentStop", {"type": "command", "bash": stop, "timeoutSec": 60}, "closeout")]
+    if agent == "copilot":  # sessionStart's {"additionalContext": …} reaches the model (measured; its docs say not)
+        return [("sessionStart", {"type": "command", "bash": brief, "timeoutSec": 30}, "brief"),
+                ("agentStop", {"type": "command", "bash": stop, "timeoutSec": 60}, "closeout")]
     if agent == "cursor":  # sessionStart is rejected by some versions ("Unknown hook type"): stop only
         return [("stop", {"command": stop, "loop_limit": 5}, "closeout")]
     raise ValueError(agent)
@@ -484,7 +488,7 @@ def _what(agent: str) -> str:
         "claude": "SessionStart (every source) runs `gate brief --format claude`, Stop runs `gate closeout --format claude`",
         "codex": "SessionStart (every source) runs `gate brief --format codex`, Stop runs `gate closeout --format codex`",
         "gemini": "SessionStart runs `gate brief --format gemini`, AfterAgent runs `gate closeout --format gemini`",
-        "copilot": "agentStop runs `gate closeout --format copilot`",
+        "copilot": "sessionStart runs `gate brief --format copilot`, agentStop runs `gate closeout --format copilot`",
         "cursor": "stop runs `gate closeout --format cursor`",
         "agents-md": "a marked block tells an agent to run `gate brief` first and `gate closeout --format text` last",
     }[agent]
@@ -503,8 +507,9 @@ def _notes(repo: Repo, agent: str, local: bool = False) -> list[str]:
                      "~/.codex/config.toml, which the gate does not edit)")
     if agent in ("copilot", "claude") and _has_ours(repo, "claude") and _has_ours(repo, "copilot"):
         notes.append("note: Copilot CLI also runs the hooks in .claude/settings.json; a stop judged by one of them is "
-                     "not judged again by the other within seconds, so a session is blocked once per stop")
-    if agent in ("copilot", "cursor"):
+                     "not judged again by the other within seconds, so a session is blocked once per stop, but a "
+                     "Copilot session may be given the brief twice (once by each file)")
+    if agent == "cursor":
         notes.append(f"note: {agent}'s session-start hook cannot hand the brief to the model: "
                      "`gate install-hooks --agent agents-md` tells it to run `gate brief` first")
     return notes

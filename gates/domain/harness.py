@@ -23,8 +23,10 @@ Sources, checked against each harness's own documentation or schema (see docs/ag
   `decision: "deny"` with `reason` retries with the reason as a new prompt; any exit code but 0 and
   1 is a deny too, so every hook of ours exits 0. No size cap is documented: the Claude Code budget
   is used.
-- GitHub Copilot: hooks reference. sessionStart output is ignored (no brief through it);
-  agentStop `{"decision": "block", "reason": …}` queues the reason as the next prompt, `{}` allows.
+- GitHub Copilot: hooks reference, and measured in Copilot CLI 1.0.102. The reference says sessionStart
+  output is ignored, but `{"additionalContext": …}` on its stdout does reach the model: the brief goes
+  there. No size cap is documented: the Claude Code budget is used. agentStop `{"decision": "block",
+  "reason": …}` queues the reason as the next prompt, `{}` allows.
 - Cursor: `stop` takes `{"followup_message": …}` (auto-submitted) and passes `loop_count`; `{}`
   lets it stop. Its sessionStart is rejected by some versions, so no brief through it.
 """
@@ -48,9 +50,10 @@ MAX_INPUT = 1 << 20
 INPUT_SECONDS = 2.0
 
 # Formats of `gate brief`: (envelope, character budget of the context). None: plain text or the json document.
-START_BUDGET: dict[str, int | None] = {"text": None, "json": None, "claude": 9000, "codex": 6000, "gemini": 9000}
+START_BUDGET: dict[str, int | None] = {"text": None, "json": None, "claude": 9000, "codex": 6000, "gemini": 9000,
+                                       "copilot": 9000}
 START_FORMATS = tuple(START_BUDGET)
-HOOK_START_FORMATS = ("claude", "codex", "gemini")
+HOOK_START_FORMATS = ("claude", "codex", "gemini", "copilot")
 STOP_FORMATS = ("text", "claude", "codex", "gemini", "copilot", "cursor")
 UTF16_BUDGET = ("claude",)  # whose context limit counts UTF-16 units, not characters
 BLOCK_CAP = {"claude": 9}  # consecutive blocked stops after which the harness itself ends the turn
@@ -182,6 +185,8 @@ def start_envelope(fmt: str, context: str) -> str:
                                                              "additionalContext": context}}
     elif fmt == "gemini":
         document = {"hookSpecificOutput": {"additionalContext": context}}
+    elif fmt == "copilot":
+        document = {"additionalContext": context}
     else:
         raise ValueError(fmt)
     return jsonio.dumps(document, ensure_ascii=False)
@@ -212,10 +217,12 @@ def within(fmt: str, budget: int, fit: Callable[[int], str]) -> str:
 def missing_envelope(kind: str, fmt: str, message: str) -> tuple[str, str | None]:
     """(stdout, stderr) of a hook that cannot find the gate: `message` where the harness shows it to the model and
     the user, in a document it reads as neither a deny nor a block (the hook then exits 0)."""
-    if kind == "brief":
+    if kind == "brief" and fmt in NOTICE_FORMATS:
         document = jsonio.loads(start_envelope(fmt, message))
         document["systemMessage"] = message
         return jsonio.dumps(document, ensure_ascii=False), None
+    if kind == "brief":
+        return start_envelope(fmt, message), message
     if fmt in NOTICE_FORMATS:
         return jsonio.dumps({"systemMessage": message}, ensure_ascii=False), None
     return allow_envelope(fmt), message
@@ -275,6 +282,7 @@ def schema(name: str) -> dict[str, Any]:
     return schemas.load(f"harness/{name}")
 
 
-START_SCHEMA = {"claude": "claude-session-start", "codex": "codex-session-start", "gemini": "gemini-session-start"}
+START_SCHEMA = {"claude": "claude-session-start", "codex": "codex-session-start", "gemini": "gemini-session-start",
+                "copilot": "copilot-session-start"}
 STOP_SCHEMA = {"claude": "claude-stop", "codex": "codex-stop", "gemini": "gemini-after-agent",
                "copilot": "copilot-agent-stop", "cursor": "cursor-stop"}

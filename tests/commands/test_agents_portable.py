@@ -18,11 +18,13 @@ import pytest
 from conftest import GATE_BIN, ROOT, commit_all, git, handoff_text, init_repo, run_gate
 
 from gates.domain import agents, harness
+from gates.domain.hooks import ENTRY
 from gates.infra import schemas
 
 HARNESSES = ("claude", "codex", "gemini", "copilot", "cursor")
-START = {"claude": "SessionStart", "codex": "SessionStart", "gemini": "SessionStart"}
+START = {"claude": "SessionStart", "codex": "SessionStart", "gemini": "SessionStart", "copilot": "sessionStart"}
 STOP = {"claude": "Stop", "codex": "Stop", "gemini": "AfterAgent", "copilot": "agentStop", "cursor": "stop"}
+GATE_DIR = Path(str(GATE_BIN)).parent
 DEPENDENCIES = next(p for p in sys.path if p.endswith("site-packages") and Path(p, "jsonschema").is_dir())
 
 
@@ -39,6 +41,11 @@ def _venv(path: Path, with_gate: bool = True) -> Path:
     return path / "bin"
 
 
+def _python3(bin_dir: Path) -> None:
+    if not (bin_dir / "python3").exists():
+        (bin_dir / "python3").symlink_to("python")
+
+
 def _hooks(repo: Path, agent: str) -> dict[str, str]:
     """kind -> the command string of our hook in the committed file, as the harness reads it."""
     doc = json.loads((repo / agents.FILES[agent]).read_text())
@@ -46,6 +53,12 @@ def _hooks(repo: Path, agent: str) -> dict[str, str]:
     for event, command in agents._our_commands(agent, doc):
         out["brief" if event == START.get(agent) else "closeout"] = command
     return out
+
+
+def _context(document: dict[str, object]) -> object:
+    """The context a start document hands the model: Copilot's at the top, the others' in hookSpecificOutput."""
+    inner = document.get("hookSpecificOutput")
+    return inner.get("additionalContext") if isinstance(inner, dict) else document.get("additionalContext")
 
 
 def _as_the_harness(repo: Path, command: str, payload: dict[str, object], path: str) -> subprocess.CompletedProcess[str]:
@@ -95,11 +108,15 @@ def test_the_committed_files_are_the_same_bytes_from_two_installations(tmp_path:
     assert written[0] == written[1]
     for data in written[0].values():
         assert b"env-one" not in data and b"env-two" not in data and str(ROOT).encode() not in data
+    stats = {agent: (tmp_path / "repo-0" / agents.FILES[agent]).stat() for agent in agents.AGENTS}
     again = subprocess.run([str(envs[1] / "python"), "-I", "-m", "gates", "install-hooks", "--agent",
                             "claude,codex,gemini,copilot,cursor,agents-md"], cwd=tmp_path / "repo-0",
                            capture_output=True, text=True)
     assert again.returncode == 0 and again.stdout.count("already runs the gate, unchanged") == 6, again.stdout
     assert {agent: (tmp_path / "repo-0" / agents.FILES[agent]).read_bytes() for agent in agents.AGENTS} == written[0]
+    for agent, before in stats.items():  # not written again either: the same file, untouched
+        after = (tmp_path / "repo-0" / agents.FILES[agent]).stat()
+        assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), agent
 
 
 @pytest.mark.parametrize("agent", HARNESSES)
@@ -112,7 +129,7 @@ def test_a_clone_runs_the_committed_hooks_with_the_gate_installed_elsewhere(tmp_
         assert start.returncode == 0, start.stderr
         document = json.loads(start.stdout)
         assert schemas.validate(harness.schema(harness.START_SCHEMA[agent]), document, {}) == []
-        assert f"# Session brief: {b}" in document["hookSpecificOutput"]["additionalContext"]
+        assert f"# Session brief: {b}" in _context(document)  # type: ignore[operator]
     _work(b)
     stop = _as_the_harness(b, hooks["closeout"], {"session_id": "s-1", "stop_hook_active": False}, path)
     assert stop.returncode == 0, stop.stderr
@@ -128,7 +145,7 @@ def test_the_python_fallback_runs_the_installed_gate_when_no_gate_script_is_on_p
     _, b = _configured_elsewhere(tmp_path)
     bin_dir = _venv(tmp_path / "elsewhere")
     (bin_dir / "gate").unlink()
-    (bin_dir / "python3").exists() or (bin_dir / "python3").symlink_to("python")
+    _python3(bin_dir)
     start = _as_the_harness(b, _hooks(b, "claude")["brief"], {"session_id": "s", "source": "startup"},
                             f"{bin_dir}:{_system_path()}")
     assert start.returncode == 0 and "# Session brief:" in start.stdout, start.stdout + start.stderr
@@ -142,7 +159,7 @@ def test_without_the_gate_each_hook_says_so_once_and_never_blocks(tmp_path: Path
     path = f"{_venv(tmp_path / 'bare', with_gate=False)}:{_system_path()}"
     hooks = _hooks(b, agent)
     for kind, command in hooks.items():
-        payloads = ([{"session_id": "s", "source": "startup"}, {}] if kind == "brief" else
+        payloads: list[dict[str, object]] = ([{"session_id": "s", "source": "startup"}, {}] if kind == "brief" else
                     [{"session_id": "s", "stop_hook_active": False}, {"session_id": "s", "stop_hook_active": True}])
         for payload in payloads:
             proc = _as_the_harness(b, command, payload, path)
@@ -151,12 +168,32 @@ def test_without_the_gate_each_hook_says_so_once_and_never_blocks(tmp_path: Path
             schema = (harness.START_SCHEMA if kind == "brief" else harness.STOP_SCHEMA)[agent]
             assert schemas.validate(harness.schema(schema), document, {}) == []
             assert "decision" not in document and "followup_message" not in document
-            said = [document.get("systemMessage"), document.get("hookSpecificOutput", {}).get("additionalContext"),
+            said = [document.get("systemMessage"), _context(document),
                     proc.stderr.strip() or None]
             assert {s for s in said if s} == {agents.NOT_INSTALLED[kind]}, (kind, document, proc.stderr)
             assert agents.NOT_INSTALLED[kind].startswith("handoff-gate is not installed here")
             assert agents.INSTALL_LINE in agents.NOT_INSTALLED[kind]
     assert not (b / ".git" / "gate" / "journal.jsonl").exists()
+
+
+@pytest.mark.parametrize("broken", ["interpreter-gone", "exits-2", "exits-3"])
+def test_a_gate_that_cannot_start_or_fails_never_denies(tmp_path: Path, broken: str) -> None:
+    """A `gate` on PATH whose interpreter is gone (exit 127: a pipx venv after a Python upgrade) is passed over and the
+    hook says the gate is not installed; one that fails with 2 or 3 still leaves the hook at 0 (Gemini denies on
+    any code but 0 and 1, Claude Code blocks on 2)."""
+    _, b = _configured_elsewhere(tmp_path)
+    bin_dir = _venv(tmp_path / "bare", with_gate=False)
+    program = {"interpreter-gone": f"#!{tmp_path / 'gone' / 'python'}\n", "exits-2": "#!/bin/sh\nexit 2\n",
+               "exits-3": "#!/bin/sh\necho oops >&2\nexit 3\n"}[broken]
+    (bin_dir / "gate").write_text(program)
+    (bin_dir / "gate").chmod(0o755)
+    for agent in ("gemini", "claude"):
+        for kind, command in _hooks(b, agent).items():
+            proc = _as_the_harness(b, command, {"session_id": "s", "stop_hook_active": False},
+                                   f"{bin_dir}:{_system_path()}")
+            assert proc.returncode == 0, (agent, kind, proc.returncode, proc.stderr)
+            if broken == "interpreter-gone":
+                assert agents.NOT_INSTALLED[kind] in proc.stdout, (agent, kind, proc.stdout)
 
 
 def _canary_repository(b: Path, marker: Path) -> None:
@@ -223,6 +260,44 @@ def test_claude_fork_cap_units_and_the_let_through_said_to_the_user(tmp_path: Pa
     assert list((b / ".git" / "gate" / "flags").glob("*-closeout-missing-*.json"))
 
 
+@pytest.mark.parametrize("fallback", [False, True])
+def test_the_stop_reason_names_a_gate_a_login_shell_can_run(tmp_path: Path, fallback: bool) -> None:
+    """Codex's shell tool is a login shell: the folder that held `gate` on the hook's PATH is gone there. The reason
+    names this very gate by a command that needs no PATH, and that command, run with no gate on PATH, works."""
+    _, b = _configured_elsewhere(tmp_path)
+    bin_dir = _venv(tmp_path / "elsewhere")
+    if fallback:  # no `gate` script: the hook ran `python3 -I -c …`
+        (bin_dir / "gate").unlink()
+        _python3(bin_dir)
+    _work(b)
+    stop = _as_the_harness(b, _hooks(b, "codex")["closeout"], {"session_id": "s", "stop_hook_active": False},
+                           f"{bin_dir}:{_system_path()}")
+    reason = json.loads(stop.stdout)["reason"]
+    named = re.search(r"Where your shell does not find `gate`, run `([^`]+)` in its place\.", reason)
+    assert named, reason
+    assert named.group(1) == (f"{bin_dir / 'python3'} -I -m gates" if fallback else str(bin_dir / "gate"))
+    login = subprocess.run(["/bin/sh", "-c", f"{named.group(1)} closeout --format text"], cwd=b, capture_output=True,
+                           text=True, timeout=60, env={"PATH": _system_path(), "HOME": str(tmp_path / "home")})
+    assert login.returncode == 1 and "1. " in login.stdout, login.stdout + login.stderr
+
+
+def test_copilot_session_start_hands_the_brief_to_the_model(tmp_path: Path) -> None:
+    """Copilot CLI 1.0.102 delivers a sessionStart hook's `{"additionalContext": …}` (its reference says the output
+    is ignored): the committed file runs `gate brief --format copilot` there, and the brief arrives in that shape."""
+    _, b = _configured_elsewhere(tmp_path)
+    listed = json.loads((b / agents.FILES["copilot"]).read_text())["hooks"]["sessionStart"]
+    assert [set(entry) for entry in listed] == [{"type", "bash", "timeoutSec"}]
+    payload = {"timestamp": 1704614400000, "cwd": str(b), "source": "new", "initialPrompt": "go"}
+    start = _as_the_harness(b, listed[0]["bash"], payload, f"{_venv(tmp_path / 'elsewhere')}:{_system_path()}")
+    assert start.returncode == 0 and start.stdout.count("\n") == 1, start.stderr
+    document = json.loads(start.stdout)
+    assert schemas.validate(harness.schema("copilot-session-start"), document, {}) == []
+    assert list(document) == ["additionalContext"] and "## 4. Hand-over" in document["additionalContext"]
+    assert len(document["additionalContext"]) <= (harness.START_BUDGET["copilot"] or 0)
+    journal = [json.loads(line) for line in (b / ".git" / "gate" / "journal.jsonl").read_text().splitlines()]
+    assert journal[-1]["action"] == "session-brief" and journal[-1]["details"]["harness"] == "copilot"
+
+
 def test_claude_brief_budget_counts_utf16_units(repo: Path) -> None:
     """Claude Code's 10,000 limit counts UTF-16 units: a brief of emoji (2 units each) within 9,000 characters was
     still spilled to a 2 KB preview."""
@@ -230,10 +305,10 @@ def test_claude_brief_budget_counts_utf16_units(repo: Path) -> None:
     (repo / "HANDOFF.md").write_text(text.replace("Build the thing.", "Build the thing. " + "\U0001f680" * 6000))
     proc = run_gate(repo, "brief", "--format", "claude")
     context = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert harness.units("claude", context) <= harness.START_BUDGET["claude"], harness.units("claude", context)
+    assert harness.units("claude", context) <= (harness.START_BUDGET["claude"] or 0), harness.units("claude", context)
     assert "the full brief is in" in context  # cut to the budget, and said where the rest is
     codex = json.loads(run_gate(repo, "brief", "--format", "codex").stdout)["hookSpecificOutput"]["additionalContext"]
-    assert len(codex) <= harness.START_BUDGET["codex"]
+    assert len(codex) <= (harness.START_BUDGET["codex"] or 0)
 
 
 def test_codex_reads_the_stop_reason_without_xml_escapes(repo: Path) -> None:
@@ -263,7 +338,7 @@ def test_local_writes_this_machines_form_in_the_per_user_file_only(repo: Path) -
     local = json.loads((repo / agents.LOCAL_FILES["claude"]).read_text())
     commands = [c for _, c in agents._our_commands("claude", local)]
     assert len(commands) == 2 and all(os.path.samefile(agents.interpreter_of(c), sys.executable) for c in commands)
-    assert all(" -I " in c and agents.hooks.ENTRY in c and not agents.is_portable(c) for c in commands)
+    assert all(" -I " in c and ENTRY in c and not agents.is_portable(c) for c in commands)
     assert not (repo / agents.FILES["claude"]).exists()
     # both files would run the gate twice: the committed one is refused while the local one runs it, and back
     refused = run_gate(repo, "install-hooks", "--agent", "claude")
@@ -286,6 +361,6 @@ def test_doctor_says_when_the_committed_hooks_will_not_find_the_gate(repo: Path,
     assert shutil.which("gate", path=bare["PATH"]) is None
     out = run_gate(repo, "doctor", env=bare).stdout
     assert "warn  .gemini/settings.json: its hooks run the `gate` on PATH" in out and "not installed here" in out
-    found = run_gate(repo, "doctor", env={**os.environ, "PATH": f"{Path(GATE_BIN).parent}:{_system_path()}"}).stdout
-    assert f"ok    .gemini/settings.json: SessionStart runs `gate brief --format gemini`" in found
-    assert f"(the `gate` on PATH: {Path(GATE_BIN).parent / 'gate'})" in found
+    found = run_gate(repo, "doctor", env={**os.environ, "PATH": f"{GATE_DIR}:{_system_path()}"}).stdout
+    assert "ok    .gemini/settings.json: SessionStart runs `gate brief --format gemini`" in found
+    assert f"(the `gate` on PATH: {GATE_DIR / 'gate'})" in found

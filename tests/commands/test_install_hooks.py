@@ -69,8 +69,8 @@ def test_merge_twice_then_uninstall_to_the_original_bytes(repo: Path, agent: str
         commands = _ours(agent, after)
         assert {c.split(" --format ")[1] for _, c in commands} == {agent}
         kinds = {c.split(" --format ")[0].split(" ")[-1] for _, c in commands}
-        assert all(agents.is_portable(c) and str(Path(GATE_BIN).parent) not in c for _, c in commands)  # no path here
-        assert kinds == ({"closeout"} if agent in ("copilot", "cursor") else {"brief", "closeout"})
+        assert all(agents.is_portable(c) and str(Path(str(GATE_BIN)).parent) not in c for _, c in commands)  # no path here
+        assert kinds == ({"closeout"} if agent == "cursor" else {"brief", "closeout"})
         if agent in ("claude", "codex"):
             start = [g for g in after["hooks"]["SessionStart"] if _ours(agent, {"hooks": {"SessionStart": [g]}})]
             assert start[0]["matcher"] == "startup|resume|clear|compact|fork"
@@ -106,7 +106,7 @@ def test_new_files_are_created_and_removed_with_their_folders(repo: Path) -> Non
     assert "not judged again by the other" in proc.stdout  # Copilot beside .claude/settings.json
     for agent, name in CONFIG_SCHEMA.items():
         assert schemas.validate(harness.schema(name), json.loads((repo / agents.FILES[agent]).read_text()), {}) == []
-    doctor = run_gate(repo, "doctor", env={**os.environ, "PATH": f"{Path(GATE_BIN).parent}:{os.environ['PATH']}"})
+    doctor = run_gate(repo, "doctor", env={**os.environ, "PATH": f"{Path(str(GATE_BIN)).parent}:{os.environ['PATH']}"})
     for agent in agents.AGENTS:
         assert f"ok    {agents.FILES[agent]}" in doctor.stdout
     assert run_gate(repo, "install-hooks", "--agent", "claude,codex,gemini,copilot,cursor,agents-md",
