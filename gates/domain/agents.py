@@ -50,6 +50,7 @@ FILES = {
 }
 MAX_BYTES = 1 << 20
 ALL_SOURCES = "startup|resume|clear|compact|fork"
+EARLIER_SOURCES = ("startup|resume|clear|compact",)  # what earlier versions wrote: widened to ALL_SOURCES on re-install
 INSTALL_LINE = "pipx install handoff-gate"
 NAME = "handoff-gate"  # $0 of the portable hook's shell
 NOT_INSTALLED = {
@@ -195,9 +196,13 @@ def _replace(agent: str, listed: list[Any], entry: dict[str, Any], kind: str) ->
             continue
         if _grouped(agent):
             inner = item.get("hooks")
-            for n, hook in enumerate(inner if isinstance(inner, list) else []):
+            if not isinstance(inner, list):
+                continue
+            for n, hook in enumerate(inner):
                 if isinstance(hook, dict) and is_ours(hook.get("command"), kind):
-                    inner[n] = entry["hooks"][0]  # type: ignore[index]
+                    inner[n] = entry["hooks"][0]
+                    if item.get("matcher") in EARLIER_SOURCES and len(inner) == 1 and "matcher" in entry:
+                        item["matcher"] = entry["matcher"]  # the group is ours alone; a matcher of the user's stays
                     return True
         elif is_ours(_command_of(agent, item), kind):
             listed[at] = entry

@@ -364,3 +364,30 @@ def test_doctor_says_when_the_committed_hooks_will_not_find_the_gate(repo: Path,
     found = run_gate(repo, "doctor", env={**os.environ, "PATH": f"{GATE_DIR}:{_system_path()}"}).stdout
     assert "ok    .gemini/settings.json: SessionStart runs `gate brief --format gemini`" in found
     assert f"(the `gate` on PATH: {GATE_DIR / 'gate'})" in found
+
+
+def test_a_file_an_older_version_wrote_is_told_and_rewritten_portable(repo: Path) -> None:
+    """What earlier versions committed: this machine's interpreter by absolute path. The doctor says no other clone
+    can run it; a re-install puts the portable form in its place, each hook where it was, and the matcher they wrote
+    gains `fork` (a matcher the user chose stays theirs)."""
+    doc = {"hooks": {"SessionStart": [{"matcher": "startup|resume|clear|compact", "hooks": [
+        {"type": "command", "command": agents.command_line("brief", "claude"), "timeout": 30}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "echo mine"},
+                            {"type": "command", "command": agents.command_line("closeout", "claude"), "timeout": 60}]}]}}
+    (repo / ".claude").mkdir()
+    (repo / agents.FILES["claude"]).write_text(json.dumps(doc, indent=2) + "\n")
+    path = f"{GATE_DIR}:{_system_path()}"
+    told = run_gate(repo, "doctor", env={**os.environ, "PATH": path}).stdout
+    assert "warn  .claude/settings.json: the hooks name this machine's interpreter" in told, told
+    assert run_gate(repo, "install-hooks", "--agent", "claude").returncode == 0
+    after = json.loads((repo / agents.FILES["claude"]).read_text())
+    assert [h["command"] for h in after["hooks"]["Stop"][0]["hooks"]] == ["echo mine", agents.portable_line("closeout",
+                                                                                                           "claude")]
+    assert after["hooks"]["SessionStart"][0]["hooks"][0]["command"] == agents.portable_line("brief", "claude")
+    assert after["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear|compact|fork"
+    assert sys.executable not in (repo / agents.FILES["claude"]).read_text()
+    assert "ok    .claude/settings.json" in run_gate(repo, "doctor", env={**os.environ, "PATH": path}).stdout
+    after["hooks"]["SessionStart"][0]["matcher"] = "startup"
+    (repo / agents.FILES["claude"]).write_text(json.dumps(after, indent=2) + "\n")
+    assert run_gate(repo, "install-hooks", "--agent", "claude").returncode == 0
+    assert json.loads((repo / agents.FILES["claude"]).read_text())["hooks"]["SessionStart"][0]["matcher"] == "startup"
