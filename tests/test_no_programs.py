@@ -220,7 +220,7 @@ def _commands(base: str) -> list[list[str]]:
             ["journal", "--verify"], ["doctor"], ["config"], ["schema", "flag"], ["stamp"], ["archive"],
             ["render"], ["render", "--diff"], ["record", "new", "a title"], ["mailbox", "take"], ["init"],
             ["install-hooks", "--pre-push"], ["doctor"], ["check"], ["install-hooks", "--uninstall"],
-            ["brief", "--format", "codex"], ["brief", "--format", "gemini"],
+            ["brief", "--format", "codex"], ["brief", "--format", "gemini"], ["brief", "--format", "copilot"],
             *(["closeout", "--format", fmt] for fmt in ("text", "claude", "codex", "gemini", "copilot", "cursor")),
             ["install-hooks", "--agent", "claude,codex,gemini,copilot,cursor,agents-md"], ["doctor"],
             ["install-hooks", "--agent", "claude,codex,gemini,copilot,cursor,agents-md", "--uninstall"]]

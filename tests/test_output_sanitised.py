@@ -103,7 +103,7 @@ RUNS: list[tuple[str, ...]] = [
     ("claim", "--session", "A"), ("claims",), ("claims", "--remote"), ("claims", "--remote", "--format", "json"),
     ("claims", "--format", "json"), ("release", "--session", "A"),
     ("brief",), ("brief", "--format", "json"), ("brief", "--format", "claude"), ("brief", "--format", "codex"),
-    ("brief", "--format", "gemini"),
+    ("brief", "--format", "gemini"), ("brief", "--format", "copilot"),
     ("closeout",), ("closeout", "--format", "claude"), ("closeout", "--format", "codex"),
     ("closeout", "--format", "gemini"), ("closeout", "--format", "copilot"), ("closeout", "--format", "cursor"),
     ("journal",), ("journal", "--format", "json"),

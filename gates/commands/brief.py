@@ -75,7 +75,7 @@ def command(args: argparse.Namespace, run: Run) -> int:
         budget = harness.START_BUDGET[fmt]
         assert budget is not None
         pointer = f"the full brief is in {_save(repo, full)} (or run `gate brief`)"
-        text = brief.fit(parts, header, budget, pointer)
+        text = harness.within(fmt, budget, lambda limit: brief.fit(parts, header, limit, pointer))
         sys.stdout.write(harness.start_envelope(fmt, text) + "\n")
     else:
         sys.stdout.write(full)
@@ -98,7 +98,8 @@ def _save(repo: Repo, text: str) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--format", choices=harness.START_FORMATS, default="text",
-                       help="claude, codex, gemini: exactly the JSON that harness's session-start hook expects")
+                       help="claude, codex, gemini, copilot: exactly the JSON that harness's session-start hook "
+                       "expects")
 
 
 def run(args: argparse.Namespace, run: Run) -> int:

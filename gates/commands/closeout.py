@@ -71,22 +71,37 @@ def _hook(run: Run, fmt: str, hook: harness.HookInput, session: str | None) -> s
     if hook.problem:
         run.notice("input-unreadable", harness.unreadable_input("closeout", fmt, hook.problem, "judged without it"))
     verdict = closeout.judge(repo, config, session, _errors(run))
-    bound = int(config.section("closeout")["max_blocks"])
+    configured = int(config.section("closeout")["max_blocks"])
+    bound = harness.block_bound(fmt, configured)
     decision = closeout.decide(repo, fmt, hook, session, not verdict.steps, bound)
     details = {"harness": fmt, "session": session, "verdict": decision.verdict, "blocks": decision.blocks,
                "reasons": verdict.summary, "head": repo.head}
     if decision.verdict != "twin":
         _journal(repo, details)
     if decision.verdict == "block":
-        return harness.block_envelope(fmt, closeout.reason_text(verdict.steps))
+        return harness.block_envelope(fmt, closeout.reason_text(verdict.steps, _runner()))
     if decision.verdict == "let-through":
         message = (f"session {session or '(no id)'} ({fmt}) stopped without closing out after {decision.blocks} "
-                   f"consecutive blocked stops (closeout.max_blocks is {bound}): "
+                   f"consecutive blocked stops (closeout.max_blocks is {configured}"
+                   + (f", capped at {bound} for {fmt}, which ends the turn itself after {bound + 1}" if bound != configured
+                      else "") + "): "
                    + "; ".join(verdict.summary)
                    + " — the next session must salvage its work: read the brief's Salvage section")
         run.notice("closeout-missing", message)
         say(f"gate: {message}")
+        return harness.allow_envelope(fmt, f"handoff-gate: {message}")
     return harness.allow_envelope(fmt)
+
+
+def _runner() -> str:
+    """This gate as a shell command that needs no PATH: the `gate` script the hook ran, by its absolute path, else
+    this interpreter in isolated mode with `-m gates`."""
+    from gates.infra.text import shell_quote
+
+    script = sys.argv[0]
+    if os.path.isabs(script) and os.path.basename(script) == "gate":
+        return shell_quote(script)
+    return f"{shell_quote(sys.executable)} -I -m gates"
 
 
 def _let_through(run: Run, fmt: str, session: str | None, why: str) -> str:
@@ -98,7 +113,7 @@ def _let_through(run: Run, fmt: str, session: str | None, why: str) -> str:
         _journal(run.repo(), {"harness": fmt, "session": session, "verdict": "error", "reasons": [excerpt(why, 200)]})
     except (GateError, OSError):
         pass
-    return harness.allow_envelope(fmt)
+    return harness.allow_envelope(fmt, f"handoff-gate: {message}")
 
 
 def _journal(repo: Repo, details: dict[str, Any]) -> None:

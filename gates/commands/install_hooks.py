@@ -22,6 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--agent", action="append", metavar="NAME[,NAME]", type=_agent_names,
                          help="instead, wire the session loop into an agent harness: claude, codex, gemini, copilot, "
                          "cursor or agents-md (repeatable; with --uninstall, remove exactly that)")
+    parser.add_argument("--local", action="store_true",
+                         help="with --agent claude: write .claude/settings.local.json (yours alone, not committed) with "
+                         "this installation's interpreter, instead of the committed .claude/settings.json")
 
 
 def run(args: argparse.Namespace, run: Run) -> int:
@@ -39,9 +42,14 @@ def _install_hooks(args: argparse.Namespace, run: Run) -> int:
                             code=USAGE, reason="config-invalid")
         from gates.domain import agents
 
-        for line in agents.run(run.repo(), [a for names in args.agent for a in ids(names)], args.uninstall):
+        for line in agents.run(run.repo(), [a for names in args.agent for a in ids(names)], args.uninstall, args.local):
             print(line)
         return OK
+    if args.local:
+        from gates.infra.errors import USAGE, GateError
+
+        raise GateError("--local is for --agent claude: the native git hooks are not committed", code=USAGE,
+                        reason="config-invalid")
     if args.uninstall:  # every hook the gate installed, whatever else was asked
         said = hooks.uninstall(run.repo(), list(hooks.KINDS), args.everywhere)
     else:

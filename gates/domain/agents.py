@@ -1,9 +1,16 @@
 """`gate install-hooks --agent NAME`: wire the session loop into an agent harness's project configuration.
 
-Each harness gets a start hook running `gate brief --format NAME` (every source, `compact` included)
-where its start hook can take context, and a stop hook running `gate closeout --format NAME`, both by
-this interpreter's absolute path in isolated mode, as the native git hooks are (hooks.py). `agents-md`
-keeps a marked block in AGENTS.md for harnesses without hooks.
+Each harness gets a start hook running `gate brief --format NAME` (every source, `compact` and `fork`
+included) where its start hook can take context, and a stop hook running `gate closeout --format NAME`.
+`agents-md` keeps a marked block in AGENTS.md for harnesses without hooks.
+
+The project files are committed and run on every clone, so their hooks name no path of this machine: each
+is the portable form (`portable_line`), a POSIX `/bin/sh -c` program that finds the gate on PATH (then
+`python3 -I -m gates`), looking only in absolute PATH folders outside the repository, and that says
+"handoff-gate is not installed here" in the harness's own document, exiting 0, when it finds none. It is
+the same bytes from every installation. `--local` (Claude Code's `.claude/settings.local.json`, which is
+not committed) gets this interpreter's absolute path in isolated mode instead, as the native git hooks
+(hooks.py); one file or the other runs the gate, never both.
 
 The files are in the work tree, often committed, and may be symlinks an attacker planted: every path
 is confined to the work tree (paths.confined) and must be a file of its own at exactly that path (no
@@ -23,7 +30,7 @@ import sys
 from gates.domain import hooks
 from gates.infra import dataio, fsio, jsonio, paths, state
 from gates.infra.digest import sha256
-from gates.infra.errors import CANNOT_RUN, GateError
+from gates.infra.errors import CANNOT_RUN, USAGE, GateError
 from gates.infra.git import Repo
 from gates.infra.text import Pattern
 
@@ -32,6 +39,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
 AGENTS = ("claude", "codex", "gemini", "copilot", "cursor", "agents-md")
+LOCAL_FILES = {"claude": ".claude/settings.local.json"}  # per-user project files, never committed
 FILES = {
     "claude": ".claude/settings.json",
     "codex": ".codex/hooks.json",
@@ -41,11 +49,24 @@ FILES = {
     "agents-md": "AGENTS.md",
 }
 MAX_BYTES = 1 << 20
-ALL_SOURCES = "startup|resume|clear|compact"
+ALL_SOURCES = "startup|resume|clear|compact|fork"
+EARLIER_SOURCES = ("startup|resume|clear|compact",)  # what earlier versions wrote: widened to ALL_SOURCES on re-install
+INSTALL_LINE = "pipx install handoff-gate"
+NAME = "handoff-gate"  # $0 of the portable hook's shell
+NOT_INSTALLED = {
+    "brief": f"handoff-gate is not installed here: install it ({INSTALL_LINE}, so that gate is on PATH outside this "
+             "repository), then start a new session; until then no brief is given and the close-out is not checked.",
+    "closeout": f"handoff-gate is not installed here, so this stop was not checked: install it ({INSTALL_LINE}, so "
+                "that gate is on PATH outside this repository).",
+}
 BEGIN = "<!-- handoff-gate:begin (kept by `gate install-hooks --agent agents-md`; remove with --uninstall) -->"
 END = "<!-- handoff-gate:end -->"
 AGENTS_BLOCK = f"""{BEGIN}
 ## Session loop (handoff-gate)
+
+`gate` is the one on your shell's PATH; where there is none (a login shell rebuilds PATH, and a virtual
+environment's folder is gone from it), run `python3 -I -m gates` in its place. When neither runs, tell the user
+"handoff-gate is not installed here: {INSTALL_LINE}" and go on without these two steps.
 
 1. First, before anything else: run `gate brief` and read all of it. It says what the last session left
    undone, whether the hand-over agrees with git, and which flags need you.
@@ -56,8 +77,46 @@ AGENTS_BLOCK = f"""{BEGIN}
 
 
 def command_line(kind: str, fmt: str) -> str:
-    """`<python> -I [-S] -c '…' brief --format X` (hooks.command): no shim, nothing from the repository."""
+    """`<python> -I [-S] -c '…' brief --format X` (hooks.command): no shim, nothing from the repository. This
+    machine's form, for a per-user file (`--local`)."""
     return f"{hooks.command()} {kind} --format {fmt}"
+
+
+# The portable hook's program, run by /bin/sh (POSIX) with `kind --format fmt` as "$@". It looks for the gate only
+# in PATH folders that are absolute and, resolved, outside the repository (the first folder up from the harness's
+# working folder holding a `.git`): a relative folder (`.`, an empty entry, `bin`) or one in the work tree would run a
+# program the repository commits. No folder left: /dev/null, never the empty PATH that means the current folder.
+# The gate it runs gets this PATH too. `python3 -I` imports nothing from the working folder (a committed gates/).
+# The hook's exit code is 0 or 1 whatever the gate's: Gemini reads any other as a deny, Claude Code reads 2 as a
+# block. A `gate` that cannot start (126, 127: its interpreter gone) is passed over, as if there were none.
+_FIND = ('set -f; IFS=:; r=$(pwd -P); t=$r; while [ -n "$t" ] && [ ! -e "$t/.git" ]; do t=${t%/*}; done; '
+         '[ -n "$t" ] && r=$t; p=; for d in $PATH; do case $d in /*) e=$(cd -P "$d" 2>/dev/null && pwd -P) || '
+         'continue; case $e/ in "$r"/*) ;; *) p=$p${p:+:}$d;; esac;; esac; done; unset IFS; set +f; '
+         'PATH=${p:-/dev/null}; if g=$(command -v gate); then "$g" "$@"; s=$?; case $s in 126|127) ;; '
+         '*) exit $((s < 2 ? s : 0));; esac; fi; '
+         'if y=$(command -v python3) && "$y" -I -c "import gates.main" 2>/dev/null; then '
+         f'"$y" -I -c "{hooks.ENTRY}" "$@"; s=$?; exit $((s < 2 ? s : 0)); fi; ')
+
+
+def portable_line(kind: str, fmt: str) -> str:
+    """`/bin/sh -c '…' handoff-gate KIND --format FMT`: the committed form, the same bytes on every machine; where no
+    gate is found it prints NOT_INSTALLED[kind] in `fmt`'s document and exits 0 (no harness reads that as a deny)."""
+    from gates.domain import harness
+
+    out, err = harness.missing_envelope(kind, fmt, NOT_INSTALLED[kind])
+    say = f"echo {_sh_double(out)}; " + (f"echo {_sh_double(err)} >&2; " if err else "")
+    return f"/bin/sh -c '{_FIND}{say}exit 0' {NAME} {kind} --format {fmt}"
+
+
+def _sh_double(text: str) -> str:
+    """`text` in sh double quotes; it holds nothing sh would expand there, nor a quote that ends the program."""
+    if any(c in text for c in "$`\\'\n!"):
+        raise ValueError(f"not for the portable hook: {text!r}")
+    return '"' + text.replace('"', '\\"') + '"'
+
+
+def is_portable(command: str) -> bool:
+    return command.startswith("/bin/sh -c '") and f"' {NAME} " in command
 
 
 def is_ours(command: object, kind: str | None = None) -> bool:
@@ -79,9 +138,12 @@ def interpreter_of(command: str) -> str:
 
 # ---- what each harness gets: (event, the entry to add, the key of its command, the kind) -------------------
 
-def _entries(agent: str) -> list[tuple[str, dict[str, Any], str]]:
-    """(event, entry, kind). For claude, codex and gemini an entry is a matcher group holding one hook."""
-    brief, stop = command_line("brief", agent), command_line("closeout", agent)
+def _entries(agent: str, local: bool = False) -> list[tuple[str, dict[str, Any], str]]:
+    """(event, entry, kind). For claude, codex and gemini an entry is a matcher group holding one hook. `local`: this
+    machine's absolute form, for a per-user file."""
+    line = command_line if local else portable_line
+    stop = line("closeout", agent)
+    brief = line("brief", agent) if agent in ("claude", "codex", "gemini", "copilot") else ""
     if agent in ("claude", "codex"):
         return [("SessionStart", {"matcher": ALL_SOURCES, "hooks": [{"type": "command", "command": brief, "timeout": 30}]},
                  "brief"),
@@ -93,8 +155,9 @@ def _entries(agent: str) -> list[tuple[str, dict[str, Any], str]]:
                 ("AfterAgent", {"hooks": [{"type": "command", "name": "handoff-gate-closeout", "command": stop,
                                            "timeout": 60000, "description": "handoff-gate: the close-out check"}]},
                  "closeout")]
-    if agent == "copilot":  # sessionStart output is ignored: the brief comes from AGENTS.md
-        return [("agentStop", {"type": "command", "bash": stop, "timeoutSec": 60}, "closeout")]
+    if agent == "copilot":  # sessionStart's {"additionalContext": …} reaches the model (measured; its docs say not)
+        return [("sessionStart", {"type": "command", "bash": brief, "timeoutSec": 30}, "brief"),
+                ("agentStop", {"type": "command", "bash": stop, "timeoutSec": 60}, "closeout")]
     if agent == "cursor":  # sessionStart is rejected by some versions ("Unknown hook type"): stop only
         return [("stop", {"command": stop, "loop_limit": 5}, "closeout")]
     raise ValueError(agent)
@@ -109,7 +172,7 @@ def _command_of(agent: str, entry: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _merge(agent: str, doc: dict[str, Any]) -> dict[str, Any]:
+def _merge(agent: str, doc: dict[str, Any], local: bool = False) -> dict[str, Any]:
     """`doc` with our entries present exactly once, each where it was (replaced) or appended."""
     doc = jsonio.loads(jsonio.dumps(doc))
     if agent in ("copilot", "cursor"):
@@ -117,7 +180,7 @@ def _merge(agent: str, doc: dict[str, Any]) -> dict[str, Any]:
     table = doc.setdefault("hooks", {})
     if not isinstance(table, dict):
         raise GateError(f"{FILES[agent]}: `hooks` is not an object: fix it by hand first", reason="config-invalid")
-    for event, entry, kind in _entries(agent):
+    for event, entry, kind in _entries(agent, local):
         listed = table.setdefault(event, [])
         if not isinstance(listed, list):
             raise GateError(f"{FILES[agent]}: `hooks.{event}` is not a list: fix it by hand first", reason="config-invalid")
@@ -133,9 +196,13 @@ def _replace(agent: str, listed: list[Any], entry: dict[str, Any], kind: str) ->
             continue
         if _grouped(agent):
             inner = item.get("hooks")
-            for n, hook in enumerate(inner if isinstance(inner, list) else []):
+            if not isinstance(inner, list):
+                continue
+            for n, hook in enumerate(inner):
                 if isinstance(hook, dict) and is_ours(hook.get("command"), kind):
-                    inner[n] = entry["hooks"][0]  # type: ignore[index]
+                    inner[n] = entry["hooks"][0]
+                    if item.get("matcher") in EARLIER_SOURCES and len(inner) == 1 and "matcher" in entry:
+                        item["matcher"] = entry["matcher"]  # the group is ours alone; a matcher of the user's stays
                     return True
         elif is_ours(_command_of(agent, item), kind):
             listed[at] = entry
@@ -222,8 +289,8 @@ class _File:
     """A harness's configuration file, at its own path: every read, write and removal goes to exactly the
     file named, never through a link (see `own_path`)."""
 
-    def __init__(self, repo: Repo, agent: str) -> None:
-        self.repo, self.agent, self.shown = repo, agent, FILES[agent]
+    def __init__(self, repo: Repo, agent: str, local: bool = False) -> None:
+        self.repo, self.agent, self.shown = repo, agent, (LOCAL_FILES if local else FILES)[agent]
         self.path = own_path(repo, self.shown)
 
     def read(self) -> bytes | None:
@@ -297,41 +364,42 @@ def _unlinked(repo: Repo, shown: str) -> str:
     return lexical
 
 
-def _record_path(repo: Repo, agent: str) -> str:
+def _record_path(repo: Repo, shown: str) -> str:
     lay = state.layout(repo)
     folder = state.ensure_dir(lay, os.path.join(lay.root, "agents"))
-    key = sha256(f"{repo.toplevel}\0{FILES[agent]}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    key = sha256(f"{repo.toplevel}\0{shown}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
     return os.path.join(folder, f"{key}.json")
 
 
-def _read_record(repo: Repo, agent: str) -> dict[str, Any] | None:
-    data = fsio.read_state_file(_record_path(repo, agent), MAX_BYTES * 2)
+def _read_record(repo: Repo, shown: str) -> dict[str, Any] | None:
+    data = fsio.read_state_file(_record_path(repo, shown), MAX_BYTES * 2)
     if not data:
         return None
     try:
         record = dataio.load_json(data.decode("utf-8"))
     except (dataio.DataError, UnicodeDecodeError):
         return None
-    return record if isinstance(record, dict) and record.get("path") == FILES[agent] else None
+    return record if isinstance(record, dict) and record.get("path") == shown else None
 
 
 def _digest(data: bytes | None) -> str | None:
     return sha256(data).hexdigest() if data is not None else None
 
 
-def install(repo: Repo, agent: str) -> list[str]:
-    target = _File(repo, agent)
+def install(repo: Repo, agent: str, local: bool = False) -> list[str]:
+    target = _target(repo, agent, local)
+    _one_of_them(repo, agent, local)
     before = target.read()
     if agent == "agents-md":
         text = fsio.decode_text(before, target.shown) if before else ""
         after = _with_block(text).encode("utf-8")
     else:
         doc = target.parse(before)
-        merged = _merge(agent, doc)
+        merged = _merge(agent, doc, local)
         after = before if merged == doc and before is not None else _dump(merged, before.decode("utf-8") if before else None)
     if after == before:
-        return [f"{target.shown}: already runs the gate, unchanged", *_notes(repo, agent)]
-    record = _read_record(repo, agent)
+        return [f"{target.shown}: already runs the gate, unchanged", *_notes(repo, agent, local)]
+    record = _read_record(repo, target.shown)
     if record is None or record.get("written") != _digest(before):
         import base64
 
@@ -339,15 +407,35 @@ def install(repo: Repo, agent: str) -> list[str]:
                   "created_dirs": [os.path.relpath(d, repo.toplevel) for d in target.missing_dirs()]}
     record["written"] = _digest(after)
     target.write(after, before)
-    state.write(repo, _record_path(repo, agent), (jsonio.dumps(record) + "\n").encode())
-    return [f"{'updated' if before is not None else 'wrote'} {target.shown}: {_what(agent)}", *_notes(repo, agent)]
+    state.write(repo, _record_path(repo, target.shown), (jsonio.dumps(record) + "\n").encode())
+    return [f"{'updated' if before is not None else 'wrote'} {target.shown}: {_what(agent)}",
+            *_notes(repo, agent, local)]
 
 
-def uninstall(repo: Repo, agent: str) -> list[str]:
-    target = _File(repo, agent)
+def _target(repo: Repo, agent: str, local: bool) -> _File:
+    if local and agent not in LOCAL_FILES:
+        raise GateError(f"--local: {agent} has no per-user project file (only Claude Code has one, "
+                        f"{LOCAL_FILES['claude']}): commit {FILES[agent]}, whose hooks run on every clone",
+                        code=USAGE, reason="config-invalid")
+    return _File(repo, agent, local)
+
+
+def _one_of_them(repo: Repo, agent: str, local: bool) -> None:
+    """Refuses to wire a harness's per-user file when its committed one runs the gate already, and the other way
+    round: the harness runs the hooks of both, so every brief and every stop would come twice."""
+    if agent not in LOCAL_FILES or not _has_ours(repo, agent, not local):
+        return
+    other = (FILES if local else LOCAL_FILES)[agent]
+    undo = f"gate install-hooks --agent {agent}{'' if local else ' --local'} --uninstall"
+    raise GateError(f"{other} runs the gate already, and {agent} would run both: remove it first (`{undo}`), or keep "
+                    "it", code=CANNOT_RUN, reason="config-invalid", path=(LOCAL_FILES if local else FILES)[agent])
+
+
+def uninstall(repo: Repo, agent: str, local: bool = False) -> list[str]:
+    target = _target(repo, agent, local)
     current = target.read()
-    record = _read_record(repo, agent)
-    record_path = _record_path(repo, agent)
+    record = _read_record(repo, target.shown)
+    record_path = _record_path(repo, target.shown)
     # A link here (planted, or the user's own) was refused by _File: nothing is deleted or written through it.
     ours = record is not None and current is not None and record.get("written") == _digest(current)
     if ours and record is not None:
@@ -405,30 +493,54 @@ def _what(agent: str) -> str:
         "claude": "SessionStart (every source) runs `gate brief --format claude`, Stop runs `gate closeout --format claude`",
         "codex": "SessionStart (every source) runs `gate brief --format codex`, Stop runs `gate closeout --format codex`",
         "gemini": "SessionStart runs `gate brief --format gemini`, AfterAgent runs `gate closeout --format gemini`",
-        "copilot": "agentStop runs `gate closeout --format copilot`",
+        "copilot": "sessionStart runs `gate brief --format copilot`, agentStop runs `gate closeout --format copilot`",
         "cursor": "stop runs `gate closeout --format cursor`",
         "agents-md": "a marked block tells an agent to run `gate brief` first and `gate closeout --format text` last",
     }[agent]
 
 
-def _notes(repo: Repo, agent: str) -> list[str]:
+def _notes(repo: Repo, agent: str, local: bool = False) -> list[str]:
     notes = []
+    if local and repo.git("check-ignore", "-q", "--", LOCAL_FILES[agent]).returncode != 0:
+        notes.append(f"note: {LOCAL_FILES[agent]} is not ignored by git: add it to .gitignore (it names this machine's "
+                     "interpreter, and a clone elsewhere cannot run it)")
+    if agent == "claude":
+        notes += _bound_notes(repo)
     if agent == "codex":
         notes.append("note: Codex runs project hooks only after you review and trust them: start `codex` here and "
                      "trust them in /hooks (older versions also need `[features] codex_hooks = true` in "
                      "~/.codex/config.toml, which the gate does not edit)")
     if agent in ("copilot", "claude") and _has_ours(repo, "claude") and _has_ours(repo, "copilot"):
         notes.append("note: Copilot CLI also runs the hooks in .claude/settings.json; a stop judged by one of them is "
-                     "not judged again by the other within seconds, so a session is blocked once per stop")
-    if agent in ("copilot", "cursor"):
+                     "not judged again by the other within seconds, so a session is blocked once per stop, but a "
+                     "Copilot session may be given the brief twice (once by each file)")
+    if agent == "cursor":
         notes.append(f"note: {agent}'s session-start hook cannot hand the brief to the model: "
                      "`gate install-hooks --agent agents-md` tells it to run `gate brief` first")
     return notes
 
 
-def _has_ours(repo: Repo, agent: str) -> bool:
+def _bound_notes(repo: Repo) -> list[str]:
+    from gates.domain import harness
+    from gates.infra import config
+
     try:
-        doc = _File(repo, agent).parse(_File(repo, agent).read())
+        bound = int(config.load(repo).section("closeout")["max_blocks"])
+    except (GateError, KeyError, TypeError, ValueError):
+        return []  # `gate check` and `gate doctor` say what is wrong with the configuration
+    if harness.block_bound("claude", bound) == bound:
+        return []
+    return [f"note: closeout.max_blocks is {bound}, but Claude Code ends a turn itself after {harness.BLOCK_CAP['claude']} "
+            f"blocked stops: for Claude the gate lets the stop through after {harness.block_bound('claude', bound)} and "
+            "raises the closeout-missing flag"]
+
+
+def _has_ours(repo: Repo, agent: str, local: bool = False) -> bool:
+    if local and agent not in LOCAL_FILES:
+        return False
+    try:
+        target = _File(repo, agent, local)
+        doc = target.parse(target.read())
     except GateError:
         return False
     return bool(_our_commands(agent, doc))
@@ -450,26 +562,27 @@ def _our_commands(agent: str, doc: dict[str, Any]) -> list[tuple[str, str]]:
     return found
 
 
-def run(repo: Repo, agents: list[str], uninstall_them: bool) -> list[str]:
-    act: Callable[[Repo, str], list[str]] = uninstall if uninstall_them else install
+def run(repo: Repo, agents: list[str], uninstall_them: bool, local: bool = False) -> list[str]:
+    act: Callable[[Repo, str, bool], list[str]] = uninstall if uninstall_them else install
     said = []
     for agent in dict.fromkeys(agents):
         try:
-            said += act(repo, agent)
+            said += act(repo, agent, local)
         except GateError as exc:
-            raise GateError(f"{agent}: {exc.render()}", code=CANNOT_RUN, reason=exc.reason) from None
+            raise GateError(f"{agent}: {exc.render()}", code=exc.code if exc.code == USAGE else CANNOT_RUN,
+                            reason=exc.reason) from None
     return said
 
 
 def doctor(repo: Repo) -> list[tuple[str, str]]:
-    """(status, message) for each harness wired here: its file parses, its hooks run a working interpreter."""
+    """(status, message) for each harness wired here: its file parses, its hooks can run here."""
     out = []
-    for agent in AGENTS:
-        shown = FILES[agent]
+    for agent, local in [(a, False) for a in AGENTS] + [(a, True) for a in LOCAL_FILES]:
+        shown = (LOCAL_FILES if local else FILES)[agent]
         if not os.path.lexists(repo.path(shown)):
             continue
         try:
-            target = _File(repo, agent)
+            target = _File(repo, agent, local)
             data = target.read()
             if agent == "agents-md":
                 if data is not None and BEGIN.encode() in data:
@@ -481,20 +594,49 @@ def doctor(repo: Repo) -> list[tuple[str, str]]:
             out.append(("FIX", f"{exc.render()}{cannot}" if exc.path else f"{shown}: {exc.render()}{cannot}"))
             continue
         commands = _our_commands(agent, doc)
-        if not commands:
-            continue
-        wanted = {kind for _, _, kind in _entries(agent)}
-        have = {kind for kind in ("brief", "closeout") if any(is_ours(c, kind) for _, c in commands)}
-        gone = sorted({interpreter_of(c) for _, c in commands if not os.access(interpreter_of(c), os.X_OK)})
-        if gone:
-            out.append(("FIX", f"{shown}: the hooks run {', '.join(gone) or 'no interpreter'}, which is gone: "
-                               f"`gate install-hooks --agent {agent}` from the environment the gate is installed in"))
-        elif wanted - have:
-            out.append(("FIX", f"{shown}: no hook runs `gate {'/'.join(sorted(wanted - have))}`: "
-                               f"`gate install-hooks --agent {agent}`"))
-        elif any(interpreter_of(c) != sys.executable for _, c in commands):
-            out.append(("warn", f"{shown}: the hooks were written by another installation of the gate: "
-                                f"`gate install-hooks --agent {agent}` rewrites them for this one"))
-        else:
-            out.append(("ok", f"{shown}: {_what(agent)}"))
+        if commands:
+            out.append(_judged(repo, agent, local, shown, [c for _, c in commands]))
     return out
+
+
+def _judged(repo: Repo, agent: str, local: bool, shown: str, commands: list[str]) -> tuple[str, str]:
+    """What the doctor says of one file's hooks of ours."""
+    again = f"gate install-hooks --agent {agent}{' --local' if local else ''}"
+    wanted = {kind for _, _, kind in _entries(agent)}
+    have = {kind for kind in ("brief", "closeout") if any(is_ours(c, kind) for c in commands)}
+    fixed = [c for c in commands if not is_portable(c)]
+    gone = sorted({interpreter_of(c) for c in fixed if not os.access(interpreter_of(c), os.X_OK)})
+    if gone:
+        return ("FIX", f"{shown}: the hooks run {', '.join(gone) or 'no interpreter'}, which is gone: "
+                       f"`{again}` from the environment the gate is installed in")
+    if wanted - have:
+        return ("FIX", f"{shown}: no hook runs `gate {'/'.join(sorted(wanted - have))}`: `{again}`")
+    if fixed and not local:
+        return ("warn", f"{shown}: the hooks name this machine's interpreter ({interpreter_of(fixed[0])}), which no other "
+                        f"clone has: `{again}` writes the portable form every clone runs (or `--local` for yours alone)")
+    if any(interpreter_of(c) != sys.executable for c in fixed):
+        return ("warn", f"{shown}: the hooks were written by another installation of the gate: `{again}` rewrites them "
+                        "for this one")
+    if len(fixed) < len(commands):
+        found = findable(repo)
+        if found is None:
+            return ("warn", f"{shown}: its hooks run the `gate` on PATH (outside this repository), and this PATH has "
+                            f"none: they will say handoff-gate is not installed here — put `gate` on PATH "
+                            f"({INSTALL_LINE})")
+        return ("ok", f"{shown}: {_what(agent)} (the `gate` on PATH: {found})")
+    return ("ok", f"{shown}: {_what(agent)}")
+
+
+def findable(repo: Repo, path: str | None = None) -> str | None:
+    """The `gate` the portable hooks would run from the top of this work tree with `path` (default: this PATH): the
+    first in an absolute PATH folder that lies, resolved, outside the repository; None when there is none."""
+    top = os.path.realpath(repo.toplevel)
+    for folder in (os.environ.get("PATH", "") if path is None else path).split(os.pathsep):
+        if not folder.startswith("/") or not os.path.isdir(folder):
+            continue
+        if paths.within(os.path.realpath(folder), top):
+            continue
+        candidate = os.path.join(folder, "gate")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None

@@ -129,10 +129,13 @@ def _held_claim(repo: Repo, path: str, session: str | None) -> str | None:
     return claims.describe(record)
 
 
-def reason_text(steps: list[str]) -> str:
+def reason_text(steps: list[str], runner: str | None = None) -> str:
+    """The steps, numbered; with `runner` (how this very gate is started), a line naming it for a shell that does not
+    find `gate` (Codex's shell tool is a login shell, whose PATH no longer holds a virtual environment's folder)."""
     body = "\n".join(f"{n}. {step}" for n, step in enumerate(steps, start=1))
+    elsewhere = f"\nWhere your shell does not find `gate`, run `{runner}` in its place." if runner else ""
     return ("The session's close-out is not done (handoff-gate). Do these steps in order, then stop again:\n"
-            f"{body}\n`gate closeout --format text` exits 0 once the close-out is done.")
+            f"{body}\n`gate closeout --format text` exits 0 once the close-out is done.{elsewhere}")
 
 
 # ---- the consecutive-block counter -----------------------------------------------------------------------

@@ -6,19 +6,27 @@ or never closes the pipe). Input that is missing or broken is not an error: the 
 what it has, and the caller flags why (`input-unreadable`).
 
 Sources, checked against each harness's own documentation or schema (see docs/agents.md):
-- Claude Code: hooks reference (code.claude.com/docs/en/hooks). SessionStart context is
-  `hookSpecificOutput.additionalContext`; a hook's output over 10,000 characters is saved to a
-  file and the model sees a 2 KB preview, so the brief is kept under 9,000. Stop: `decision: block`
-  and `reason`, no `hookSpecificOutput` (validation fails there); empty output lets it stop.
+- Claude Code: hooks reference (code.claude.com/docs/en/hooks), and measured in 2.1.332. SessionStart
+  context is `hookSpecificOutput.additionalContext`; a hook's output over 10,000 UTF-16 units (an emoji
+  counts 2) is saved to a file and the model sees a 2 KB preview, so the brief is kept under 9,000
+  units (`units`). Stop: `decision: block` and `reason`; empty output lets it stop, and a
+  `systemMessage` is shown to the user (a let-through says why with it). Claude Code ends the turn
+  itself after 9 consecutive blocks (CLAUDE_CODE_STOP_HOOK_BLOCK_CAP), so the gate's bound is capped
+  below that (`block_bound`).
 - Codex: developers.openai.com/codex/hooks and its generated output schemas
   (`session-start.command.output`, `stop.command.output`, additionalProperties false). Context over
   `additionalContextLimit` (default 2,500 tokens) is spilled to disk: the brief is kept under 6,000
-  characters. A bare `{"continue": true}` is rejected at SessionStart; `{}` lets a Stop through.
+  characters. A bare `{"continue": true}` is rejected at SessionStart; `{}` lets a Stop through. The
+  stop reason reaches the model XML-escaped inside `<hook_prompt>` (`&&` reads `&amp;&amp;`), so a
+  reason for Codex says `then` instead and holds no `&`, `<` or `>` (`_codex_words`).
 - Gemini CLI: docs/hooks/reference.md. stdout must hold the JSON and nothing else; AfterAgent's
-  `decision: "deny"` with `reason` retries with the reason as a new prompt. No size cap is
-  documented: the Claude Code budget is used.
-- GitHub Copilot: hooks reference. sessionStart output is ignored (no brief through it);
-  agentStop `{"decision": "block", "reason": …}` queues the reason as the next prompt, `{}` allows.
+  `decision: "deny"` with `reason` retries with the reason as a new prompt; any exit code but 0 and
+  1 is a deny too, so every hook of ours exits 0. No size cap is documented: the Claude Code budget
+  is used.
+- GitHub Copilot: hooks reference, and measured in Copilot CLI 1.0.102. The reference says sessionStart
+  output is ignored, but `{"additionalContext": …}` on its stdout does reach the model: the brief goes
+  there. No size cap is documented: the Claude Code budget is used. agentStop `{"decision": "block",
+  "reason": …}` queues the reason as the next prompt, `{}` allows.
 - Cursor: `stop` takes `{"followup_message": …}` (auto-submitted) and passes `loop_count`; `{}`
   lets it stop. Its sessionStart is rejected by some versions, so no brief through it.
 """
@@ -36,16 +44,19 @@ from gates.infra.text import clean, excerpt
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable
 
 MAX_INPUT = 1 << 20
 INPUT_SECONDS = 2.0
 
 # Formats of `gate brief`: (envelope, character budget of the context). None: plain text or the json document.
-START_BUDGET: dict[str, int | None] = {"text": None, "json": None, "claude": 9000, "codex": 6000, "gemini": 9000}
+START_BUDGET: dict[str, int | None] = {"text": None, "json": None, "claude": 9000, "codex": 6000, "gemini": 9000,
+                                       "copilot": 9000}
 START_FORMATS = tuple(START_BUDGET)
-HOOK_START_FORMATS = ("claude", "codex", "gemini")
+HOOK_START_FORMATS = ("claude", "codex", "gemini", "copilot")
 STOP_FORMATS = ("text", "claude", "codex", "gemini", "copilot", "cursor")
+UTF16_BUDGET = ("claude",)  # whose context limit counts UTF-16 units, not characters
+BLOCK_CAP = {"claude": 9}  # consecutive blocked stops after which the harness itself ends the turn
 
 
 class HookInput(NamedTuple):
@@ -174,16 +185,73 @@ def start_envelope(fmt: str, context: str) -> str:
                                                              "additionalContext": context}}
     elif fmt == "gemini":
         document = {"hookSpecificOutput": {"additionalContext": context}}
+    elif fmt == "copilot":
+        document = {"additionalContext": context}
     else:
         raise ValueError(fmt)
     return jsonio.dumps(document, ensure_ascii=False)
 
 
+def units(fmt: str, text: str) -> int:
+    """The length of `text` as `fmt`'s context limit counts it: UTF-16 units for Claude Code (a character past
+    U+FFFF, an emoji, counts 2), characters elsewhere."""
+    if fmt in UTF16_BUDGET:
+        return len(text.encode("utf-16-le", "surrogatepass")) // 2
+    return len(text)
+
+
+def within(fmt: str, budget: int, fit: Callable[[int], str]) -> str:
+    """`fit(limit)` (a text of at most `limit` characters) for the largest limit whose text is within `budget` in
+    `fmt`'s units: each try lowers the limit by what the last one was over (each character counts 1 or 2 units)."""
+    limit = budget
+    text = fit(limit)
+    for _ in range(8):
+        over = units(fmt, text) - budget
+        if over <= 0:
+            break
+        limit = max(0, limit - over)
+        text = fit(limit)
+    return text
+
+
+def missing_envelope(kind: str, fmt: str, message: str) -> tuple[str, str | None]:
+    """(stdout, stderr) of a hook that cannot find the gate: `message` where the harness shows it to the model and
+    the user, in a document it reads as neither a deny nor a block (the hook then exits 0)."""
+    if kind == "brief" and fmt in NOTICE_FORMATS:
+        document = jsonio.loads(start_envelope(fmt, message))
+        document["systemMessage"] = message
+        return jsonio.dumps(document, ensure_ascii=False), None
+    if kind == "brief":
+        return start_envelope(fmt, message), message
+    if fmt in NOTICE_FORMATS:
+        return jsonio.dumps({"systemMessage": message}, ensure_ascii=False), None
+    return allow_envelope(fmt), message
+
+
 # ---- stop ------------------------------------------------------------------------------------------------
+
+NOTICE_FORMATS = ("claude", "codex", "gemini")  # whose stop output may carry a `systemMessage` shown to the user
+
+
+def block_bound(fmt: str, configured: int) -> int:
+    """How many consecutive stops `gate closeout --format fmt` blocks: `configured`, below the harness's own cap
+    (Claude Code ends the turn after 9 blocks, and the gate's let-through and flag would never come)."""
+    cap = BLOCK_CAP.get(fmt)
+    return configured if cap is None else min(configured, cap - 1)
+
+
+def _codex_words(reason: str) -> str:
+    """`reason` as Codex should pass it: it XML-escapes the reason (`&&` reaches the model as `&amp;&amp;`), so
+    `a && b` in a code span reads `a`, then `b`, and a lone `&`, `<` or `>` becomes its full-width twin."""
+    reason = reason.replace(" && ", "`, then `")
+    return reason.replace("&", "\uff06").replace("<", "\uff1c").replace(">", "\uff1e")
+
 
 def block_envelope(fmt: str, reason: str) -> str:
     """What keeps a harness's agent working, with `reason` as its next instruction."""
     reason = clean(reason.strip()) or "Finish the session's close-out: run `gate closeout --format text` and do what it says."
+    if fmt == "codex":
+        reason = _codex_words(reason)
     if fmt in ("claude", "codex", "copilot"):
         document: dict[str, Any] = {"decision": "block", "reason": reason}
     elif fmt == "gemini":
@@ -195,8 +263,11 @@ def block_envelope(fmt: str, reason: str) -> str:
     return jsonio.dumps(document, ensure_ascii=False)
 
 
-def allow_envelope(fmt: str) -> str:
-    """What lets a harness's agent stop: nothing for Claude Code, `{}` where a JSON document is expected."""
+def allow_envelope(fmt: str, notice: str | None = None) -> str:
+    """What lets a harness's agent stop: nothing for Claude Code, `{}` where a JSON document is expected; with a
+    `notice`, a `systemMessage` the user is shown, where the harness has one."""
+    if notice and fmt in NOTICE_FORMATS:
+        return jsonio.dumps({"systemMessage": clean(notice)}, ensure_ascii=False)
     if fmt == "claude":
         return ""
     if fmt in ("codex", "gemini", "copilot", "cursor"):
@@ -211,6 +282,7 @@ def schema(name: str) -> dict[str, Any]:
     return schemas.load(f"harness/{name}")
 
 
-START_SCHEMA = {"claude": "claude-session-start", "codex": "codex-session-start", "gemini": "gemini-session-start"}
+START_SCHEMA = {"claude": "claude-session-start", "codex": "codex-session-start", "gemini": "gemini-session-start",
+                "copilot": "copilot-session-start"}
 STOP_SCHEMA = {"claude": "claude-stop", "codex": "codex-stop", "gemini": "gemini-after-agent",
                "copilot": "copilot-agent-stop", "cursor": "cursor-stop"}

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import git, run_gate
+from conftest import GATE_BIN, git, run_gate
 from helpers import break_with_punctuation, entries
 
 from gates.domain import agents, harness
@@ -68,11 +68,12 @@ def test_merge_twice_then_uninstall_to_the_original_bytes(repo: Path, agent: str
             assert after["hooks"][event][:len(listed)] == listed
         commands = _ours(agent, after)
         assert {c.split(" --format ")[1] for _, c in commands} == {agent}
-        kinds = {c.split(" -c ")[1].split(" ")[-3] for _, c in commands}
-        assert kinds == ({"closeout"} if agent in ("copilot", "cursor") else {"brief", "closeout"})
+        kinds = {c.split(" --format ")[0].split(" ")[-1] for _, c in commands}
+        assert all(agents.is_portable(c) and str(Path(str(GATE_BIN)).parent) not in c for _, c in commands)  # no path here
+        assert kinds == ({"closeout"} if agent == "cursor" else {"brief", "closeout"})
         if agent in ("claude", "codex"):
             start = [g for g in after["hooks"]["SessionStart"] if _ours(agent, {"hooks": {"SessionStart": [g]}})]
-            assert start[0]["matcher"] == "startup|resume|clear|compact"
+            assert start[0]["matcher"] == "startup|resume|clear|compact|fork"
     again = run_gate(repo, "install-hooks", "--agent", agent)
     assert again.returncode == 0 and "unchanged" in again.stdout
     assert path.read_bytes() == installed
@@ -105,7 +106,7 @@ def test_new_files_are_created_and_removed_with_their_folders(repo: Path) -> Non
     assert "not judged again by the other" in proc.stdout  # Copilot beside .claude/settings.json
     for agent, name in CONFIG_SCHEMA.items():
         assert schemas.validate(harness.schema(name), json.loads((repo / agents.FILES[agent]).read_text()), {}) == []
-    doctor = run_gate(repo, "doctor")
+    doctor = run_gate(repo, "doctor", env={**os.environ, "PATH": f"{Path(str(GATE_BIN)).parent}:{os.environ['PATH']}"})
     for agent in agents.AGENTS:
         assert f"ok    {agents.FILES[agent]}" in doctor.stdout
     assert run_gate(repo, "install-hooks", "--agent", "claude,codex,gemini,copilot,cursor,agents-md",

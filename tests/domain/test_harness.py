@@ -29,6 +29,7 @@ def test_golden_start_envelopes() -> None:
     assert harness.start_envelope("codex", "hi") == \
         '{"continue": true, "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "hi"}}'
     assert harness.start_envelope("gemini", "hi") == '{"hookSpecificOutput": {"additionalContext": "hi"}}'
+    assert harness.start_envelope("copilot", "hi") == '{"additionalContext": "hi"}'
     for fmt, name in harness.START_SCHEMA.items():
         _valid(name, json.loads(harness.start_envelope(fmt, "x" * 5000)))
     assert schemas.validate(harness.schema("codex-session-start"), {"continue": True}, {})  # the shape Codex rejects
