@@ -25,6 +25,24 @@ if TYPE_CHECKING:
 COMMANDS = frozenset(_TABLE)
 
 
+def _suggest(message: str, options: list[str]) -> str:
+    """argparse's message with the closest name where one is close: "invalid choice: 'chek' — did you mean
+    'check'?" for a command (instead of the whole list), "unrecognized arguments: --formt (did you mean
+    --format?)" for an option of the command."""
+    import difflib
+
+    head, found, rest = message.partition("argument COMMAND: invalid choice: ")
+    if found and not head and rest.count("'") >= 2:
+        asked = rest.split("'")[1]
+        close = difflib.get_close_matches(asked, sorted(COMMANDS), n=1)
+        return f"{found}'{asked}' — did you mean '{close[0]}'?" if close else message
+    if message.startswith("unrecognized arguments: --"):
+        asked = message.split()[2].partition("=")[0]
+        close = difflib.get_close_matches(asked, [o for o in options if o.startswith("--")], n=1)
+        return f"{message} (did you mean {close[0]}?)" if close else message
+    return message
+
+
 def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     """The parser; with `selected`, only that command's own parser is built (the others are never needed)."""
     import argparse
@@ -33,7 +51,8 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
         """argparse, with a usage error in one line naming the command, and no abbreviated options."""
 
         def error(self, message: str) -> NoReturn:
-            self.exit(USAGE, f"{self.prog}: error: {message} (`{self.prog} --help` lists what it takes)\n")
+            said = _suggest(message, sorted(self._option_string_actions))
+            self.exit(USAGE, f"{self.prog}: error: {said} (`{self.prog} --help` lists what it takes)\n")
 
         def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
             parsed, extras = self.parse_known_args(args, namespace)

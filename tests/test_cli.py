@@ -81,3 +81,33 @@ def test_internal_errors_are_exit_4_with_a_short_traceback_and_a_flag(
     [record] = flag_records(repo / ".git")
     assert record["reason"] == "internal-error" and record["exit_code"] == 4
     assert record["message"] == "internal error: ZeroDivisionError: boom"
+
+
+def test_every_option_and_positional_has_help() -> None:
+    """Issue 27: `gate X --help` explains every option and positional of every command."""
+    import argparse
+
+    from gates import cli
+
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    missing = [f"gate {name} {'/'.join(action.option_strings) or action.dest}"
+               for name, command in sub.choices.items() for action in command._actions
+               if not isinstance(action, argparse._HelpAction) and action.help != argparse.SUPPRESS
+               and not (action.help or "").strip()]
+    assert missing == []
+    assert len(sub.choices) == len(cli.COMMANDS)
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["chek"], "invalid choice: 'chek' — did you mean 'check'?"),
+    (["check", "--formt", "json"], "unrecognized arguments: --formt (did you mean --format?)"),
+    (["initt"], "did you mean 'init'?"),
+])
+def test_a_near_miss_names_what_was_meant(repo: Path, argv: list[str], said: str) -> None:
+    proc = run_gate(repo, *argv)
+    assert proc.returncode == 2 and said in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+
+
+def test_init_help_says_it_never_overwrites(repo: Path) -> None:
+    assert "never overwrites" in " ".join(run_gate(repo, "init", "--help").stdout.split())

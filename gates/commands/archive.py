@@ -21,8 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     elif name == 'render':
         parser.add_argument("--diff", action="store_true", help="show what would change; write nothing")
     elif name == 'record':
-        parser.add_argument("action", choices=("new",))
-        parser.add_argument("title", nargs="+")
+        parser.add_argument("action", choices=("new",), help="new: write a new open record in records.path (default decisions/)")
+        parser.add_argument("title", nargs="+", help="the record's title (the words are joined by spaces)")
 
 
 def run(args: argparse.Namespace, run: Run) -> int:

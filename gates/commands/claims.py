@@ -32,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
         parser.add_argument("--session", help="a session id; default $GATE_SESSION")
         parser.add_argument("--remote", metavar="NAME", help="also release on this git remote (default: claims.remote)")
     elif name == 'claims':
-        parser.add_argument("--format", choices=("text", "json"), default="text")
+        parser.add_argument("--format", choices=("text", "json"), default="text",
+                            help="text for people (default), or one JSON document")
         parser.add_argument("--remote", nargs="?", const="", metavar="NAME",
                              help="list the claims on this git remote instead (default: claims.remote)")
 

@@ -17,11 +17,12 @@ if TYPE_CHECKING:
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     if name == 'config':
-        parser.add_argument("--format", choices=("yaml", "json"), default="yaml")
+        parser.add_argument("--format", choices=("yaml", "json"), default="yaml",
+                            help="the effective configuration as YAML (default) or JSON")
     elif name == 'schema':
         from gates.infra.schemas import NAMES
 
-        parser.add_argument("name", choices=NAMES)
+        parser.add_argument("name", choices=NAMES, help="which schema to print")
 
 
 def run(args: argparse.Namespace, run: Run) -> int:

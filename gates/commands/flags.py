@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text for people (default), or one JSON document")
     parser.add_argument("--all", action="store_true", help="also the resolved and acknowledged flags, marked as such")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--ack", action="append", metavar="ID", help="acknowledge a flag (repeatable)")

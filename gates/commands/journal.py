@@ -18,7 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     journal_actions.add_argument("--verify", action="store_true", help="check the hash chain; exit 1 at the first bad entry")
     journal_actions.add_argument("--repair", action="store_true",
                                  help="move a broken journal into lost+found and start a new chain that names it")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text for people (default), or one JSON document")
 
 
 def run(args: argparse.Namespace, run: Run) -> int:

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text for people (default), or one JSON document")
     lock_actions = parser.add_mutually_exclusive_group()
     lock_actions.add_argument("--quarantine", action="store_true", help="move every stale lock into lost+found")
     lock_actions.add_argument("--restore", metavar="ID", help="put a quarantined lock back when its place is free")

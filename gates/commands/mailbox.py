@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
-    parser.add_argument("action", choices=("take",))
+    parser.add_argument("action", choices=("take",),
+                        help="take: print the work package, then clear the file to its sentinel line (a copy is kept)")
 
 
 def run(args: argparse.Namespace, run: Run) -> int:

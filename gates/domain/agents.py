@@ -51,13 +51,15 @@ FILES = {
 MAX_BYTES = 1 << 20
 ALL_SOURCES = "startup|resume|clear|compact|fork"
 EARLIER_SOURCES = ("startup|resume|clear|compact",)  # what earlier versions wrote: widened to ALL_SOURCES on re-install
-INSTALL_LINE = "pipx install handoff-gate"
+# handoff-gate is installed from a clone (it is not on PyPI): the README's Quick start says how
+INSTALL_LINE = ("install it as the Quick start of the handoff-gate README says (a virtual environment of its own, gate "
+                "linked into ~/.local/bin)")
 NAME = "handoff-gate"  # $0 of the portable hook's shell
 NOT_INSTALLED = {
-    "brief": f"handoff-gate is not installed here: install it ({INSTALL_LINE}, so that gate is on PATH outside this "
-             "repository), then start a new session; until then no brief is given and the close-out is not checked.",
-    "closeout": f"handoff-gate is not installed here, so this stop was not checked: install it ({INSTALL_LINE}, so "
-                "that gate is on PATH outside this repository).",
+    "brief": f"handoff-gate is not installed here: {INSTALL_LINE}, so that gate is on PATH outside this repository, "
+             "then start a new session; until then no brief is given and the close-out is not checked.",
+    "closeout": f"handoff-gate is not installed here, so this stop was not checked: {INSTALL_LINE}, so that gate is "
+                "on PATH outside this repository.",
 }
 BEGIN = "<!-- handoff-gate:begin (kept by `gate install-hooks --agent agents-md`; remove with --uninstall) -->"
 END = "<!-- handoff-gate:end -->"
@@ -622,7 +624,7 @@ def _judged(repo: Repo, agent: str, local: bool, shown: str, commands: list[str]
         if found is None:
             return ("warn", f"{shown}: its hooks run the `gate` on PATH (outside this repository), and this PATH has "
                             f"none: they will say handoff-gate is not installed here — put `gate` on PATH "
-                            f"({INSTALL_LINE})")
+                            f"({INSTALL_LINE.removeprefix('install it ')})")
         return ("ok", f"{shown}: {_what(agent)} (the `gate` on PATH: {found})")
     return ("ok", f"{shown}: {_what(agent)}")
 

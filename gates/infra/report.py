@@ -119,8 +119,8 @@ def sarif(result: CheckResult | None, exit_code: int, error: GateError | None = 
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{
+            # No informationUri: handoff-gate has no public page to point at (it is not on PyPI); SARIF makes it optional
             "tool": {"driver": {"name": "handoff-gate", "version": __version__,
-                                "informationUri": "https://pypi.org/project/handoff-gate/",
                                 "rules": [_rule(gate_id, describe) for gate_id in gates]}},
             "invocations": [invocation],
             "results": results,

@@ -181,6 +181,8 @@ def test_sarif_is_valid_sarif_2_1_0(repo: Path) -> None:
     run = document["runs"][0]
     assert [rule["id"] for rule in run["tool"]["driver"]["rules"]] == [g for g in GATES if g not in OPT_IN]
     assert all(rule["help"]["text"] and rule["shortDescription"]["text"] for rule in run["tool"]["driver"]["rules"])
+    # Issue 27: it pointed at a PyPI page that does not exist; no page to point at, so none is named
+    assert "informationUri" not in run["tool"]["driver"] and "pypi.org" not in proc.stdout
     [result] = run["results"]
     assert result["ruleId"] == "handoff-no-checked-items" and result["level"] == "error"
     assert result["locations"][0]["physicalLocation"] == {
