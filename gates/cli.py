@@ -146,7 +146,8 @@ def _internal_error(exc: Exception, run: Run) -> int:
 
 
 def __getattr__(name: str) -> Any:
-    """`from gates.cli import main`, as hooks installed by earlier versions in users' repositories still say."""
+    """The cli -> main shim: `from gates.cli import main`, as hooks installed by earlier versions in users'
+    repositories still say. The one place cli reaches main (tests/test_architecture.py holds it so)."""
     if name == "main":
         from gates.main import main
 
