@@ -29,6 +29,13 @@ def aged(path: Path) -> Path:
     return path
 
 
+def later(monkeypatch: pytest.MonkeyPatch, seconds: float = 2.0) -> None:
+    """The injected clock for whole commands run in this process: the filesystem's now, `seconds` on, so that a
+    lock just made is older than `fast`'s one-second threshold without a sleep."""
+    real = locks.filesystem_now
+    monkeypatch.setattr(locks, "filesystem_now", lambda lay: real(lay) + seconds)
+
+
 def judge(repo: Path, minutes: float, deep: bool = True) -> dict[str, lockscan.Lock]:
     found_repo = discover(repo, {})
     found = lockscan.find(found_repo, deep=deep)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import GATE_BIN, call_gate, flag_records, git, run_gate
-from locks_helpers import aged, fast
+from locks_helpers import aged, fast, later
 
 
 def test_an_aged_index_lock_is_moved_and_git_commit_works_again(repo: Path) -> None:
@@ -35,13 +35,14 @@ def test_an_aged_index_lock_is_moved_and_git_commit_works_again(repo: Path) -> N
     git(repo, "commit", "-q", "-m", "works again")
 
 
-def test_quarantine_off_reports_a_violation_and_moves_nothing(repo: Path) -> None:
+def test_quarantine_off_reports_a_violation_and_moves_nothing(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     fast(repo, "  quarantine: false\n")
+    later(monkeypatch)
     lock = aged(repo / ".git" / "index.lock")
-    time.sleep(1.2)
-    proc = run_gate(repo, "check", "--only", "git-stale-locks")
-    assert proc.returncode == 1
-    assert ".git/index.lock:1: [git-stale-locks] stale lock (" in proc.stdout
+    code, out, _ = call_gate(repo, "check", "--only", "git-stale-locks", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 1
+    assert ".git/index.lock:1: [git-stale-locks] stale lock (" in out
     assert lock.exists()
 
 
@@ -67,8 +68,8 @@ def test_the_gate_inside_a_real_commit_a_never_moves_the_parent_index_lock(repo:
 def test_exdev_leaves_the_lock_in_place_with_a_flag(repo: Path, capsys: pytest.CaptureFixture[str],
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     fast(repo)
+    later(monkeypatch)
     lock = aged(repo / ".git" / "index.lock")
-    time.sleep(1.2)
 
     def cross_device(src: object, dst: object) -> None:
         raise OSError(errno.EXDEV, "Invalid cross-device link")

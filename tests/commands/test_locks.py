@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
-from conftest import flag_records, git, run_gate
-from locks_helpers import aged, fast, judge, quarantined, snapshot
+import pytest
+from conftest import call_gate, flag_records, git, run_gate
+from locks_helpers import aged, fast, judge, later, quarantined, snapshot
 
 from gates.domain import lockscan
 
@@ -22,27 +22,28 @@ def test_a_lock_in_a_linked_worktree_admin_dir_is_found_from_both(repo: Path, tm
     assert [lock["shown"] for lock in json.loads(listed.stdout)["locks"]] == ["worktrees/linked/index.lock"]
 
 
-def test_nested_ref_lock_and_the_same_name_twice_keep_both_copies(repo: Path) -> None:
+def test_nested_ref_lock_and_the_same_name_twice_keep_both_copies(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     fast(repo)
+    later(monkeypatch)  # each lock is older than the threshold without a sleep
     first = aged(repo / ".git" / "refs" / "heads" / "a" / "b.lock")
     first.write_bytes(b"one")
-    time.sleep(1.2)
-    assert run_gate(repo, "locks", "--quarantine").returncode == 0
+    assert call_gate(repo, "locks", "--quarantine", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
     second = aged(repo / ".git" / "refs" / "heads" / "a" / "b.lock")
     second.write_bytes(b"two")
-    time.sleep(1.2)
-    assert run_gate(repo, "locks", "--quarantine").returncode == 0
+    assert call_gate(repo, "locks", "--quarantine", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
     kept = sorted((p / "refs" / "heads" / "a" / "b.lock").read_bytes()
                   for p in (repo / ".git" / "gate" / "lost+found").iterdir() if p.is_dir())
     assert kept == [b"one", b"two"]
 
 
-def test_restore_puts_a_lock_back_only_where_its_place_is_free(repo: Path) -> None:
+def test_restore_puts_a_lock_back_only_where_its_place_is_free(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     fast(repo)
+    later(monkeypatch)
     lock = aged(repo / ".git" / "HEAD.lock")
     lock.write_bytes(b"evidence")
-    time.sleep(1.2)
-    assert run_gate(repo, "locks", "--quarantine").returncode == 0
+    assert call_gate(repo, "locks", "--quarantine", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
     [evidence] = [p for p in (repo / ".git" / "gate" / "lost+found").iterdir() if p.is_dir()]
     lock.write_bytes(b"a new one")
     taken = run_gate(repo, "locks", "--restore", evidence.name)
@@ -56,13 +57,14 @@ def test_restore_puts_a_lock_back_only_where_its_place_is_free(repo: Path) -> No
     assert run_gate(repo, "locks", "--restore", "../../etc").returncode == 2
 
 
-def test_restoring_twice_or_an_unknown_id_is_a_one_line_refusal(repo: Path) -> None:
+def test_restoring_twice_or_an_unknown_id_is_a_one_line_refusal(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """It was a traceback: the second restore found the moved file gone and `link()` raised."""
     fast(repo)
+    later(monkeypatch)
     lock = aged(repo / ".git" / "HEAD.lock")
     lock.write_bytes(b"evidence")
-    time.sleep(1.2)
-    assert run_gate(repo, "locks", "--quarantine").returncode == 0
+    assert call_gate(repo, "locks", "--quarantine", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
     [evidence] = quarantined(repo)
     assert run_gate(repo, "locks", "--restore", evidence.name).returncode == 0
     lock.unlink()  # git took the lock back and released it: the place is free again

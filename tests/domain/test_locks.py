@@ -16,7 +16,7 @@ from conftest import GATE_BIN, call_gate, flag_records, git, run_gate
 from helpers import entries
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from locks_helpers import Transaction, aged, fast, judge, locks_now, only_our_git, quarantined, snapshot
+from locks_helpers import Transaction, aged, fast, judge, later, locks_now, only_our_git, quarantined, snapshot
 
 from gates.domain import locks, lockscan, procscan
 from gates.infra import clock
@@ -42,8 +42,10 @@ def test_a_lock_held_open_by_another_process_is_live(repo: Path, evidence: str) 
     assert judge(repo, 60)["index.lock"].verdict == lockscan.STALE
 
 
-def test_a_paused_update_ref_transaction_keeps_its_zero_byte_ref_lock(repo: Path) -> None:
+def test_a_paused_update_ref_transaction_keeps_its_zero_byte_ref_lock(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     fast(repo)
+    later(monkeypatch)  # the lock is older than the threshold at once: only liveness keeps it
     head = git(repo, "rev-parse", "HEAD")
     tx = subprocess.Popen(["git", "update-ref", "--stdin"], cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           text=True)
@@ -53,11 +55,10 @@ def test_a_paused_update_ref_transaction_keeps_its_zero_byte_ref_lock(repo: Path
     assert tx.stdout.readline() == "start: ok\n" and tx.stdout.readline() == "prepare: ok\n"
     lock = repo / ".git" / "refs" / "heads" / "paused.lock"
     assert lock.exists()  # zero bytes with newer git; git 2.39 writes the new id into it. No descriptor is open.
-    time.sleep(1.2)
-    proc = run_gate(repo, "locks", "--quarantine")
-    assert proc.returncode == 0
-    assert "live       refs/heads/paused.lock" in proc.stdout
-    assert f"git process {tx.pid} may be working in this repository: its cwd {repo} is in the repository" in proc.stdout
+    code, out, _ = call_gate(repo, "locks", "--quarantine", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0
+    assert "live       refs/heads/paused.lock" in out
+    assert f"git process {tx.pid} may be working in this repository: its cwd {repo} is in the repository" in out
     assert lock.exists()
     tx.stdin.write("abort\n")
     tx.stdin.close()
@@ -568,11 +569,12 @@ def test_a_gitdir_too_large_or_a_symlink_is_doubt(repo: Path, tmp_path: Path) ->
     assert judge(repo, 60)["index.lock"].verdict == lockscan.STALE
 
 
-def test_a_quarantine_manifest_writes_times_in_the_clocks_one_form(repo: Path) -> None:
+def test_a_quarantine_manifest_writes_times_in_the_clocks_one_form(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     fast(repo)
+    later(monkeypatch)
     aged(repo / ".git" / "index.lock")
-    time.sleep(1.2)
-    assert run_gate(repo, "locks", "--quarantine", timeout=TIMEOUT).returncode == 0
+    assert call_gate(repo, "locks", "--quarantine", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
     [folder] = quarantined(repo)
     assert locks._EVIDENCE_ID.match(folder.name)
     manifest = json.loads((folder / "manifest.json").read_text())
