@@ -11,7 +11,7 @@ from __future__ import annotations
 from gates.domain import claims, journal, remote
 from gates.infra import gitnet
 from gates.infra.clock import datetime, timedelta
-from gates.infra.errors import OK, USAGE, VIOLATION, GateError
+from gates.infra.errors import OK, USAGE, GateError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -186,17 +186,26 @@ def release(args: argparse.Namespace, run: Run, name: str, state_rel: str, holde
     return OK
 
 
+def remote_claims(run: Run, name: str, now: datetime) -> list[dict[str, Any]]:
+    """Every claim record on the remote `name`, with its liveness (GateError when it cannot be asked)."""
+    return remote.list_claims(_connect(run, name), now)
+
+
 def list_remote(args: argparse.Namespace, run: Run, name: str, now: datetime) -> int:
-    listed = remote.list_claims(_connect(run, name), now)
+    listed = remote_claims(run, name, now)
     if args.format == "json":
         from gates.infra.console import emit_json
 
         emit_json({"version": 1, "remote": name, "claims": listed})
         return OK
+    print_remote(name, listed)
+    return OK
+
+
+def print_remote(name: str, listed: list[dict[str, Any]]) -> None:
     if not listed:
         print(f"no claims on remote {name}")
     for record in listed:
         status = "live" if record["live"] else "ABANDONED"
         print(f"{record.get('path')}: {status} ({record['liveness']}); age {record.get('age_seconds')}s; "
               f"{remote.describe(record)} [{record['ref']}]")
-    return OK if listed is not None else VIOLATION

@@ -126,15 +126,25 @@ def _claims(args: argparse.Namespace, run: Run) -> int:
         name = _remote.required_name(args, run)
         return _remote.list_remote(args, run, name, invocation.now())
     listed = claims.list_all(run.repo(), invocation.now())
+    configured = run.remote_name(None)  # a claim on claims.remote is a claim too: never "no claims" unasked
     if args.format == "json":
-        emit_json({"version": 1, "claims": listed})
+        document: dict[str, object] = {"version": 1, "claims": listed}
+        if configured:
+            from gates.commands import _remote
+
+            document.update(remote=configured, remote_claims=_remote.remote_claims(run, configured, invocation.now()))
+        emit_json(document)
         return OK
     if not listed:
-        print("no claims")
+        print("no local claims" if configured else "no claims")
     for record in listed:
         state = "live" if record["live"] else "ABANDONED"
         print(f"{record.get('path')}: {state} ({record['liveness']}); age {record.get('age_seconds')}s; "
               f"{claims.describe(record) if 'token' in record else record.get('problem')}")
+    if configured:  # the local list is printed first, so an unreachable remote still leaves it said
+        from gates.commands import _remote
+
+        _remote.print_remote(configured, _remote.remote_claims(run, configured, invocation.now()))
     return OK
 
 

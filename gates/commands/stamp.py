@@ -25,10 +25,12 @@ def _stamp(args: argparse.Namespace, run: Run) -> int:
     from gates.domain import stamp
 
     stamp.check_expect(args.expect)  # before the repository is even looked at
-    shown, digest, not_journalled = stamp.stamp(run.repo(), run.config(), invocation.now(), args.expect)
+    shown, digest, not_journalled, notes = stamp.stamp(run.repo(), run.config(), invocation.now(), args.expect)
     said = f"stamped {shown}: ref {run.repo().head}, sha256 {digest}"
     run.done.append(said)
     print(said)  # the new hash, whatever failed after the write: a caller is never told the file is unchanged
+    for note in notes:
+        print(f"  {note}")
     if not_journalled is not None:
         raise not_journalled
     return OK

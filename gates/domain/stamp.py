@@ -13,7 +13,7 @@ from gates.infra.config import Config
 from gates.infra.digest import sha256
 from gates.infra.errors import USAGE, VIOLATION, GateError
 from gates.infra.git import Repo
-from gates.infra.text import Pattern
+from gates.infra.text import Pattern, excerpt
 
 _VALUE = Pattern(r"^(?P<lead>\s*(?:[-*+]|\d{1,9}[.)])\s+)(?P<key>[A-Za-z][A-Za-z0-9_-]*)(?P<sep>\s*:\s*)"
                     r"(?P<quote>`?)(?P<value>.*?)(?P=quote)(?P<trail>\s*)$")
@@ -39,8 +39,12 @@ def check_expect(expect: str | None) -> None:
 
 
 def stamp(repo: Repo, config: Config, now: datetime,
-          expect: str | None) -> tuple[str, str, journal.NotJournalled | None]:
-    """Rewrite the Meta block; returns (path shown, sha256 of the new content, the journal's failure if any).
+          expect: str | None) -> tuple[str, str, journal.NotJournalled | None, list[str]]:
+    """Rewrite the Meta block; returns (path shown, sha256 of the new content, the journal's failure if any, what
+    else it changed, in words).
+
+    Meta `fence` is the fence of the remote claim this worktree holds; without one, a fence line left from an
+    earlier claim is dropped (and said): a stale fence would refuse the push as a late close-out.
 
     Once the file is written the stamp is done: a journal that cannot record it is returned, not
     raised, so that the caller can still say what is on disk."""
@@ -56,24 +60,32 @@ def stamp(repo: Repo, config: Config, now: datetime,
     from gates.domain import remote
 
     held = remote.held(repo, cfg["path"])  # the fence of the remote claim this worktree holds (issue 18)
+    notes: list[str] = []
     if held is not None and isinstance(held.get("fence"), int):
         values["fence"] = str(held["fence"])
-    new = _rewrite(source, shown, cfg["meta_section"], values)
+    new = _rewrite(source, shown, cfg["meta_section"], values, notes)
     fsio.rewrite(path, data, new, shown=shown, who="gate stamp", code=VIOLATION, reason="stamp-denied")
     digest = content_hash(new)
     try:
         journal.append(repo, "stamp", {"path": shown, "ref": repo.head, "sha256": digest}, now)
     except journal.NotJournalled as exc:
-        return shown, digest, exc
-    return shown, digest, None
+        return shown, digest, exc, notes
+    return shown, digest, None, notes
 
 
-def _rewrite(source: handoff.Source, shown: str, meta_section: str, values: dict[str, str]) -> bytes:
+def _rewrite(source: handoff.Source, shown: str, meta_section: str, values: dict[str, str],
+             notes: list[str]) -> bytes:
     lines = list(source.lines)
     doc = handoff.parse(lines, shown)
     sections = doc.section(meta_section)
     if not sections:
         raise _denied(f"{shown} has no '## {meta_section}' section to stamp (see `gate init`)")
+    stale = doc.meta_value(meta_section, "fence") if "fence" not in values else None
+    if stale is not None:  # no remote claim is held here: the fence of an earlier one goes
+        notes.append(f"dropped Meta fence ({excerpt(lines[stale.line - 1].strip(), 60)}, line {stale.line}): this "
+                     "worktree holds no remote claim, and a stale fence would refuse the push as a late close-out")
+        del lines[stale.line - 1]
+        doc = handoff.parse(lines, shown)
     insert_at = sections[0].line  # after the heading, for a key that is missing
     for key, value in values.items():
         entry = doc.meta_value(meta_section, key)

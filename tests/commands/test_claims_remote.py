@@ -304,3 +304,39 @@ def test_a_concurrent_reader_never_sees_a_partial_claim(tmp_path: Path) -> None:
         stop.set()
         thread.join()
     assert bad == []
+
+
+def test_gate_claims_never_says_no_claims_while_the_configured_remote_holds_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 27: `gate claims` in another clone said "no claims" while claims.remote held one. With a remote
+    configured it lists the local claims and then the remote's, in text and in JSON."""
+    bare = seed_bare(tmp_path)
+    a, b = clone(f"file://{bare}", tmp_path / "a"), clone(f"file://{bare}", tmp_path / "b")
+    assert run_gate(a, "claim").returncode == 0
+    listing = run_gate(b, "claims")
+    assert listing.returncode == 0, listing.stderr
+    assert listing.stdout.startswith("no local claims\nHANDOFF.md: live (") and f"clone {clone_id(a)}" in listing.stdout
+    assert "\nno claims\n" not in "\n" + listing.stdout
+    code, out, _ = call_gate(b, "claims", "--format", "json", capsys=capsys, monkeypatch=monkeypatch)
+    document = json.loads(out)
+    assert code == 0 and document["claims"] == [] and document["remote"] == "origin"
+    assert [c["clone"] for c in document["remote_claims"]] == [clone_id(a)]
+    assert run_gate(a, "release").returncode == 0
+    assert run_gate(b, "claims").stdout == "no local claims\nno claims on remote origin\n"
+
+
+def test_a_stamp_without_a_remote_claim_drops_the_fence_of_an_earlier_one(tmp_path: Path) -> None:
+    """Issue 27: `gate stamp` after the release kept the old `- fence: N` line silently; a stale fence refuses the
+    push once another clone's claim has raised the remote's fence. It is dropped, and said."""
+    bare = seed_bare(tmp_path)
+    a = clone(f"file://{bare}", tmp_path / "a")
+    assert run_gate(a, "claim").returncode == 0
+    assert run_gate(a, "stamp").returncode == 0
+    assert "- fence: 1\n" in (a / "HANDOFF.md").read_text()
+    assert run_gate(a, "release").returncode == 0
+    stamped = run_gate(a, "stamp")
+    assert stamped.returncode == 0, stamped.stderr
+    assert "dropped Meta fence (- fence: 1, line " in stamped.stdout and "holds no remote claim" in stamped.stdout
+    assert "fence" not in (a / "HANDOFF.md").read_text()
+    again = run_gate(a, "stamp")
+    assert again.returncode == 0 and "dropped" not in again.stdout  # nothing to drop: nothing said
