@@ -99,7 +99,7 @@ RUNS: list[tuple[str, ...]] = [
     ("check", "--format", "junit"), ("check", "--only", "x" + HOSTILE),
     ("config",), ("config", "--format", "json"), ("schema", "config"),
     ("flags",), ("flags", "--all"), ("flags", "--format", "json"),
-    ("init",),
+    ("init",), ("adopt",), ("adopt", "x" + HOSTILE),
     ("claim", "--session", "A"), ("claims",), ("claims", "--remote"), ("claims", "--remote", "--format", "json"),
     ("claims", "--format", "json"), ("release", "--session", "A"),
     ("brief",), ("brief", "--format", "json"), ("brief", "--format", "claude"), ("brief", "--format", "codex"),
