@@ -51,13 +51,12 @@ def command(args: argparse.Namespace, run: Run) -> int:
             run.notice(exc.reason, exc.render())
         return OK
     now = clock.now()
-    parts = brief.sections(repo, config, now)
-    closed = not any(part.title == brief.SALVAGE for part in parts)
+    parts, work = brief.sections(repo, config, now)
     try:
         last = sessions.last_session(repo, session)
     except (GateError, OSError):
         last = None
-    lines = [sessions.first_line(last, closed)]
+    lines = [sessions.first_line(last, work, repo.head)]
     if hook.source == "compact":
         lines.append(COMPACTED)
     if hook.problem:
