@@ -56,8 +56,10 @@ def _guard(title: str, build: Callable[[], str], droppable: Callable[[list[str]]
     return Section(title, body, droppable(body.split("\n")) if droppable else ())
 
 
-def sections(repo: Repo, config: Config, now: datetime) -> tuple[list[Section], sessions.Closure]:
-    """The brief's sections, and whether the work is closed out (what its first line says)."""
+def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None = None,
+             ) -> tuple[list[Section], sessions.Closure]:
+    """The brief's sections, and whether the work is closed out (what its first line says). `own`: what is the
+    running session's own work, for a later brief of it (its own commits are no salvage)."""
     # What git will be asked whatever the hand-over says runs side by side from the start (the salvage's status,
     # the slowest, included). Only a head start: a call that cannot start here is asked again by its section,
     # under its guard, which says why it failed.
@@ -90,7 +92,7 @@ def sections(repo: Repo, config: Config, now: datetime) -> tuple[list[Section], 
         _guard("2. Tripwire: does the hand-over agree with git?", lambda: _tripwire(repo, handoff_file(), config,
                                                                                     work())),
         _guard("3. Claim and locks", lambda: _claim_and_locks(repo, config, now)),
-        *_salvage(repo, config, work()),
+        *_salvage(repo, config, work().before(own) if own else work()),
         _guard(HANDOFF, lambda: _handoff(handoff_file(), config, now), _after_first),
         Section("5. Read the rest", clean(_rest(config))),
     ]

@@ -10,7 +10,9 @@ Each brief a harness receives is journalled as `session-brief` (harness, session
 and each close-out verdict as `closeout` (harness, session id, verdict, the reasons, HEAD). A
 session is a harness's session id: a run without one (a person's `gate brief`, a model's own
 `gate closeout --format text`, journalled as `closeout-preview`) is never the last session. The
-brief's first line names the last session of this worktree from those entries. When the work is
+brief's first line names the last session of this worktree from those entries; a later brief of a
+running session (a compaction, a resume) first says what is its own work since its start, its first
+brief, and judges the last session by the work as it found it. When the work is
 not closed out, the brief lists from git what the hand-over does not describe: every subject and
 path is text from the repository (a commit subject is whatever its author wrote), so each is
 sanitised and capped, and the list is labelled as facts, not instructions.
@@ -44,7 +46,15 @@ _SHA = "0123456789abcdef"  # a commit id: 40 (SHA-1) to 64 (SHA-256) of these
 
 
 def tail_entries(repo: Repo, size: int = TAIL_BYTES) -> list[dict[str, Any]]:
-    """The journal's last entries (oldest first), read from at most `size` bytes at its end."""
+    """The journal's last entries (oldest first), read from at most `size` bytes at its end (once per run)."""
+    key = f"journal-tail:{size}"
+    if key not in repo.memo:
+        repo.memo[key] = _tail(repo, size)
+    entries: list[dict[str, Any]] = repo.memo[key]
+    return entries
+
+
+def _tail(repo: Repo, size: int) -> list[dict[str, Any]]:
     _, path, _ = journal._paths(repo)
     try:
         fd = journal._open(path)
@@ -139,12 +149,73 @@ def first_line(last: LastSession | None, work: Closure, head: str | None) -> str
 
 
 def record_brief(repo: Repo, harness: str, session: str | None, source: str | None, cut: bool,
-                 problem: str | None) -> None:
+                 problem: str | None, uncommitted: int | None = None) -> None:
     details: dict[str, Any] = {"harness": harness, "session": session, "source": source, "head": repo.head,
-                               "cut": cut}
+                               "cut": cut, "uncommitted": uncommitted}
     if problem:
         details["input_problem"] = problem
     journal.append(repo, "session-brief", details)
+
+
+# ---- the running session: what it began with, what is its own ----------------------------------------------
+
+class Start(NamedTuple):
+    """A session's first brief in this worktree, from the journal."""
+
+    head: str | None  # HEAD then (None: no commit yet)
+    when: str
+    uncommitted: int | None  # how many paths `git status` listed then; None: not recorded (or unknown)
+
+
+class Own(NamedTuple):
+    start: Start
+    commits: int | None  # first-parent commits since its start; None: its start is not in HEAD's history
+
+
+def session_start(repo: Repo, harness: str, session: str | None) -> Start | None:
+    """The first brief journalled for this harness session in this worktree (within the journal's tail), or None:
+    this brief is its first (a start), and only a later one (after a compaction, a resume, a clear) finds one."""
+    if not session or harness in NOT_SESSIONS:
+        return None
+    for entry in tail_entries(repo):
+        details = entry["details"]
+        if (entry.get("action") == "session-brief" and entry.get("worktree") == str(repo.toplevel)
+                and details.get("harness") == harness and _session_of(entry) == session):
+            head, count = details.get("head"), details.get("uncommitted")
+            return Start(head if isinstance(head, str) else None, str(entry.get("time", "?")),
+                         count if isinstance(count, int) and not isinstance(count, bool) else None)
+    return None
+
+
+def own_work(repo: Repo, start: Start) -> Own:
+    """How many of HEAD's first-parent commits came after the session's start; None when its start HEAD is not
+    in HEAD's history (a reset, a rebase) or git cannot say: then no commit is taken for its own."""
+    if repo.head is None or start.head == repo.head:
+        return Own(start, 0)
+    if start.head is not None:
+        ancestor = repo.git("merge-base", "--is-ancestor", start.head, repo.head)
+        if ancestor.returncode != 0:
+            return Own(start, None)
+    listed = repo.git("rev-list", "--first-parent", "--count", f"{start.head}..HEAD" if start.head else "HEAD", "--")
+    count = listed.stdout.strip()
+    return Own(start, int(count) if listed.returncode == 0 and count.isdigit() else None)
+
+
+def own_line(harness: str, session: str, own: Own, work: Closure) -> str:
+    """The first line of a later brief of a running session: what of the work (all of it: `work`) is its own."""
+    begun = (f"This session: {excerpt(harness, 20)} session {excerpt(session, 80)}, begun {own.start.when} at "
+             f"{(own.start.head or 'no commit')[:12]} (its first brief)")
+    if own.commits is None:
+        return (f"{begun}: that commit is not in HEAD's history (a reset or a rebase since?), so which work is its "
+                "own cannot be told; the Salvage below may list some of it.")
+    commits = work.before(own).own
+    mine = [f"{_plural(commits, 'commit')} after the Meta ref"] if commits else []
+    if own.start.uncommitted == 0 and work.paths:
+        mine.append(f"{_plural(len(work.paths), 'uncommitted path')} (the work tree was clean at its first brief)")
+    if not mine:
+        return f"{begun}: nothing of its own is left to close out."
+    return (f"{begun}: its own work, not yet closed out: {'; '.join(mine)}. It is this session's, not a salvage: "
+            "describe it in the hand-over and close out before stopping.")
 
 
 # ---- closed out: the one definition ---------------------------------------------------------------------
@@ -170,6 +241,7 @@ class Closure(NamedTuple):
     history_error: str | None
     paths: list[tuple[str, str]]  # (XY, path) from `git status`
     status_error: str | None
+    own: int = 0  # the newest commits after the Meta ref that are the running session's own: not listed as salvage
 
     def counts(self) -> tuple[int, int, int]:
         """(staged, unstaged, untracked) paths; a path both staged and changed again counts in both."""
@@ -212,6 +284,20 @@ class Closure(NamedTuple):
     def said(self) -> str:
         """`current`, or every reason and doubt found."""
         return "; ".join(self.reasons() + self.doubts()) or "current"
+
+    def before(self, own: Own) -> Closure:
+        """The work as the running session found it at its first brief: its own commits (and, when that brief saw a
+        clean work tree, its uncommitted paths) are its own, not a last session's."""
+        found = self.found
+        if own.commits is None or found is None or found.kind != "behind":
+            mine = 0
+        else:
+            mine = min(found.behind, own.commits)
+        if mine and found is not None:
+            left = found.behind - mine
+            found = Relation("behind" if left else "current", left, found.commit, found.closed, found.exact)
+        paths = [] if own.start.uncommitted == 0 else self.paths
+        return Closure(self.ref, found, self.history_error, paths, self.status_error, mine)
 
 
 def closure(repo: Repo, config: Config, ref: str | None) -> Closure:
@@ -287,6 +373,7 @@ def salvage(repo: Repo, work: Closure, handoff_path: str) -> str | None:
     try:
         if found is not None and found.kind == "behind" and found.behind > 0:
             commits, total = work_after(repo, found)
+            commits, total = commits[work.own:], total - work.own  # the newest: the running session's own
         elif (found is not None and found.kind == "elsewhere") or (work.ref is None and repo.head):
             commits, total = commits_after(repo, None)
     except ListFailed as exc:

@@ -340,3 +340,53 @@ def test_runs_without_a_harness_session_id_never_become_the_last_session(repo: P
     assert [(d["harness"], d["verdict"]) for d in stops] == [("claude", "done")]  # type: ignore[index]
     previews = [e["details"] for e in entries if e["action"] == "closeout-preview"]
     assert [(d["session"], d["verdict"]) for d in previews] == [("person", "not-done")]  # type: ignore[index]
+
+
+# ---- a running session knows its own work (issue 27: sessions have identity) ---------------------------------------
+
+def _context(repo: Path, fmt: str, session: str, source: str) -> str:
+    out = _hook(repo, "brief", fmt, {"session_id": session, "source": source})
+    return str(json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"])
+
+
+def test_a_compacted_session_is_told_its_own_work_is_no_salvage(repo: Path) -> None:
+    """Before: after a compaction the re-injected brief called the running session's own commits and files the last
+    session's unclosed work and told the model to salvage them. Its start is its first brief, journalled."""
+    start = git(repo, "rev-parse", "HEAD")
+    first = _context(repo, "claude", "s-1", "startup")
+    _work(repo, "one.py", "my first piece")
+    _work(repo, "two.py", "my second piece")
+    (repo / "scratch.txt").write_text("mine\n")
+    context = _context(repo, "claude", "s-1", "compact")
+    lines = context.splitlines()
+    assert lines[0].startswith("This session: claude session s-1, begun ") and lines[0].endswith(
+        f" at {start[:12]} (its first brief): its own work, not yet closed out: 2 commits after the Meta ref; "
+        "1 uncommitted path (the work tree was clean at its first brief). It is this session's, not a salvage: "
+        "describe it in the hand-over and close out before stopping."), lines[0]
+    assert lines[1] == first.splitlines()[0] == "Last session: none recorded in the journal for this worktree."
+    assert lines[2].startswith("The context was compacted")
+    assert "## 3a. Salvage" not in context and "Verdict: 2 commits behind HEAD" in context  # the tripwire: all of git
+    stop = _hook(repo, "closeout", "claude", {"session_id": "s-1", "stop_hook_active": False})
+    assert json.loads(stop.stdout)["decision"] == "block"  # its own work must still be closed out
+
+
+def test_a_compacted_session_salvages_only_what_came_before_it(repo: Path) -> None:
+    _hook(repo, "brief", "gemini", {"session_id": "dead", "source": "startup"})
+    _work(repo, "old.py", "the dead session's piece")
+    (repo / "left.txt").write_text("left by the dead session\n")
+    start = git(repo, "rev-parse", "HEAD")
+    _context(repo, "claude", "s-1", "startup")
+    _work(repo, "mine.py", "my own piece")
+    context = _context(repo, "claude", "s-1", "compact")
+    lines = context.splitlines()
+    assert lines[0].endswith(f" at {start[:12]} (its first brief): its own work, not yet closed out: 1 commit after "
+                             "the Meta ref. It is this session's, not a salvage: describe it in the hand-over and "
+                             "close out before stopping."), lines[0]
+    assert lines[1].startswith("Last session: gemini session dead") and lines[1].endswith(
+        ": did NOT close out (no close-out was recorded: 1 commit after the Meta ref; 1 untracked path); "
+        "see Salvage."), lines[1]
+    salvage = context[context.index("## 3a. Salvage"):context.index("## 4. Hand-over")]
+    assert "the dead session's piece" in salvage and "my own piece" not in salvage and "left.txt" in salvage
+    git(repo, "reset", "-q", "--hard", "HEAD~2")  # its start is gone from the history
+    lines = _context(repo, "claude", "s-1", "compact").splitlines()
+    assert lines[0].endswith("so which work is its own cannot be told; the Salvage below may list some of it."), lines[0]
