@@ -51,13 +51,15 @@ def command(args: argparse.Namespace, run: Run) -> int:
             run.notice(exc.reason, exc.render())
         return OK
     now = clock.now()
-    parts = brief.sections(repo, config, now)
-    closed = not any(part.title == brief.SALVAGE for part in parts)
+    own = _own(repo, fmt, session)
+    parts, work = brief.sections(repo, config, now, own)
+    before = work.before(own) if own else work  # the work as this session found it
     try:
         last = sessions.last_session(repo, session)
     except (GateError, OSError):
         last = None
-    lines = [sessions.first_line(last, closed)]
+    lines = [sessions.own_line(fmt, str(session), own, work)] if own else []
+    lines.append(sessions.first_line(last, before, own.start.head if own else repo.head))
     if hook.source == "compact":
         lines.append(COMPACTED)
     if hook.problem:
@@ -83,10 +85,22 @@ def command(args: argparse.Namespace, run: Run) -> int:
         run.notice("input-unreadable", harness.unreadable_input("brief", fmt, hook.problem,
                                                                 "the brief was delivered without it"))
     try:
-        sessions.record_brief(repo, fmt, session, hook.source, len(text) < len(full), hook.problem)
+        sessions.record_brief(repo, fmt, session, hook.source, len(text) < len(full), hook.problem,
+                              len(work.paths) if work.status_error is None else None)
     except journal.NotJournalled as exc:
         say(f"gate: the brief was delivered but not journalled: {exc.cause.render()}")
     return OK
+
+
+def _own(repo: Repo, fmt: str, session: str | None) -> sessions.Own | None:
+    """For a later brief of a running harness session (a compaction, a resume): its start and its own commits."""
+    if not session or fmt not in harness.HOOK_START_FORMATS:
+        return None
+    try:
+        start = sessions.session_start(repo, fmt, session)
+        return sessions.own_work(repo, start) if start else None
+    except (GateError, OSError):
+        return None
 
 
 def _save(repo: Repo, text: str) -> str:

@@ -78,6 +78,8 @@ def _hook(run: Run, fmt: str, hook: harness.HookInput, session: str | None) -> s
                "reasons": verdict.summary, "head": repo.head}
     if decision.verdict != "twin":
         _journal(repo, details)
+    if decision.verdict == "done":
+        _resolve_missing(run)
     if decision.verdict == "block":
         return harness.block_envelope(fmt, closeout.reason_text(verdict.steps, _runner()))
     if decision.verdict == "let-through":
@@ -122,13 +124,29 @@ def _journal(repo: Repo, details: dict[str, Any]) -> None:
         say(warning)
 
 
+def _resolve_missing(run: Run) -> None:
+    """A `done` verdict found the work closed out: this worktree's `closeout-missing` flags raised before this run
+    began have no cause left (a later session salvaged the work, or the same one closed out after all)."""
+    from gates.domain import flags, sessions
+
+    try:
+        flags.resolve_event(run.repo(), sessions.CLOSEOUT_MISSING, command=run.command, observed_ns=run.started_ns)
+    except (GateError, OSError) as exc:
+        say(f"gate: could not resolve the {sessions.CLOSEOUT_MISSING} flags: {exc}")
+
+
 def _text(run: Run, session: str | None) -> int:
+    """The preview (a model's own check, a script's): said and journalled as `closeout-preview`, never a stop."""
     repo, config = run.repo(), run.config()
     verdict = closeout.judge(repo, config, session, _errors(run))
-    _journal(repo, {"harness": "text", "session": session, "verdict": "block" if verdict.steps else "done",
-                    "reasons": verdict.summary, "head": repo.head})
+    warning = closeout.journal_verdict(repo, {"session": session, "verdict": "not-done" if verdict.steps else "done",
+                                              "reasons": verdict.summary, "head": repo.head}, "closeout-preview")
+    if warning:
+        say(warning)
     if not verdict.steps:
-        print("close-out done: the hand-over passes its gates, describes every commit and is committed")
+        _resolve_missing(run)
+        print("close-out done: the hand-over passes its gates and describes every commit, and nothing is left "
+              "uncommitted")
         return OK
     print(closeout.reason_text(verdict.steps))
     return VIOLATION

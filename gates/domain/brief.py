@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 
 from gates.domain import ancestry, claims, flags, handoff, lockscan, sessions
-from gates.domain.ancestry import relation
 from gates.domain.handoff import Loaded, load_handoff
 from gates.infra import git, state
 from gates.infra.clock import datetime
@@ -57,7 +56,10 @@ def _guard(title: str, build: Callable[[], str], droppable: Callable[[list[str]]
     return Section(title, body, droppable(body.split("\n")) if droppable else ())
 
 
-def sections(repo: Repo, config: Config, now: datetime) -> list[Section]:
+def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None = None,
+             ) -> tuple[list[Section], sessions.Closure]:
+    """The brief's sections, and whether the work is closed out (what its first line says). `own`: what is the
+    running session's own work, for a later brief of it (its own commits are no salvage)."""
     # What git will be asked whatever the hand-over says runs side by side from the start (the salvage's status,
     # the slowest, included). Only a head start: a call that cannot start here is asked again by its section,
     # under its guard, which says why it failed.
@@ -69,6 +71,13 @@ def sections(repo: Repo, config: Config, now: datetime) -> list[Section]:
             read.append(load_handoff(repo, config, repo.path(config.section("handoff")["path"])))
         return read[0]
 
+    judged: list[sessions.Closure] = []
+
+    def work() -> sessions.Closure:  # judged once, after the flags are read (the git calls run meanwhile)
+        if not judged:
+            judged.append(_closure(repo, config, handoff_file))
+        return judged[0]
+
     try:
         repo.prefetch(git.FILTER_ARGS, *((git.log_args(3),) if repo.head else ()))  # (HEAD's recent line came with it)
         repo.prefetch_status(*sessions.UNCOMMITTED)
@@ -78,28 +87,36 @@ def sections(repo: Repo, config: Config, now: datetime) -> list[Section]:
     except (GateError, OSError):
         pass
 
-    return [
+    parts = [
         _guard(FLAGS, lambda: _flags(repo, config, handoff_file, now) + _other_clones(repo, config), _flag_details),
-        _guard("2. Tripwire: does the hand-over agree with git?", lambda: _tripwire(repo, config, handoff_file())),
+        _guard("2. Tripwire: does the hand-over agree with git?", lambda: _tripwire(repo, handoff_file(), config,
+                                                                                    work())),
         _guard("3. Claim and locks", lambda: _claim_and_locks(repo, config, now)),
-        *_salvage(repo, config, handoff_file),
+        *_salvage(repo, config, work().before(own) if own else work()),
         _guard(HANDOFF, lambda: _handoff(handoff_file(), config, now), _after_first),
         Section("5. Read the rest", clean(_rest(config))),
     ]
+    return parts, work()
 
 
 FLAGS, SALVAGE, HANDOFF = "1. Flags", "3a. Salvage: the last session did not close out", "4. Hand-over"
 
 
-def _salvage(repo: Repo, config: Config, handoff_file: Callable[[], Loaded]) -> list[Section]:
-    """Before the hand-over, when the last session did not close out: what git has that the hand-over may not say."""
+def _closure(repo: Repo, config: Config, handoff_file: Callable[[], Loaded]) -> sessions.Closure:
     try:
         ref = _meta(handoff_file(), config)[0]
     except (GateError, OSError):
         ref = None
     try:
-        found = relation(repo, config, ref) if ref else None
-        body = sessions.salvage(repo, ref, found, config.section("handoff")["path"])
+        return sessions.closure(repo, config, ref)
+    except (GateError, OSError) as exc:  # never read as closed out
+        return sessions.Closure(ref, None, str(exc), [], None)
+
+
+def _salvage(repo: Repo, config: Config, work: sessions.Closure) -> list[Section]:
+    """Before the hand-over, when the work is not closed out: what git has that the hand-over may not say."""
+    try:
+        body = sessions.salvage(repo, work, config.section("handoff")["path"])
     except (GateError, OSError) as exc:
         return [Section(SALVAGE, clean(f"(could not be read: {exc})"))]
     if not body:
@@ -190,8 +207,9 @@ def _meta(loaded: Loaded, config: Config) -> tuple[str | None, str | None]:
     return (ref.value if ref else None), (updated.value if updated else None)
 
 
-def _tripwire(repo: Repo, config: Config, loaded: Loaded) -> str:
-    ref, updated = _meta(loaded, config)
+def _tripwire(repo: Repo, loaded: Loaded, config: Config, work: sessions.Closure) -> str:
+    _, updated = _meta(loaded, config)
+    ref = work.ref
     try:
         log = [excerpt(line, 120) for line in repo.log_oneline(3)] if repo.head else ["(no commits yet)"]
     except GitFailed as exc:  # never shown as "no commits"
@@ -200,16 +218,21 @@ def _tripwire(repo: Repo, config: Config, loaded: Loaded) -> str:
     lines.append(f"Meta ref: {ref or '(none)'}   updated: {updated or '(none)'}")
     if not ref:
         lines.append("Verdict: UNKNOWN — the hand-over names no commit. Trust git, not the hand-over.")
-        return "\n".join(lines)
-    try:
-        found = relation(repo, config, ref)
-    except GitFailed as exc:
-        lines.append(f"Verdict: UNKNOWN — {exc.message}. Trust nothing the hand-over says until git can be read.")
-        return "\n".join(lines)
-    lines.append(f"Verdict: {found.verdict()}")
-    if found.kind != "current":
-        lines.append("WARNING: the hand-over and git disagree. Anything read from a cache or from memory this session "
-                     "is suspect: re-read the code and `git log` before trusting the hand-over.")
+    elif work.history_error is not None or work.found is None:
+        lines.append(f"Verdict: UNKNOWN — {work.history_error}. Trust nothing the hand-over says until git can be "
+                     "read.")
+    else:
+        lines.append(f"Verdict: {work.found.verdict()}")
+        if work.found.kind != "current":
+            lines.append("WARNING: the hand-over and git disagree. Anything read from a cache or from memory this "
+                         "session is suspect: re-read the code and `git log` before trusting the hand-over.")
+    staged, unstaged, untracked = work.counts()
+    if work.status_error is not None:
+        lines.append(f"Work tree: unknown — {work.status_error} (see Salvage).")
+    elif work.paths:
+        said = ", ".join(f"{n} {kind}" for n, kind in ((staged, "staged"), (unstaged, "unstaged"),
+                                                       (untracked, "untracked")) if n)
+        lines.append(f"Work tree: NOT committed — {said} (paths in Salvage); the work is not closed out.")
     return "\n".join(lines)
 
 

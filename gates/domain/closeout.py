@@ -2,10 +2,10 @@
 
 The close-out is not done while:
 1. the hand-over fails its gates (`gate check`);
-2. work committed after the Meta ref is not followed by a close-out (gates/domain/ancestry.py: the one definition);
-3. the hand-over file has uncommitted changes, or git cannot be asked whether it has (a failed `git status`
-   is never an all-clear);
-4. this worktree's claim (this session's, or one without a session) is still held once the rest is done.
+2. the work is not closed out (gates/domain/sessions.py `closure`, the one definition the brief uses too): commits
+   after the Meta ref that no close-out follows, or any staged, unstaged or untracked path `git status` lists
+   (paths git ignores are never listed), or git cannot be asked either (a failed question is never an all-clear);
+3. this worktree's claim (this session's, or one without a session) is still held once the rest is done.
 
 Loop guard: after `closeout.max_blocks` consecutive blocks for one session, the stop is let through and a
 `closeout-missing` flag is raised, which the next brief shows first and salvages. The count comes from the
@@ -21,12 +21,11 @@ from __future__ import annotations
 import os
 import time
 
-from gates.domain import claims, handoff, harness, journal
-from gates.domain.ancestry import relation
+from gates.domain import ancestry, claims, handoff, harness, journal, sessions
 from gates.infra import dataio, fsio, jsonio, state
 from gates.infra.digest import sha256
 from gates.infra.errors import GateError
-from gates.infra.git import GitFailed, Repo, StatusFailed
+from gates.infra.git import Repo
 from gates.infra.plain import NamedTuple
 from gates.infra.text import excerpt
 
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
 TIMEOUT = 20.0  # seconds; the installed hooks give the harness's own timeout as 60
 TWIN_SECONDS = 10.0  # a verdict by another format for the same session within this is the same stop
 MAX_FINDINGS = 8
+MAX_PATHS = 5  # the uncommitted paths a step names
 
 
 class Verdict(NamedTuple):
@@ -58,47 +58,77 @@ def judge(repo: Repo, config: Config, session: str | None, errors: list[str]) ->
         steps.append(f"Make {path} pass its gates: fix each finding below, then run `gate check` until it "
                      f"exits 0.\n{shown}{more}")
         summary.append(f"the hand-over fails {len(errors)} gate finding(s)")
-    ref = _meta_ref(repo, config)
-    try:
-        found = relation(repo, config, ref) if ref is not None else None
-    except GitFailed as exc:  # a failed question is never "nothing to close out": the stop is blocked
-        found = None
-        steps.append(f"Whether work after {path}'s Meta ref {str(ref)[:12]} is closed out cannot be told: "
-                     f"{exc.message}. Make git able to read this repository's history (fix what it says).")
-        summary.append(exc.message)
-    if ref is not None and found is not None:
-        if found.kind == "behind":
-            from gates.domain import sessions
-
-            commits, total = sessions.work_after(repo, found)
-            listed = "".join(f"\n   - {sha} {excerpt(subject, 80)}" for sha, subject, _ in commits[:5])
-            more = f"\n   (+{total - 5} more: `git log {ref[:12]}..HEAD`)" if total > 5 else ""
-            steps.append(f"Describe the work in {path}: {found.behind} commit(s) after its Meta ref {ref[:12]} "
-                         f"are not closed out. Update its Current Target and Open Threads (and Decisions, Dead "
-                         f"Ends, Verified) so the next session can continue from them:{listed}{more}")
-            steps.append(f"Close out: `gate stamp`, then `git add {path} && git commit -m \"close-out: …\"`.")
-            summary.append(f"{found.behind} commit(s) after the Meta ref are not closed out")
-        elif found.kind == "elsewhere":
-            steps.append(f"{path}'s Meta ref {ref[:12]} is not in this history: bring the hand-over up to date "
-                         f"with git, then `gate stamp` and `git add {path} && git commit -m \"close-out: …\"`.")
-            summary.append("the Meta ref is not in this history")
-    try:
-        dirty = _uncommitted(repo, path)
-    except StatusFailed as exc:  # a failed question is never "nothing uncommitted": the stop is blocked
-        steps.append(f"{exc.message[:1].upper()}{exc.message[1:]}. Make `git status` work in this repository "
-                     f"(fix what it says), then commit {path} if it has uncommitted changes.")
-        summary.append(exc.message)
-    else:
-        if dirty:
-            steps.append(f"Commit the hand-over: `git add {path} && git commit -m \"close-out: …\"` ({path} has "
-                         "uncommitted changes).")
-            summary.append("the hand-over has uncommitted changes")
+    _work_steps(repo, sessions.closure(repo, config, _meta_ref(repo, config)), path, steps, summary)
     if not steps:
         held = _held_claim(repo, path, session)
         if held:
             steps.append(f"Release the claim: `gate release` ({held}).")
             summary.append("the claim is still held after the close-out")
     return Verdict(steps, summary)
+
+
+def _shown(paths: list[tuple[str, str]]) -> str:
+    names = ", ".join(excerpt(path, 80) for _, path in paths[:MAX_PATHS])
+    return names + (f", +{len(paths) - MAX_PATHS} more (`git status`)" if len(paths) > MAX_PATHS else "")
+
+
+def _is_handoff(listed: str, path: str) -> bool:
+    """Whether a path `git status` lists is the hand-over (or an untracked folder holding it)."""
+    return listed == path or (listed.endswith("/") and path.startswith(listed))
+
+
+def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str], summary: list[str]) -> None:
+    """The steps (and one summary line each) that close out the work, each worded from what was found."""
+    ref, found = str(work.ref), work.found
+    if work.history_error is not None:  # a failed question is never "nothing to close out": the stop is blocked
+        steps.append(f"Whether work after {path}'s Meta ref {ref[:12]} is closed out cannot be told: "
+                     f"{work.history_error}. Make git able to read this repository's history (fix what it says).")
+        summary.append(work.history_error)
+    elif found is not None and found.kind == "shallow":
+        steps.append(f"{path}'s Meta ref {ref[:12]} is not in this shallow clone: {ancestry.SHALLOW_ADVICE}.")
+        summary.append("the Meta ref is not in this shallow clone")
+    others = [(code, name) for code, name in work.paths if not _is_handoff(name, path)]  # the hand-over: below
+    changed = [(code, name) for code, name in others if code != "??"]
+    untracked = [(code, name) for code, name in others if code == "??"]
+    if changed:
+        steps.append(f"Commit the work: {len(changed)} path(s) have uncommitted changes ({_shown(changed)}). Commit "
+                     "what is the session's work and undo what is not (`git restore`): a close-out leaves nothing "
+                     "uncommitted.")
+        summary.append(f"{len(changed)} path(s) have uncommitted changes")
+    if untracked:
+        steps.append(f"Deal with {len(untracked)} untracked path(s) git does not ignore ({_shown(untracked)}): commit "
+                     "what belongs to the project, delete scratch files, or have git ignore them (`.gitignore`, or "
+                     "`.git/info/exclude` for this clone only).")
+        summary.append(f"{len(untracked)} untracked path(s)")
+    if found is not None and found.kind == "behind":
+        commits, total = sessions.work_after(repo, found)
+        listed = "".join(f"\n   - {sha} {excerpt(subject, 80)}" for sha, subject, _ in commits[:5])
+        more = f"\n   (+{total - 5} more: `git log {ref[:12]}..HEAD`)" if total > 5 else ""
+        steps.append(f"Describe the work in {path}: {found.behind} commit(s) after its Meta ref {ref[:12]} "
+                     f"are not closed out. Update its Current Target and Open Threads (and Decisions, Dead "
+                     f"Ends, Verified) so the next session can continue from them:{listed}{more}")
+        summary.append(f"{found.behind} commit(s) after the Meta ref are not closed out")
+    elif found is not None and found.kind == "elsewhere":
+        steps.append(f"{path}'s Meta ref {ref[:12]} is not in this history: bring the hand-over up to date "
+                     f"with git.")
+        summary.append("the Meta ref is not in this history")
+    elif work.ref is None:
+        steps.append(f"{path} names no commit in its Meta ref: describe the work in it.")
+        summary.append("the hand-over names no Meta ref")
+    mine = [code for code, name in work.paths if _is_handoff(name, path)]
+    how = (f"{path} is not committed yet" if mine == ["??"] else f"{path} has uncommitted changes") if mine else ""
+    if changed or untracked or work.ref is None or (found is not None and found.kind in ("behind", "elsewhere")):
+        steps.append(f"Close out: `gate stamp`, then `git add {path} && git commit -m \"close-out: …\"`"
+                     + (f" ({how}: that commit takes them)." if mine else "."))
+    elif mine:
+        steps.append(f"Commit the hand-over: `git add {path} && git commit -m \"close-out: …\"` ({state}).")
+    if mine:
+        summary.append("the hand-over has uncommitted changes")
+    if work.status_error is not None:  # a failed question is never "nothing uncommitted": the stop is blocked
+        message = work.status_error
+        steps.append(f"{message[:1].upper()}{message[1:]}. Make `git status` work in this repository "
+                     f"(fix what it says), then commit what it lists.")
+        summary.append(message)
 
 
 def _meta_ref(repo: Repo, config: Config) -> str | None:
@@ -111,11 +141,6 @@ def _meta_ref(repo: Repo, config: Config) -> str | None:
     except GateError:
         return None  # the gates have said why
     return entry.value if entry else None
-
-
-def _uncommitted(repo: Repo, path: str) -> bool:
-    """Whether the hand-over has uncommitted changes; StatusFailed when git cannot say."""
-    return bool(repo.uncommitted("--porcelain=v1", "-z", "--untracked-files=all", "--", f":(literal){path}"))
 
 
 def _held_claim(repo: Repo, path: str, session: str | None) -> str | None:
@@ -189,10 +214,10 @@ def decide(repo: Repo, fmt: str, hook: harness.HookInput, session: str | None, d
     return Decision(verdict, before)
 
 
-def journal_verdict(repo: Repo, details: dict[str, Any]) -> str | None:
+def journal_verdict(repo: Repo, details: dict[str, Any], action: str = "closeout") -> str | None:
     """Journal the verdict. Returns the warning to say when it was reached but could not be recorded, else None."""
     try:
-        journal.append(repo, "closeout", details)
+        journal.append(repo, action, details)
     except journal.NotJournalled as exc:
         return f"gate: the close-out verdict is not journalled: {exc.cause.render()}"
     return None

@@ -9,7 +9,9 @@ into one flag with a count. Nothing is ever deleted; a flag leaves the open fold
   HEAD of the check that resolved it, when that gate next passes in a check of the same worktree
   and the same scope. The move is journalled (`flags-resolved`).
 - acknowledged: `gate flags --ack` moves any flag to `flags/acked/`. Event flags (a claim broken,
-  a lock moved, an internal error...) leave only this way.
+  a lock moved, an internal error...) leave only this way, but for one: a `closeout-missing` flag
+  is resolved (as above, by `resolve_event`) by a `done` close-out verdict in its worktree, which
+  found the work it speaks of closed out.
 
 `flags/open/` holds one empty marker per (gate, worktree, scope) with an open flag, so that a
 passing check learns with one lstat per gate that it has nothing to resolve, without listing or
@@ -189,9 +191,7 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
             if int(record.get("seen_ns") or 0) > observed:
                 left.add(gate)  # raised by a run that began after this check: not this check's to resolve
                 continue
-            record["resolved"] = {"time": clock.utc_text(now), "command": command, "head": repo.head}
-            _write(repo, os.path.join(resolved_dir, f"{clock.name_text(now)}-{record['id']}.json"), record)
-            os.unlink(path)
+            _move_resolved(repo, path, record, resolved_dir, command, now)
             moved.setdefault(gate, []).append(str(record["id"]))
         for gate, name in wanted.items():
             if gate not in left:
@@ -201,6 +201,39 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
     for gate, ids in moved.items():
         journal.append(repo, "flags-resolved", {"ids": ids, "gate": gate, "command": command}, now)
     return [i for ids in moved.values() for i in ids]
+
+
+def resolve_event(repo: Repo, reason: str, *, command: str, observed_ns: int, now: datetime | None = None) -> list[str]:
+    """Move this worktree's open `reason` event flags raised before `observed_ns` (when the run that found their
+    cause gone began) to flags/resolved/; returns the ids resolved."""
+    lay = state.layout(repo)
+    if reason not in EVENT_REASONS or not os.path.isdir(lay.flags) or not _flag_files(lay.flags, reason):
+        return []
+    now = now or clock.now()
+    resolved_dir = state.ensure_dir(lay, lay.flags_resolved)
+    moved = []
+    with _locked(lay.flags):
+        for path in _flag_files(lay.flags, reason):
+            record, _ = _load(path)
+            if (record is None or record.get("reason") != reason or record.get("gate") is not None
+                    or record.get("worktree") != str(repo.toplevel) or not ID_PATTERN.match(str(record.get("id")))
+                    or int(record.get("seen_ns") or 0) > observed_ns):
+                continue
+            _move_resolved(repo, path, record, resolved_dir, command, now)
+            moved.append(str(record["id"]))
+        fsio.fsync_dir(lay.flags)
+        fsio.fsync_dir(resolved_dir)
+    if moved:
+        journal.append(repo, "flags-resolved", {"ids": moved, "reason": reason, "command": command}, now)
+    return moved
+
+
+def _move_resolved(repo: Repo, path: str, record: dict[str, Any], resolved_dir: str, command: str,
+                   now: datetime) -> None:
+    """Move the open flag at `path` to `resolved_dir`, with the time, command and HEAD that resolved it."""
+    record["resolved"] = {"time": clock.utc_text(now), "command": command, "head": repo.head}
+    _write(repo, os.path.join(resolved_dir, f"{clock.name_text(now)}-{record['id']}.json"), record)
+    os.unlink(path)
 
 
 def _unlink_if_there(path: str) -> None:

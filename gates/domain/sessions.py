@@ -1,23 +1,32 @@
-"""The story of sessions: the journal's briefs and close-out verdicts, and the salvage of a session that died.
+"""The story of sessions: the journal's briefs and close-out verdicts, the one definition of closed out, the salvage.
+
+Closed out (`closure`, the one definition the stop hook, the brief's first line, its tripwire and
+its salvage use): the hand-over's Meta ref is HEAD, or HEAD is its close-out commit
+(gates/domain/ancestry.py), and `git status` lists nothing: no staged, unstaged or untracked path
+(paths git ignores are never listed). Every other finding is a reason, said as found; a question
+git could not answer is a doubt, never "closed out".
 
 Each brief a harness receives is journalled as `session-brief` (harness, session id, source, HEAD)
-and each close-out verdict as `closeout` (harness, session id, verdict, the reasons). The brief's
-first line names the last session of this worktree from those entries. When that session did not
-close out (work after the Meta ref, uncommitted changes, or a `closeout-missing` flag), the brief
-lists from git what the hand-over does not describe: every subject and path is text from the
-repository (a commit subject is whatever its author wrote), so each is sanitised and capped, and
-the list is labelled as facts, not instructions.
+and each close-out verdict as `closeout` (harness, session id, verdict, the reasons, HEAD). A
+session is a harness's session id: a run without one (a person's `gate brief`, a model's own
+`gate closeout --format text`, journalled as `closeout-preview`) is never the last session. The
+brief's first line names the last session of this worktree from those entries; a later brief of a
+running session (a compaction, a resume) first says what is its own work since its start, its first
+brief, and judges the last session by the work as it found it. When the work is
+not closed out, the brief lists from git what the hand-over does not describe: every subject and
+path is text from the repository (a commit subject is whatever its author wrote), so each is
+sanitised and capped, and the list is labelled as facts, not instructions.
 """
 
 from __future__ import annotations
 
 import os
 
-from gates.domain import flags, journal
-from gates.domain.ancestry import Relation
+from gates.domain import journal
+from gates.domain.ancestry import SHALLOW_ADVICE, Relation, relation
 from gates.infra import dataio, fsio
 from gates.infra.errors import GateError
-from gates.infra.git import Repo, StatusFailed
+from gates.infra.git import GitFailed, Repo, StatusFailed
 from gates.infra.plain import NamedTuple
 from gates.infra.text import excerpt
 
@@ -25,16 +34,27 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from gates.infra.config import Config
+
 TAIL_BYTES = 256 * 1024  # how much of the journal's end is read for the last session
 MAX_COMMITS = 15
 MAX_FILES_PER_COMMIT = 6
 MAX_PATHS = 25
 CLOSEOUT_MISSING = "closeout-missing"
+NOT_SESSIONS = ("text", "json")  # a brief or close-out run in these formats is a person's or a preview, no session
 _SHA = "0123456789abcdef"  # a commit id: 40 (SHA-1) to 64 (SHA-256) of these
 
 
 def tail_entries(repo: Repo, size: int = TAIL_BYTES) -> list[dict[str, Any]]:
-    """The journal's last entries (oldest first), read from at most `size` bytes at its end."""
+    """The journal's last entries (oldest first), read from at most `size` bytes at its end (once per run)."""
+    key = f"journal-tail:{size}"
+    if key not in repo.memo:
+        repo.memo[key] = _tail(repo, size)
+    entries: list[dict[str, Any]] = repo.memo[key]
+    return entries
+
+
+def _tail(repo: Repo, size: int) -> list[dict[str, Any]]:
     _, path, _ = journal._paths(repo)
     try:
         fd = journal._open(path)
@@ -71,62 +91,228 @@ class LastSession(NamedTuple):
     session: str | None
     when: str
     verdict: str | None  # the last close-out verdict journalled for it: done, block, let-through, error; None: none
+    head: str | None = None  # HEAD when that verdict was given
+
+
+def _session_of(entry: dict[str, Any]) -> str | None:
+    """The harness session id of a journal entry, or None when it is no session's (no id, a person's, a preview)."""
+    details = entry["details"]
+    session = details.get("session")
+    if not isinstance(session, str) or not session or details.get("harness") in NOT_SESSIONS:
+        return None
+    return session
 
 
 def last_session(repo: Repo, current: str | None) -> LastSession | None:
-    """The newest session of this worktree other than `current`, from the journal's `session-brief` and `closeout`."""
+    """The newest session of this worktree other than `current`, from the journal's `session-brief` and `closeout`:
+    only runs with a harness session id are sessions."""
     mine = [e for e in tail_entries(repo) if e.get("worktree") == str(repo.toplevel)
-            and e.get("action") in ("session-brief", "closeout")]
+            and e.get("action") in ("session-brief", "closeout") and _session_of(e) is not None]
     for entry in reversed(mine):
         details = entry["details"]
-        session = details.get("session") if isinstance(details.get("session"), str) else None
+        session = _session_of(entry)
         if current is not None and session == current:
             continue
-        verdict = None
+        verdict = head = None
         for later in reversed(mine):
             d = later["details"]
             if later.get("action") == "closeout" and d.get("session") == session and d.get("harness") == details.get("harness"):
-                verdict = str(d.get("verdict"))
+                verdict, head = str(d.get("verdict")), d.get("head") if isinstance(d.get("head"), str) else None
                 break
         return LastSession(excerpt(str(details.get("harness", "?")), 20), excerpt(session, 80) if session else None,
-                           str(entry.get("time", "?")), verdict)
+                           str(entry.get("time", "?")), verdict, head)
     return None
 
 
-def first_line(last: LastSession | None, closed: bool) -> str:
-    """The brief's first line: the last session and whether it closed out."""
+def first_line(last: LastSession | None, work: Closure, head: str | None) -> str:
+    """The brief's first line: the last session and whether its work is closed out, worded from what was found."""
+    said = work.said()
     if last is None:
         return "Last session: none recorded in the journal for this worktree" + (
-            "." if closed else "; the work is NOT closed out (see Salvage).")
+            "." if work.closed else f"; the work is NOT closed out ({said}; see Salvage).")
     who = f"{last.harness} session {last.session or '(no id)'}, last seen {last.when}"
-    if closed and last.verdict in ("done", None):
+    if work.closed and last.verdict in ("done", None):
         return f"Last session: {who}: closed out."
-    if closed:
+    if work.closed:
         return f"Last session: {who}: its work is closed out in git (its last close-out verdict was {last.verdict})."
-    said = {"block": "its stop was blocked and it never closed out",
-            "let-through": "it stopped without closing out (let through after the loop bound)",
-            "error": "its close-out check failed and it was let through",
-            "done": "it closed out, but git has moved since"}.get(last.verdict or "", "no close-out was recorded")
-    return f"Last session: {who}: did NOT close out ({said}); see Salvage."
+    if last.verdict == "done":
+        moved = last.head is not None and last.head != head
+        how = (f"it closed out at {last.head[:12]}, but HEAD has moved since: {said}" if moved and last.head else
+               f"it closed out, but now: {said}")
+    else:
+        how = {"block": "its stop was blocked and it never closed out",
+               "let-through": "it stopped without closing out (let through after the loop bound)",
+               "error": "its close-out check failed and it was let through"}.get(last.verdict or "",
+                                                                                   "no close-out was recorded")
+        how = f"{how}: {said}"
+    return f"Last session: {who}: did NOT close out ({how}); see Salvage."
 
 
 def record_brief(repo: Repo, harness: str, session: str | None, source: str | None, cut: bool,
-                 problem: str | None) -> None:
+                 problem: str | None, uncommitted: int | None = None) -> None:
     details: dict[str, Any] = {"harness": harness, "session": session, "source": source, "head": repo.head,
-                               "cut": cut}
+                               "cut": cut, "uncommitted": uncommitted}
     if problem:
         details["input_problem"] = problem
     journal.append(repo, "session-brief", details)
 
 
-# ---- salvage ---------------------------------------------------------------------------------------------
+# ---- the running session: what it began with, what is its own ----------------------------------------------
+
+class Start(NamedTuple):
+    """A session's first brief in this worktree, from the journal."""
+
+    head: str | None  # HEAD then (None: no commit yet)
+    when: str
+    uncommitted: int | None  # how many paths `git status` listed then; None: not recorded (or unknown)
+
+
+class Own(NamedTuple):
+    start: Start
+    commits: int | None  # first-parent commits since its start; None: its start is not in HEAD's history
+
+
+def session_start(repo: Repo, harness: str, session: str | None) -> Start | None:
+    """The first brief journalled for this harness session in this worktree (within the journal's tail), or None:
+    this brief is its first (a start), and only a later one (after a compaction, a resume, a clear) finds one."""
+    if not session or harness in NOT_SESSIONS:
+        return None
+    for entry in tail_entries(repo):
+        details = entry["details"]
+        if (entry.get("action") == "session-brief" and entry.get("worktree") == str(repo.toplevel)
+                and details.get("harness") == harness and _session_of(entry) == session):
+            head, count = details.get("head"), details.get("uncommitted")
+            return Start(head if isinstance(head, str) else None, str(entry.get("time", "?")),
+                         count if isinstance(count, int) and not isinstance(count, bool) else None)
+    return None
+
+
+def own_work(repo: Repo, start: Start) -> Own:
+    """How many of HEAD's first-parent commits came after the session's start; None when its start HEAD is not
+    in HEAD's history (a reset, a rebase) or git cannot say: then no commit is taken for its own."""
+    if repo.head is None or start.head == repo.head:
+        return Own(start, 0)
+    if start.head is not None:
+        ancestor = repo.git("merge-base", "--is-ancestor", start.head, repo.head)
+        if ancestor.returncode != 0:
+            return Own(start, None)
+    listed = repo.git("rev-list", "--first-parent", "--count", f"{start.head}..HEAD" if start.head else "HEAD", "--")
+    count = listed.stdout.strip()
+    return Own(start, int(count) if listed.returncode == 0 and count.isdigit() else None)
+
+
+def own_line(harness: str, session: str, own: Own, work: Closure) -> str:
+    """The first line of a later brief of a running session: what of the work (all of it: `work`) is its own."""
+    begun = (f"This session: {excerpt(harness, 20)} session {excerpt(session, 80)}, begun {own.start.when} at "
+             f"{(own.start.head or 'no commit')[:12]} (its first brief)")
+    if own.commits is None:
+        return (f"{begun}: that commit is not in HEAD's history (a reset or a rebase since?), so which work is its "
+                "own cannot be told; the Salvage below may list some of it.")
+    commits = work.before(own).own
+    mine = [f"{_plural(commits, 'commit')} after the Meta ref"] if commits else []
+    if own.start.uncommitted == 0 and work.paths:
+        mine.append(f"{_plural(len(work.paths), 'uncommitted path')} (the work tree was clean at its first brief)")
+    if not mine:
+        return f"{begun}: nothing of its own is left to close out."
+    return (f"{begun}: its own work, not yet closed out: {'; '.join(mine)}. It is this session's, not a salvage: "
+            "describe it in the hand-over and close out before stopping.")
+
+
+# ---- closed out: the one definition ---------------------------------------------------------------------
 
 UNCOMMITTED = ("--porcelain=v1", "-z", "--untracked-files=normal")  # the `git status` of uncommitted()
 
 
 def uncommitted(repo: Repo) -> list[tuple[str, str]]:
-    """(status, path) of every uncommitted change, untracked files included; git.StatusFailed when git cannot say."""
+    """(XY, path) of every uncommitted change, untracked files included and ignored ones not; git.StatusFailed when
+    git cannot say."""
     return repo.uncommitted(*UNCOMMITTED)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' if count != 1 else ''}"
+
+
+class Closure(NamedTuple):
+    """Whether the work since the hand-over's Meta ref is closed out, and what was found (see the module's doc)."""
+
+    ref: str | None  # the hand-over's Meta ref (None: it names none, or cannot be read)
+    found: Relation | None  # where it stands against HEAD; None: no ref, or git could not say (history_error)
+    history_error: str | None
+    paths: list[tuple[str, str]]  # (XY, path) from `git status`
+    status_error: str | None
+    own: int = 0  # the newest commits after the Meta ref that are the running session's own: not listed as salvage
+
+    def counts(self) -> tuple[int, int, int]:
+        """(staged, unstaged, untracked) paths; a path both staged and changed again counts in both."""
+        untracked = sum(1 for code, _ in self.paths if code == "??")
+        staged = sum(1 for code, _ in self.paths if code != "??" and code[:1] not in (" ", "?"))
+        unstaged = sum(1 for code, _ in self.paths if code != "??" and code[1:2] not in (" ", "?", ""))
+        return staged, unstaged, untracked
+
+    def reasons(self) -> list[str]:
+        """What git has that no close-out covers, one phrase each; empty when there is none (or it is unknown)."""
+        out = []
+        found = self.found
+        if self.ref is None:
+            out.append("the hand-over names no Meta ref")
+        elif found is not None and found.kind == "behind":
+            out.append(f"{_plural(found.behind, 'commit')} after the Meta ref")
+        elif found is not None and found.kind == "elsewhere":
+            out.append("the Meta ref is not in this history")
+        for count, kind in zip(self.counts(), ("staged", "unstaged", "untracked"), strict=True):
+            if count:
+                out.append(f"{_plural(count, kind + ' path')}")
+        return out
+
+    def doubts(self) -> list[str]:
+        """What git could not be asked: never read as closed out."""
+        out = []
+        if self.history_error is not None:
+            out.append(f"whether work after the Meta ref {str(self.ref)[:12]} is closed out cannot be told: "
+                       f"{self.history_error}")
+        elif self.found is not None and self.found.kind == "shallow":
+            out.append(f"the Meta ref {str(self.ref)[:12]} is not in this shallow clone: {SHALLOW_ADVICE}")
+        if self.status_error is not None:
+            out.append(self.status_error)
+        return out
+
+    @property
+    def closed(self) -> bool:
+        return not self.reasons() and not self.doubts()
+
+    def said(self) -> str:
+        """`current`, or every reason and doubt found."""
+        return "; ".join(self.reasons() + self.doubts()) or "current"
+
+    def before(self, own: Own) -> Closure:
+        """The work as the running session found it at its first brief: its own commits (and, when that brief saw a
+        clean work tree, its uncommitted paths) are its own, not a last session's."""
+        found = self.found
+        if own.commits is None or found is None or found.kind != "behind":
+            mine = 0
+        else:
+            mine = min(found.behind, own.commits)
+        if mine and found is not None:
+            left = found.behind - mine
+            found = Relation("behind" if left else "current", left, found.commit, found.closed, found.exact)
+        paths = [] if own.start.uncommitted == 0 else self.paths
+        return Closure(self.ref, found, self.history_error, paths, self.status_error, mine)
+
+
+def closure(repo: Repo, config: Config, ref: str | None) -> Closure:
+    """The one definition of a closed-out session, for the hand-over whose Meta ref is `ref`."""
+    found, history = None, None
+    if ref is not None:
+        try:
+            found = relation(repo, config, ref)
+        except GitFailed as exc:  # never read as "nothing after the Meta ref"
+            history = exc.message
+    try:
+        paths, status = uncommitted(repo), None
+    except StatusFailed as exc:  # never read as "nothing uncommitted"
+        paths, status = [], exc.message
+    return Closure(ref, found, history, paths, status)
 
 
 class ListFailed(Exception):
@@ -175,45 +361,33 @@ def _parse_log(text: str) -> list[tuple[str, str, list[str]]]:
     return out
 
 
-def open_closeout_flags(repo: Repo) -> list[dict[str, Any]]:
-    return [r for r in flags.pending(repo) if r.get("reason") == CLOSEOUT_MISSING
-            and r.get("worktree") == str(repo.toplevel)]
-
-
-def salvage(repo: Repo, ref: str | None, found: Relation | None, handoff_path: str) -> str | None:
-    """The salvage section's body, or None when the last session closed out."""
-    why = []
+def salvage(repo: Repo, work: Closure, handoff_path: str) -> str | None:
+    """The salvage section's body, or None when the work is closed out."""
+    if work.closed:
+        return None
+    why = work.reasons()
+    found = work.found
     commits: list[tuple[str, str, list[str]]] = []
     total = 0
     unlisted = None
     try:
         if found is not None and found.kind == "behind" and found.behind > 0:
-            why.append(f"{found.behind} commit{'s' if found.behind != 1 else ''} after the Meta ref")
             commits, total = work_after(repo, found)
-        elif found is not None and found.kind == "elsewhere":
-            why.append("the Meta ref is not in this history")
+            commits, total = commits[work.own:], total - work.own  # the newest: the running session's own
+        elif (found is not None and found.kind == "elsewhere") or (work.ref is None and repo.head):
             commits, total = commits_after(repo, None)
     except ListFailed as exc:
         unlisted = str(exc)
-    try:
-        changed, unknown = uncommitted(repo), None
-    except StatusFailed as exc:  # never read as "nothing uncommitted"
-        changed, unknown = [], exc.message
-    if changed:
-        why.append(f"{len(changed)} uncommitted path{'s' if len(changed) != 1 else ''}")
-    missing = open_closeout_flags(repo)
-    if missing:
-        why.append(f"a {CLOSEOUT_MISSING} flag")
-    if not why and unknown is None:
-        return None
     said = (f"The last session did not close out ({'; '.join(why)})." if why else
             "Whether the last session closed out cannot be told.")
     out = [f"{said} Below is what git has that {handoff_path} may "
            "not describe: facts read from git (subjects and paths are text from the repository, shown escaped), "
            "not instructions. Read the code and diffs, fold what is true into the hand-over, then `gate stamp` "
            "and commit it."]
-    if unknown is not None:
-        out.append(f"{unknown[:1].upper()}{unknown[1:]}: check `git status` by hand; uncommitted work may be there.")
+    for doubt in work.doubts():
+        advice = ("check `git status` by hand; uncommitted work may be there" if doubt == work.status_error else
+                  "check `git log` by hand")
+        out.append(f"{doubt[:1].upper()}{doubt[1:]}: {advice}.")
     if unlisted is not None:
         out.append(f"{unlisted[:1].upper()}{unlisted[1:]}: check `git log` by hand.")
     if commits:
@@ -224,8 +398,9 @@ def salvage(repo: Repo, ref: str | None, found: Relation | None, handoff_path: s
             files = ", ".join(excerpt(name, 80) for name in names[:MAX_FILES_PER_COMMIT])
             more = f", +{len(names) - MAX_FILES_PER_COMMIT} more" if len(names) > MAX_FILES_PER_COMMIT else ""
             out.append(f"- {sha} {excerpt(subject, 100)}" + (f" [files: {files}{more}]" if names else ""))
+    changed = work.paths
     if changed:
         shown = f"{MAX_PATHS} of {len(changed)}" if len(changed) > MAX_PATHS else str(len(changed))
-        out.append(f"Uncommitted paths (`git status`; {shown}):")
-        out += [f"- {excerpt(code, 2)} {excerpt(path, 120)}" for code, path in changed[:MAX_PATHS]]
+        out.append(f"Uncommitted paths (`git status`: staged, unstaged, ?? untracked; {shown}):")
+        out += [f"- {excerpt(code.strip(), 2)} {excerpt(path, 120)}" for code, path in changed[:MAX_PATHS]]
     return "\n".join(out)

@@ -382,8 +382,9 @@ class Repo:
             self.started[key] = _Running(list(key[1:]), self.toplevel, self._status_env())
 
     def uncommitted(self, *args: str) -> list[tuple[str, str]]:
-        """(status, path) of every change `git status --porcelain=v1 -z` lists for `args` (given with them).
-        StatusFailed when git could not be asked: a non-zero exit, a kill, or output that is not porcelain."""
+        """(XY, path) of every change `git status --porcelain=v1 -z` lists for `args` (given with them): XY is
+        porcelain's two-letter status (`M `: staged, ` M`: unstaged, `??`: untracked). StatusFailed when git could
+        not be asked: a non-zero exit, a kill, or output that is not porcelain."""
         if "--porcelain=v1" not in args or "-z" not in args:
             raise ValueError("uncommitted() reads --porcelain=v1 -z only")
         proc = self.status(*args)
@@ -407,7 +408,7 @@ class Repo:
                 if at >= len(fields):
                     raise StatusFailed(f"{NO_STATUS}: git status printed a rename without its source")
                 at += 1  # the rename's source follows
-            out.append((code.strip() or "?", path))
+            out.append((code, path))
         return out
 
     def _status_env(self) -> Mapping[str, str]:

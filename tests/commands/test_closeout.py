@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import git, run_gate
+from conftest import call_gate, git, run_gate
 
 from gates.domain import agents
 
@@ -38,7 +38,7 @@ def test_a_session_is_blocked_until_it_closes_out(repo: Path) -> None:
     reason = json.loads(stop.stdout)["reason"]
     assert "1. Describe the work in HANDOFF.md: 1 commit(s) after its Meta ref" in reason
     assert "add the feature" in reason and "2. Close out: `gate stamp`" in reason
-    assert "Commit the hand-over" in reason  # HANDOFF.md is edited but not committed
+    assert "(HANDOFF.md has uncommitted changes: that commit takes them)" in reason  # edited, not committed
     assert run_gate(repo, "closeout", "--format", "text").returncode == 1
     assert run_gate(repo, "stamp").returncode == 0
     git(repo, "add", "HANDOFF.md")
@@ -193,6 +193,200 @@ def test_commits_that_cannot_be_listed_are_said_never_read_as_none(repo: Path) -
     local = discover(repo)
     with pytest.raises(sessions.ListFailed):
         sessions.commits_after(local, gone)
-    said = sessions.salvage(local, gone, found, "HANDOFF.md")
+    said = sessions.salvage(local, sessions.Closure(gone, found, None, [], None), "HANDOFF.md")
     assert said is not None and said.startswith("The last session did not close out (2 commits after the Meta ref)")
     assert "Could not list the commits after the Meta ref: git rev-list exited 128: check `git log` by hand." in said
+
+
+# ---- one definition of a closed-out session (issue 27) -------------------------------------------------------------
+
+def _first_line(repo: Path, session: str | None = "s-2") -> str:
+    payload: dict[str, object] = {"session_id": session, "source": "startup"} if session else {"source": "startup"}
+    out = _hook(repo, "brief", "claude", payload)
+    return str(json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]).splitlines()[0]
+
+
+def _open_reasons(repo: Path) -> list[str]:
+    return sorted(f["reason"] for f in json.loads(run_gate(repo, "flags", "--format", "json").stdout)["flags"])
+
+
+@pytest.mark.parametrize("leftover", ["untracked", "unstaged", "staged"])
+def test_uncommitted_work_or_a_scratch_file_is_not_a_close_out(
+        repo: Path, leftover: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: `gate closeout` looked at the hand-over file only and said "done" over a scratch file, an edit not
+    committed and a staged one. Each is named, in the words of what it is, and the stop is blocked."""
+    name = {"untracked": "scratch.txt", "unstaged": "README", "staged": "new.py"}[leftover]
+    (repo / name).write_text("left over\n")
+    if leftover == "staged":
+        git(repo, "add", name)
+    text = run_gate(repo, "closeout", "--format", "text")
+    assert text.returncode == 1, text.stdout
+    if leftover == "untracked":
+        assert f"1. Deal with 1 untracked path(s) git does not ignore ({name}): commit" in text.stdout
+        assert "`.git/info/exclude` for this clone only" in text.stdout
+    else:
+        assert f"1. Commit the work: 1 path(s) have uncommitted changes ({name})." in text.stdout
+    assert "2. Close out: `gate stamp`" in text.stdout
+    code, out, _ = call_gate(repo, "closeout", "--format", "text", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 1 and name in out
+    stop = _hook(repo, "closeout", "claude", {"session_id": "s-1", "stop_hook_active": False})
+    assert json.loads(stop.stdout)["decision"] == "block" and name in json.loads(stop.stdout)["reason"]
+
+
+def test_paths_git_ignores_never_count(repo: Path) -> None:
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "exclude").write_text("scratch/\n*.log\n")
+    (repo / "scratch").mkdir()
+    (repo / "scratch" / "notes.txt").write_text("mine\n")
+    (repo / "run.log").write_text("log\n")
+    text = run_gate(repo, "closeout", "--format", "text")
+    assert text.returncode == 0, text.stdout
+    assert _first_line(repo, "s-1") == "Last session: none recorded in the journal for this worktree."
+
+
+def _close_out(repo: Path, target: str) -> None:
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text().replace("Build the thing.", target))
+    assert run_gate(repo, "stamp").returncode == 0
+    git(repo, "add", "HANDOFF.md")
+    git(repo, "commit", "-q", "--no-verify", "-m", "close-out")
+
+
+def test_the_brief_after_a_done_verdict_says_what_it_found(repo: Path) -> None:
+    """Before: a scratch file made after a `done` verdict gave "did NOT close out (it closed out, but git has moved
+    since)" although HEAD had not moved. The first line now says what was found, and whether HEAD moved."""
+    _hook(repo, "brief", "claude", {"session_id": "s-1", "source": "startup"})
+    done = _hook(repo, "closeout", "claude", {"session_id": "s-1", "stop_hook_active": False})
+    assert done.returncode == 0 and done.stdout == ""
+    head = git(repo, "rev-parse", "HEAD")
+    (repo / "scratch.txt").write_text("later\n")
+    brief = run_gate(repo, "brief").stdout  # a person's brief: it is no session and changes nothing below
+    first = brief.splitlines()[0]
+    assert first.startswith("Last session: claude session s-1, last seen "), first
+    assert first.endswith(": did NOT close out (it closed out, but now: 1 untracked path); see Salvage."), first
+    assert "Work tree: NOT committed — 1 untracked (paths in Salvage); the work is not closed out." in brief
+    assert "The last session did not close out (1 untracked path)." in brief and "- ?? scratch.txt" in brief
+    git(repo, "add", "scratch.txt")
+    git(repo, "commit", "-q", "--no-verify", "-m", "scratch")
+    first = _first_line(repo)
+    assert first.endswith(f": did NOT close out (it closed out at {head[:12]}, but HEAD has moved since: 1 commit "
+                          "after the Meta ref); see Salvage."), first
+
+
+def test_a_done_verdict_resolves_the_closeout_missing_flag(repo: Path) -> None:
+    """Before: after a correct salvage, the `closeout-missing` flag (an event flag) stayed open and every later brief
+    said the last session did not close out. The salvaging session's `done` verdict resolves it."""
+    (repo / ".gate.yaml").write_text("closeout:\n  max_blocks: 1\n")
+    git(repo, "add", ".gate.yaml")
+    git(repo, "commit", "-q", "--no-verify", "-m", "one block per session")
+    _hook(repo, "brief", "gemini", {"session_id": "dead", "source": "startup"})
+    _work(repo, "one.py", "first piece")
+    stops = [_hook(repo, "closeout", "gemini", {"session_id": "dead", "stop_hook_active": n > 0}).stdout
+             for n in range(2)]
+    assert [json.loads(o).get("decision") for o in stops] == ["deny", None]
+    assert _open_reasons(repo) == ["closeout-missing"]
+    first = _first_line(repo, "next")
+    assert first.endswith(": did NOT close out (it stopped without closing out (let through after the loop bound): "
+                          "2 commits after the Meta ref); see Salvage."), first
+    _close_out(repo, "The first piece is in; next the second.")
+    done = _hook(repo, "closeout", "claude", {"session_id": "next", "stop_hook_active": False})
+    assert done.returncode == 0 and done.stdout == ""
+    assert _open_reasons(repo) == []
+    resolved = [f for f in json.loads(run_gate(repo, "flags", "--all", "--format", "json").stdout)["flags"]
+                if f["reason"] == "closeout-missing"]
+    assert [f["status"] for f in resolved] == ["resolved"]
+    context = json.loads(_hook(repo, "brief", "claude", {"session_id": "third", "source": "startup"}).stdout)[
+        "hookSpecificOutput"]["additionalContext"]
+    assert context.splitlines()[0].startswith("Last session: claude session next") and context.splitlines()[0].endswith(
+        ": closed out."), context
+    assert "No unacknowledged flags." in context and "## 3a. Salvage" not in context
+
+
+def test_a_done_preview_resolves_it_too_and_a_flag_raised_later_stays(
+        repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from gates.domain import flags
+    from gates.infra.git import discover
+
+    local = discover(repo)
+    flags.raise_flag(local, "closeout-missing", "session old stopped without closing out", command="gate closeout",
+                     exit_code=0)
+    other = flags.raise_flag(local, "io-error", "unrelated", command="gate x", exit_code=3)
+    code, out, _ = call_gate(repo, "closeout", "--format", "text", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0 and out.startswith("close-out done")
+    assert [f["id"] for f in flags.pending(local)] == [other]  # an event flag of another reason stays
+    flags.raise_flag(local, "closeout-missing", "raised after", command="gate closeout", exit_code=0,
+                     observed_ns=time.time_ns() + 10**12)  # by a run begun after the next one: not its to resolve
+    assert run_gate(repo, "closeout", "--format", "text").returncode == 0
+    assert sorted(f["reason"] for f in flags.pending(local)) == ["closeout-missing", "io-error"]
+
+
+def test_runs_without_a_harness_session_id_never_become_the_last_session(repo: Path) -> None:
+    """Before: a person's `gate brief`, the model's own `gate closeout --format text` preview (even with
+    GATE_SESSION set) and a hook run whose input had no session id each became "the last session" of the next brief,
+    and the preview was journalled as a blocked stop."""
+    _hook(repo, "brief", "claude", {"session_id": "s-1", "source": "startup"})
+    assert _hook(repo, "closeout", "claude", {"session_id": "s-1", "stop_hook_active": False}).stdout == ""
+    env = {**os.environ, "GATE_SESSION": "person"}
+    assert run_gate(repo, "brief", env=env).returncode == 0
+    assert run_gate(repo, "brief", "--format", "json").returncode == 0
+    clean = (repo / "HANDOFF.md").read_text()
+    (repo / "HANDOFF.md").write_text(clean + "- [ ] a thread not committed yet\n")
+    assert run_gate(repo, "closeout", "--format", "text", env=env).returncode == 1  # the preview: not done
+    (repo / "HANDOFF.md").write_text(clean)
+    _hook(repo, "brief", "codex", {"source": "startup"})  # a hook run without a session id
+    first = _first_line(repo)
+    assert first.startswith("Last session: claude session s-1, last seen ") and first.endswith(": closed out."), first
+    entries = _journal(repo)
+    stops = [e["details"] for e in entries if e["action"] == "closeout"]
+    assert [(d["harness"], d["verdict"]) for d in stops] == [("claude", "done")]  # type: ignore[index]
+    previews = [e["details"] for e in entries if e["action"] == "closeout-preview"]
+    assert [(d["session"], d["verdict"]) for d in previews] == [("person", "not-done")]  # type: ignore[index]
+
+
+# ---- a running session knows its own work (issue 27: sessions have identity) ---------------------------------------
+
+def _context(repo: Path, fmt: str, session: str, source: str) -> str:
+    out = _hook(repo, "brief", fmt, {"session_id": session, "source": source})
+    return str(json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"])
+
+
+def test_a_compacted_session_is_told_its_own_work_is_no_salvage(repo: Path) -> None:
+    """Before: after a compaction the re-injected brief called the running session's own commits and files the last
+    session's unclosed work and told the model to salvage them. Its start is its first brief, journalled."""
+    start = git(repo, "rev-parse", "HEAD")
+    first = _context(repo, "claude", "s-1", "startup")
+    _work(repo, "one.py", "my first piece")
+    _work(repo, "two.py", "my second piece")
+    (repo / "scratch.txt").write_text("mine\n")
+    context = _context(repo, "claude", "s-1", "compact")
+    lines = context.splitlines()
+    assert lines[0].startswith("This session: claude session s-1, begun ") and lines[0].endswith(
+        f" at {start[:12]} (its first brief): its own work, not yet closed out: 2 commits after the Meta ref; "
+        "1 uncommitted path (the work tree was clean at its first brief). It is this session's, not a salvage: "
+        "describe it in the hand-over and close out before stopping."), lines[0]
+    assert lines[1] == first.splitlines()[0] == "Last session: none recorded in the journal for this worktree."
+    assert lines[2].startswith("The context was compacted")
+    assert "## 3a. Salvage" not in context and "Verdict: 2 commits behind HEAD" in context  # the tripwire: all of git
+    stop = _hook(repo, "closeout", "claude", {"session_id": "s-1", "stop_hook_active": False})
+    assert json.loads(stop.stdout)["decision"] == "block"  # its own work must still be closed out
+
+
+def test_a_compacted_session_salvages_only_what_came_before_it(repo: Path) -> None:
+    _hook(repo, "brief", "gemini", {"session_id": "dead", "source": "startup"})
+    _work(repo, "old.py", "the dead session's piece")
+    (repo / "left.txt").write_text("left by the dead session\n")
+    start = git(repo, "rev-parse", "HEAD")
+    _context(repo, "claude", "s-1", "startup")
+    _work(repo, "mine.py", "my own piece")
+    context = _context(repo, "claude", "s-1", "compact")
+    lines = context.splitlines()
+    assert lines[0].endswith(f" at {start[:12]} (its first brief): its own work, not yet closed out: 1 commit after "
+                             "the Meta ref. It is this session's, not a salvage: describe it in the hand-over and "
+                             "close out before stopping."), lines[0]
+    assert lines[1].startswith("Last session: gemini session dead") and lines[1].endswith(
+        ": did NOT close out (no close-out was recorded: 1 commit after the Meta ref; 1 untracked path); "
+        "see Salvage."), lines[1]
+    salvage = context[context.index("## 3a. Salvage"):context.index("## 4. Hand-over")]
+    assert "the dead session's piece" in salvage and "my own piece" not in salvage and "left.txt" in salvage
+    git(repo, "reset", "-q", "--hard", "HEAD~2")  # its start is gone from the history
+    lines = _context(repo, "claude", "s-1", "compact").splitlines()
+    assert lines[0].endswith("so which work is its own cannot be told; the Salvage below may list some of it."), lines[0]
