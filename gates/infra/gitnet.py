@@ -98,13 +98,16 @@ class Scratch:
         argv = [git_program(), "--no-pager", *safe, *args]
         import subprocess
 
-        try:
-            proc = subprocess.Popen(argv, cwd=self.git_dir, env=self.env, start_new_session=True,
-                                    stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_die_with_parent())
-        except OSError as exc:
-            raise GateError(f"cannot run git: {exc.strerror}", reason="io-error") from None
-        _LIVE.add(proc)
+        # The guarded signals wait while git starts: a handler that ran between the fork and `_LIVE.add` would
+        # not know of this git, which would go on writing in the scratch folder the handler removes.
+        with _Held() as mask:  # a signal that comes meanwhile is handled once the git is in _LIVE
+            try:
+                proc = subprocess.Popen(argv, cwd=self.git_dir, env=self.env, start_new_session=True,
+                                        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_child_setup(mask))
+            except OSError as exc:
+                raise GateError(f"cannot run git: {exc.strerror}", reason="io-error") from None
+            _LIVE.add(proc)
         try:
             out, err = proc.communicate(stdin, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -124,27 +127,47 @@ _GUARD: list[bool] = []  # set once the signal handlers are in place
 _SIGNALLED: list[int] = []  # the signal that ended this run's network work
 
 
-def _die_with_parent() -> Any:
-    """A pre-exec step that has the kernel kill the child when this process dies, even by SIGKILL (Linux's
-    PR_SET_PDEATHSIG); None elsewhere. The child runs in its own session (so a timeout can kill its whole group),
-    and so would not get the signal its parent's process group got."""
+class _Held:
+    """`with _Held() as mask:` SIGTERM, SIGHUP and SIGINT wait (blocked, not lost) until the block ends, where the
+    handler then runs: what the handler must clean up (a git started, a scratch folder made) is registered before
+    it can run. `mask` is the signal mask from before."""
+
+    def __enter__(self) -> Any:
+        import signal
+
+        self.mask = signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGTERM, signal.SIGHUP, signal.SIGINT))
+        return self.mask
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        signal.pthread_sigmask(signal.SIG_SETMASK, self.mask)
+
+
+def _child_setup(mask: Any) -> Any:
+    """The pre-exec step of a network git: the signal mask its parent had before it blocked the guarded signals
+    for the start (git must get them as usual), and, on Linux, the kernel's promise to kill the child when this
+    process dies, even by SIGKILL (PR_SET_PDEATHSIG). The child runs in its own session (so a timeout can kill its
+    whole group), and so would not get the signal its parent's process group got."""
+    import signal
     import sys
 
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-    import signal
+    prctl = None
+    if sys.platform.startswith("linux"):
+        import ctypes
 
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
+        try:
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+        except (OSError, AttributeError):
+            prctl = None
     parent = os.getpid()
 
     def step() -> None:
-        prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the parent died before the line above: nobody would kill this child
-            os._exit(1)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        if prctl is not None:
+            prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+            if os.getppid() != parent:  # the parent died before the line above: nobody would kill this child
+                os._exit(1)
 
     return step
 
@@ -217,8 +240,9 @@ def scratch(repo: Repo, timeout: float = NETWORK_TIMEOUT) -> Scratch:
         import tempfile
 
         _guard()
-        folder = tempfile.mkdtemp(prefix="gate-remote-")  # 0700, a name nobody can guess or plant
-        _FOLDERS.append(folder)
+        with _Held():  # made and known to the handler at once: a signal between the two would leave it behind
+            folder = tempfile.mkdtemp(prefix="gate-remote-")  # 0700, a name nobody can guess or plant
+            _FOLDERS.append(folder)
         if len(_FOLDERS) == 1:
             atexit.register(cleanup)
         target = os.path.join(folder, "scratch.git")
