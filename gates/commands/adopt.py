@@ -152,5 +152,7 @@ def _config(relative: str, title: str, names: list[str], meta: str, target: str)
         *(f"    - {quoted(name)}" for name in names),
         f"  meta_section: {quoted(meta)}",
         f"  target_section: {quoted(target)}",
+        "  brief_sections:  # what the session brief quotes after the target section",
+        *(f"    - {quoted(name)}" for name in names if name not in (meta, target)),
         "",
     ])

@@ -272,7 +272,7 @@ def _handoff(loaded: Loaded, config: Config, now: datetime) -> str:
     if placeholders:
         out.insert(0, f"Not written yet: {loaded.shown}:{placeholders[0]} still holds `gate init`'s placeholder — "
                       "write the real text there (a commit that carries it is refused).")
-    for name in (cfg["target_section"], "Open Threads"):
+    for name in (cfg["target_section"], *cfg["brief_sections"]):  # the configured sections, not fixed names
         for section in doc.section(name)[:1]:
             body = doc.lines[section.line:section.end_line]
             out.append(f"### {section.name}")

@@ -54,6 +54,7 @@ CONFIG_TEMPLATE = """# handoff-gate configuration. Every key is optional; the va
 #   sections: [Meta, Current Target, Open Threads, Decisions, Dead Ends, Verified, Assumed, Key References]
 #   meta_section: Meta          # holds '- ref: <sha>' and '- updated: <UTC time>'
 #   target_section: Current Target
+#   brief_sections: [Open Threads] # what the session brief quotes after the target section
 #   schema: null                # a stricter JSON Schema for the parsed model (see `gate schema handoff`)
 #   max_lines: 600
 #   max_bytes: 65536

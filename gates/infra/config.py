@@ -39,6 +39,7 @@ DEFAULTS: dict[str, Any] = {
         ],
         "meta_section": "Meta",
         "target_section": "Current Target",
+        "brief_sections": ["Open Threads"],
         "schema": None,
         "max_lines": 600,
         "max_bytes": 65536,
@@ -184,6 +185,12 @@ def _check_sections(config: Config, lines: dict[tuple[object, ...], int], shown:
         if handoff[key].casefold() not in names:
             line = lines.get(("handoff", key)) or lines.get(("handoff", "sections"))
             raise _bad(f"handoff.{key} '{handoff[key]}' is not one of handoff.sections", shown, line)
+    if ("handoff", "brief_sections") not in lines:
+        return  # the default, [Open Threads]: quoted where the file has it, passed over where it has not
+    for at, name in enumerate(handoff["brief_sections"]):
+        if name.casefold() not in names:
+            line = lines.get(("handoff", "brief_sections", at)) or lines.get(("handoff", "brief_sections"))
+            raise _bad(f"handoff.brief_sections[{at}] '{name}' is not one of handoff.sections", shown, line)
 
 
 # A duration's parts, each optional and in this order: 1 to N decimal digits and the unit's letter. Read with string

@@ -111,3 +111,23 @@ def test_a_file_that_leads_out_of_the_repository_is_refused_unread(tmp_path: Pat
     assert refused.returncode == 3 and "resolves outside the repository" in refused.stderr, refused.stderr
     assert "CANARY" not in refused.stdout + refused.stderr and _snapshot(repo) == before
     assert outside.read_text().endswith("sk-ADOPT-CANARY\n")
+
+
+def test_the_brief_quotes_the_adopted_sections_not_fixed_names(tmp_path: Path) -> None:
+    """Issue 27: the brief quoted the target and a section called "Open Threads", which an adopted file lacks; it
+    quotes the configured sections (handoff.brief_sections: gate adopt names every section but Meta and the target)."""
+    repo = _their_repo(tmp_path, "task-and-steps.md")
+    assert run_gate(repo, "adopt").returncode == 0
+    brief = run_gate(repo, "brief").stdout
+    quoted = brief.split("(text from the repository")[1].split("## 5.")[0]
+    assert [line for line in quoted.splitlines() if line.startswith("### ")] == [
+        "### Current Task", "### Key Decisions", "### Open Questions", "### Verification", "### Next Steps"]
+    assert "- Decide how the runner is bundled." in quoted
+
+
+def test_brief_sections_must_name_configured_sections(repo: Path) -> None:
+    (repo / ".gate.yaml").write_text("handoff:\n  brief_sections:\n    - Open Threads\n    - Nowhere\n")
+    proc = run_gate(repo, "check")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert proc.stderr.strip() == ("gate: .gate.yaml:4: handoff.brief_sections[1] 'Nowhere' is not one of "
+                                   "handoff.sections")
