@@ -93,7 +93,7 @@ def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None
                                                                                     work())),
         _guard("3. Claim and locks", lambda: _claim_and_locks(repo, config, now)),
         *_salvage(repo, config, work().before(own) if own else work()),
-        _guard(HANDOFF, lambda: _handoff(handoff_file(), config, now), _after_first),
+        _guard(HANDOFF, lambda: _handoff(handoff_file(), config, now, work()), _after_first),
         Section("5. Read the rest", clean(_rest(config))),
     ]
     return parts, work()
@@ -257,17 +257,24 @@ def _claim_and_locks(repo: Repo, config: Config, now: datetime) -> str:
     return "\n".join(out)
 
 
-def _handoff(loaded: Loaded, config: Config, now: datetime) -> str:
+def _handoff(loaded: Loaded, config: Config, now: datetime, work: sessions.Closure) -> str:
     cfg = config.section("handoff")
     if loaded.doc is None:
         return f"{loaded.shown} is over its size cap and was not read."
     doc = loaded.doc
     days = config.section("fresh")["fresh_days"]
-    age = _distrusted(doc.meta_value(cfg["meta_section"], "updated"), now, days)
-    if age is not None:
+    updated = doc.meta_value(cfg["meta_section"], "updated")
+    age = _distrusted(updated, now, days)
+    paused = age is not None and updated is not None and handoff.updated_problem(updated.value, now) is None \
+        and work.found is not None and work.found.kind == "current"
+    if age is not None and not paused:
         return (f"Dropped as stale: {loaded.shown} has {age} (fresh.fresh_days is {days}). Its target and threads "
                 "describe an older world: rebuild them from git and the code before relying on them.")
     out = [f"From {loaded.shown} {INFO}:"]
+    if paused:  # the days yield to git: nothing was committed since its close-out, so it still describes HEAD
+        out.insert(0, f"Paused, not stale: {loaded.shown} was {age} (fresh.fresh_days is {days}), and git says it "
+                      "is current (nothing was committed since its close-out). The code may have been left as it "
+                      "was; the world around it may not.")
     placeholders = [n for n, line in enumerate(doc.lines, start=1) if handoff.PLACEHOLDER in line]
     if placeholders:
         out.insert(0, f"Not written yet: {loaded.shown}:{placeholders[0]} still holds `gate init`'s placeholder — "

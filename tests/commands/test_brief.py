@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from conftest import call_gate, git, handoff_text, init_repo, run_gate
+from conftest import call_gate, commit_all, git, handoff_text, init_repo, run_gate
 
 from gates.domain import flags
 from gates.infra.git import discover
@@ -25,10 +25,26 @@ def _stale_text(head: str) -> str:
 
 def test_the_brief_drops_a_stale_handoff(repo: Path) -> None:
     (repo / "HANDOFF.md").write_text(_stale_text(git(repo, "rev-parse", "HEAD")))
+    commit_all(repo, "an old close-out")
+    (repo / "README").write_text("moved on\n")
+    commit_all(repo, "work after it")  # git no longer calls it current: the days decide
     proc = run_gate(repo, "brief")
     assert proc.returncode == 0
     assert "Dropped as stale: HANDOFF.md has last updated" in proc.stdout
     assert "Old target that must not be shown." not in proc.stdout
+
+
+def test_a_paused_handoff_git_calls_current_is_shown_with_its_age(repo: Path) -> None:
+    """Issue 27: a hand-over paused 30 days, with nothing committed since its close-out, was dropped as stale
+    ("describes an older world") while the tripwire said current. The days yield to git: it is shown, with its age."""
+    text = _stale_text(git(repo, "rev-parse", "HEAD")).replace("Old target that must not be shown.", "Paused target.")
+    (repo / "HANDOFF.md").write_text(text)
+    commit_all(repo, "the close-out before the pause")
+    proc = run_gate(repo, "brief")
+    assert proc.returncode == 0, proc.stderr
+    section = proc.stdout.split("## 4.")[1]
+    assert "Paused, not stale: HANDOFF.md was last updated" in section and "days ago" in section
+    assert "Paused target." in section and "Dropped as stale" not in proc.stdout
 
 
 def test_the_brief_order_and_flags_verbatim(repo: Path) -> None:
