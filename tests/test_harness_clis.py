@@ -56,10 +56,11 @@ class Cli:
 CLIS = {
     "claude": Cli("@anthropic-ai/claude-code", "2.1.332", "claude"),
     "codex": Cli("@openai/codex", "0.171.0", "codex"),
+    "gemini": Cli("@google/gemini-cli", "0.61.0", "gemini"),
 }
 # Where the CLI's own output shows the user the not-installed notice (a hook's `systemMessage`) in a headless run:
 # `codex exec` prints "hook: Stop Completed" and no message (the model is told; the TUI is not run here).
-SHOWS_NOTICE = {"claude": True, "codex": False}
+SHOWS_NOTICE = {"claude": True, "codex": False, "gemini": True}
 _INSTALLED: dict[str, str] = {}  # name -> "" (ready) or why it cannot be installed
 
 
