@@ -57,10 +57,12 @@ CLIS = {
     "claude": Cli("@anthropic-ai/claude-code", "2.1.332", "claude"),
     "codex": Cli("@openai/codex", "0.171.0", "codex"),
     "gemini": Cli("@google/gemini-cli", "0.61.0", "gemini"),
+    "copilot": Cli("@github/copilot", "1.0.102", "copilot"),
 }
 # Where the CLI's own output shows the user the not-installed notice (a hook's `systemMessage`) in a headless run:
-# `codex exec` prints "hook: Stop Completed" and no message (the model is told; the TUI is not run here).
-SHOWS_NOTICE = {"claude": True, "codex": False, "gemini": True}
+# `codex exec` prints "hook: Stop Completed" and no message, `copilot -p` neither a hook's output nor its stderr (the
+# model is told in both; their interactive screens are not run here).
+SHOWS_NOTICE = {"claude": True, "codex": False, "gemini": True, "copilot": False}
 _INSTALLED: dict[str, str] = {}  # name -> "" (ready) or why it cannot be installed
 
 
