@@ -89,11 +89,13 @@ def installed(name: str, home: Path) -> Path:
                 cli.folder.mkdir(parents=True, exist_ok=True)
                 argv = ["nice", "-n", "10", npm, "install", "--prefix", str(cli.folder), "--no-save", "--no-fund",
                         "--no-audit", "--loglevel", "error", f"{cli.package}@{cli.version}"]
+                npm_env = {**os.environ, "npm_config_update_notifier": "false", "npm_config_cache": str(CACHE / "npm")}
                 try:
                     proc = subprocess.run(argv, capture_output=True, text=True, timeout=INSTALL_TIMEOUT,
-                                          stdin=subprocess.DEVNULL, env={**os.environ, "npm_config_update_notifier": "false"})
-                    tail = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
-                    why = "" if proc.returncode == 0 and _answers(cli.binary, env) else f"npm install failed: {tail[0]}"
+                                          stdin=subprocess.DEVNULL, env=npm_env)
+                    said = [line for line in (proc.stdout + proc.stderr).splitlines()
+                            if line.strip() and "complete log of this run" not in line][:2] or [f"exit {proc.returncode}"]
+                    why = "" if proc.returncode == 0 and _answers(cli.binary, env) else f"npm install failed: {' '.join(said)}"
                 except subprocess.TimeoutExpired:
                     why = f"npm install did not finish in {INSTALL_TIMEOUT} s"
         _INSTALLED[name] = why
