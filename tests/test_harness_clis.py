@@ -60,8 +60,9 @@ CLIS = {
     "copilot": Cli("@github/copilot", "1.0.102", "copilot"),
 }
 # Where the CLI's own output shows the user the not-installed notice (a hook's `systemMessage`) in a headless run:
-# `codex exec` prints "hook: Stop Completed" and no message, `copilot -p` neither a hook's output nor its stderr (the
-# model is told in both; their interactive screens are not run here).
+# Claude Code's event stream (plain `claude -p` prints the result alone) and Gemini's output do; `codex exec` prints
+# "hook: Stop Completed" and no message, `copilot -p` neither a hook's output nor its stderr (the model is told in
+# every one; the interactive screens are not run here).
 SHOWS_NOTICE = {"claude": True, "codex": False, "gemini": True, "copilot": False}
 _INSTALLED: dict[str, str] = {}  # name -> "" (ready) or why it cannot be installed
 
