@@ -151,6 +151,35 @@ def test_the_python_fallback_runs_the_installed_gate_when_no_gate_script_is_on_p
     assert start.returncode == 0 and "# Session brief:" in start.stdout, start.stdout + start.stderr
 
 
+def _as_gemini_loads_it(command: str, env: dict[str, str]) -> str:
+    """`command` after Gemini CLI's settings loader (0.61.0, envVarResolver): every `$NAME`, `${NAME}` and
+    `${NAME:-default}` in a settings string is replaced by NAME's value in its environment, or by the default where
+    there is one and NAME is unset; anything else is left as it was. It runs before the shell sees the command."""
+
+    def resolve(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(2) or ""
+        if name in env:
+            return env[name]
+        return m.group(3) if m.group(3) is not None else m.group(0)
+
+    return re.sub(r"\$(?:(\w+)|{([^}]+?)(?::-([^}]*))?})", resolve, command)
+
+
+def test_the_gemini_hooks_find_the_gate_after_gemini_resolves_its_settings(tmp_path: Path) -> None:
+    """Gemini CLI puts its environment into the command's `$PATH` (a literal list then, which the loop over PATH's
+    folders no longer splits) and the default into `${p:-…}` before the shell runs it: measured in Gemini CLI
+    0.61.0, where the installed gate was never found and every session was told it is not installed."""
+    _, b = _configured_elsewhere(tmp_path)
+    path = f"{_venv(tmp_path / 'elsewhere')}:{_system_path()}"
+    env = {"PATH": path, "HOME": str(tmp_path / "home"), "LANG": "C.UTF-8"}
+    hooks = {kind: _as_gemini_loads_it(command, env) for kind, command in _hooks(b, "gemini").items()}
+    start = _as_the_harness(b, hooks["brief"], {"session_id": "s-1", "source": "startup"}, path)
+    assert start.returncode == 0 and f"# Session brief: {b}" in _context(json.loads(start.stdout)), start.stdout  # type: ignore[operator]
+    _work(b)
+    stop = _as_the_harness(b, hooks["closeout"], {"session_id": "s-1", "stop_hook_active": False}, path)
+    assert json.loads(stop.stdout).get("decision") == "deny", stop.stdout
+
+
 @pytest.mark.parametrize("agent", HARNESSES)
 def test_without_the_gate_each_hook_says_so_once_and_never_blocks(tmp_path: Path, agent: str) -> None:
     """No gate on PATH, and a python3 that has none either: one line, in the harness's document, exit 0, never a
