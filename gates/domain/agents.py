@@ -92,15 +92,16 @@ def command_line(kind: str, fmt: str) -> str:
 # The hook's exit code is 0 or 1 whatever the gate's: Gemini reads any other as a deny, Claude Code reads 2 as a
 # block. A `gate` that cannot start (126, 127: its interpreter gone) is passed over, as if there were none.
 # Gemini CLI resolves `$NAME`, `${NAME}` and `${NAME:-default}` in its settings strings against its own environment
-# before any shell runs them (measured in 0.61.0): so PATH is read as `${PATH#}` (PATH, an empty prefix removed),
-# which its resolver leaves alone, and no `${…:-…}` appears (it would always be the default there).
-_FIND = ('set -f; IFS=:; r=$(pwd -P); t=$r; while [ -n "$t" ] && [ ! -e "$t/.git" ]; do t=${t%/*}; done; '
-         '[ -n "$t" ] && r=$t; p=; for d in ${PATH#}; do case $d in /*) e=$(cd -P "$d" 2>/dev/null && pwd -P) || '
-         'continue; case $e/ in "$r"/*) ;; *) p=$p${p:+:}$d;; esac;; esac; done; unset IFS; set +f; '
-         '[ -n "$p" ] || p=/dev/null; PATH=$p; if g=$(command -v gate); then "$g" "$@"; s=$?; case $s in 126|127) ;; '
+# before any shell runs them (measured in 0.61.0): so every variable, PATH and the program's own, is read as
+# `${x#}` (its value, an empty prefix removed), which its resolver leaves alone (an exported `r` or `p` would
+# otherwise rewrite the program), and no `${…:-…}` appears (it would always be the default there).
+_FIND = ('set -f; IFS=:; r=$(pwd -P); t=${r#}; while [ -n "${t#}" ] && [ ! -e "${t#}/.git" ]; do t=${t%/*}; done; '
+         '[ -n "${t#}" ] && r=${t#}; p=; for d in ${PATH#}; do case ${d#} in /*) e=$(cd -P "${d#}" 2>/dev/null && pwd -P) || '
+         'continue; case ${e#}/ in "${r#}"/*) ;; *) p=${p#}${p:+:}${d#};; esac;; esac; done; unset IFS; set +f; '
+         '[ -n "${p#}" ] || p=/dev/null; PATH=${p#}; if g=$(command -v gate); then "${g#}" "$@"; s=$?; case ${s#} in 126|127) ;; '
          '*) exit $((s < 2 ? s : 0));; esac; fi; '
-         'if y=$(command -v python3) && "$y" -I -c "import gates.main" 2>/dev/null; then '
-         f'"$y" -I -c "{hooks.ENTRY}" "$@"; s=$?; exit $((s < 2 ? s : 0)); fi; ')
+         'if y=$(command -v python3) && "${y#}" -I -c "import gates.main" 2>/dev/null; then '
+         f'"${{y#}}" -I -c "{hooks.ENTRY}" "$@"; s=$?; exit $((s < 2 ? s : 0)); fi; ')
 
 
 def portable_line(kind: str, fmt: str) -> str:

@@ -165,13 +165,16 @@ def _as_gemini_loads_it(command: str, env: dict[str, str]) -> str:
     return re.sub(r"\$(?:(\w+)|{([^}]+?)(?::-([^}]*))?})", resolve, command)
 
 
-def test_the_gemini_hooks_find_the_gate_after_gemini_resolves_its_settings(tmp_path: Path) -> None:
+@pytest.mark.parametrize("exported", [{}, {name: "/tmp/evil dir" for name in "rtpdegsy"}], ids=["plain", "letters"])
+def test_the_gemini_hooks_find_the_gate_after_gemini_resolves_its_settings(tmp_path: Path,
+                                                                          exported: dict[str, str]) -> None:
     """Gemini CLI puts its environment into the command's `$PATH` (a literal list then, which the loop over PATH's
     folders no longer splits) and the default into `${p:-…}` before the shell runs it: measured in Gemini CLI
-    0.61.0, where the installed gate was never found and every session was told it is not installed."""
+    0.61.0, where the installed gate was never found and every session was told it is not installed. An environment
+    that exports the program's own one-letter names (`r`, `p`, …) must not rewrite it either."""
     _, b = _configured_elsewhere(tmp_path)
     path = f"{_venv(tmp_path / 'elsewhere')}:{_system_path()}"
-    env = {"PATH": path, "HOME": str(tmp_path / "home"), "LANG": "C.UTF-8"}
+    env = {"PATH": path, "HOME": str(tmp_path / "home"), "LANG": "C.UTF-8", **exported}
     hooks = {kind: _as_gemini_loads_it(command, env) for kind, command in _hooks(b, "gemini").items()}
     start = _as_the_harness(b, hooks["brief"], {"session_id": "s-1", "source": "startup"}, path)
     assert start.returncode == 0 and f"# Session brief: {b}" in _context(json.loads(start.stdout)), start.stdout  # type: ignore[operator]
