@@ -301,7 +301,7 @@ def test_the_walk_through_adds_a_gate_with_its_module_and_a_registry_line(tmp_pa
     proc = subprocess.run([sys.executable, *(word for word in command[1:] if word != "-I")], cwd=tmp_path, env=env,
                           capture_output=True, text=True)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
-    for name in (".pre-commit-hooks.yaml", "docs/configuration.md", "gates/domain/scaffold.py", "schemas/config.schema.json"):
+    for name in (".pre-commit-hooks.yaml", "docs/configuration.md", "gates/commands/init.py", "schemas/config.schema.json"):
         assert "handoff-owner" in (copy / name).read_text(), name  # the surfaces the page says the command writes
     work = init_repo(tmp_path / "work")
     (work / "README").write_text("x\n")

@@ -261,14 +261,14 @@ def test_a_catalog_change_is_noticed_by_every_surface(tmp_path: Path, monkeypatc
     owner = Gate("handoff-owner", "the Meta block names an owner", None, on=False, note="gate init's hand-over names none")
     monkeypatch.setitem(CATALOG, "handoff-owner", owner)  # the catalog gates.infra.surfaces renders
     assert [name for name in surfaces.NAMES if stale(name, root)] == surfaces.NAMES
-    assert surfaces.write(root) == [".pre-commit-hooks.yaml", "gates/domain/scaffold.py", "docs/configuration.md",
+    assert surfaces.write(root) == [".pre-commit-hooks.yaml", "gates/commands/init.py", "docs/configuration.md",
                                     "schemas/config.schema.json"]
     assert [name for name in surfaces.NAMES if stale(name, root)] == []
     after = {name: (root / name).read_text() for name in SURFACE_FILES}
     assert "  handoff-owner: false        # gate init's hand-over names none\n" in after["docs/configuration.md"]
     assert "| `gates.handoff-owner` | `false` (gate init's hand-over names none) |" in after["docs/configuration.md"]
     assert '"#   handoff-owner: false        # gate init\'s hand-over names none\\n"' in \
-        after["gates/domain/scaffold.py"]
+        after["gates/commands/init.py"]
     assert '"heartbeat": {"type": "boolean"},\n        "handoff-owner": {"type": "boolean"}\n' in \
         after["schemas/config.schema.json"]
     hook = ("- id: handoff-owner\n  name: handoff-owner\n  description: The Meta block names an owner.\n"

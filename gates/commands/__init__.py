@@ -32,7 +32,7 @@ COMMANDS: dict[str, Command] = {
     'schema': Command('config', "print a shipped JSON Schema"),
     'flags': Command('flags', "print every open flag verbatim, oldest first"),
     'init': Command('init', "write HANDOFF.md, ARCHIVE.md and .gate.yaml where they are missing; it never overwrites a file"),
-    'adopt': Command('adopt', "take an existing hand-over file under the gate: write its .gate.yaml, add its Meta"),
+    'adopt': Command('init', "take an existing hand-over file under the gate: write its .gate.yaml, add its Meta"),
     'claim': Command('claims', "claim the state file for this worktree (first mover wins)"),
     'release': Command('claims', "release this worktree's claim, or break another's with --force"),
     'claims': Command('claims', "list every claim with holder, age, TTL and liveness"),

@@ -1,16 +1,26 @@
-"""`gate stamp`: the close-out's stamp of Meta ref and updated."""
+"""`gate stamp`: the close-out step. Meta `ref` becomes HEAD and `updated` becomes now, atomically.
+
+Only the values of those two items change (and a `fence` line with them, see `stamp`); every other byte
+(line ends, a BOM, backticks around a value) is kept. With an expected content hash, a writer working from
+a stale read is stopped.
+"""
 
 from __future__ import annotations
 
 from gates.commands import invocation
 from gates.commands.invocation import Run
-from gates.infra.errors import OK
+from gates.domain import handoff, journal
+from gates.infra import clock, fsio
+from gates.infra.clock import datetime
+from gates.infra.config import Config
+from gates.infra.digest import sha256
+from gates.infra.errors import OK, USAGE, VIOLATION, GateError
+from gates.infra.git import Repo
+from gates.infra.text import Pattern, excerpt
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-
-    pass
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -18,14 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def run(args: argparse.Namespace, run: Run) -> int:
-    return _stamp(args, run)
-
-
-def _stamp(args: argparse.Namespace, run: Run) -> int:
-    from gates.domain import stamp
-
-    stamp.check_expect(args.expect)  # before the repository is even looked at
-    shown, digest, not_journalled, notes = stamp.stamp(run.repo(), run.config(), invocation.now(), args.expect)
+    check_expect(args.expect)  # before the repository is even looked at
+    shown, digest, not_journalled, notes = stamp(run.repo(), run.config(), invocation.now(), args.expect)
     said = f"stamped {shown}: ref {run.repo().head}, sha256 {digest}"
     run.done.append(said)
     print(said)  # the new hash, whatever failed after the write: a caller is never told the file is unchanged
@@ -34,3 +38,89 @@ def _stamp(args: argparse.Namespace, run: Run) -> int:
     if not_journalled is not None:
         raise not_journalled
     return OK
+
+
+_VALUE = Pattern(r"^(?P<lead>\s*(?:[-*+]|\d{1,9}[.)])\s+)(?P<key>[A-Za-z][A-Za-z0-9_-]*)(?P<sep>\s*:\s*)"
+                    r"(?P<quote>`?)(?P<value>.*?)(?P=quote)(?P<trail>\s*)$")
+
+
+def content_hash(data: bytes) -> str:
+    return sha256(data).hexdigest()
+
+
+def _denied(message: str) -> GateError:
+    return GateError(message, code=VIOLATION, reason="stamp-denied")
+
+
+_SHA256 = Pattern(r"[0-9a-fA-F]{64}")
+
+
+def check_expect(expect: str | None) -> None:
+    """A malformed `--expect` is a usage error, never reported as a concurrent change."""
+    if expect is not None and not _SHA256.fullmatch(expect):
+        shown = expect if len(expect) <= 80 else expect[:80] + "…"
+        raise GateError(f"--expect takes the 64 hex digits of a sha256 (as `gate stamp` prints it), not {shown!r}",
+                        code=USAGE, reason="usage")
+
+
+def stamp(repo: Repo, config: Config, now: datetime,
+          expect: str | None) -> tuple[str, str, journal.NotJournalled | None, list[str]]:
+    """Rewrite the Meta block; returns (path shown, sha256 of the new content, the journal's failure if any, what
+    else it changed, in words).
+
+    Meta `fence` is the fence of the remote claim this worktree holds; without one, a fence line left from an
+    earlier claim is dropped (and said): a stale fence would refuse the push as a late close-out.
+
+    Once the file is written the stamp is done: a journal that cannot record it is returned, not
+    raised, so that the caller can still say what is on disk."""
+    check_expect(expect)
+    cfg = config.section("handoff")
+    path, shown, data, source = handoff.read_for_rewrite(repo, config, "stamped")
+    if expect is not None and content_hash(data) != expect.lower():
+        raise _denied(f"{shown} changed since it was read (sha256 {content_hash(data)}, expected {expect}): "
+                      "read it again, fold your update in, then stamp")
+    if repo.head is None:
+        raise _denied("this branch has no commit yet: there is no HEAD to stamp")
+    values = {"ref": repo.head, "updated": clock.utc_text(now)}
+    from gates.domain import remote
+
+    held = remote.held(repo, cfg["path"])  # the fence of the remote claim this worktree holds (issue 18)
+    notes: list[str] = []
+    if held is not None and isinstance(held.get("fence"), int):
+        values["fence"] = str(held["fence"])
+    new = _rewrite(source, shown, cfg["meta_section"], values, notes)
+    fsio.rewrite(path, data, new, shown=shown, who="gate stamp", code=VIOLATION, reason="stamp-denied")
+    digest = content_hash(new)
+    try:
+        journal.append(repo, "stamp", {"path": shown, "ref": repo.head, "sha256": digest}, now)
+    except journal.NotJournalled as exc:
+        return shown, digest, exc, notes
+    return shown, digest, None, notes
+
+
+def _rewrite(source: handoff.Source, shown: str, meta_section: str, values: dict[str, str],
+             notes: list[str]) -> bytes:
+    lines = list(source.lines)
+    doc = handoff.parse(lines, shown)
+    sections = doc.section(meta_section)
+    if not sections:
+        raise _denied(f"{shown} has no '## {meta_section}' section to stamp (see `gate init`)")
+    stale = doc.meta_value(meta_section, "fence") if "fence" not in values else None
+    if stale is not None:  # no remote claim is held here: the fence of an earlier one goes
+        notes.append(f"dropped Meta fence ({excerpt(lines[stale.line - 1].strip(), 60)}, line {stale.line}): this "
+                     "worktree holds no remote claim, and a stale fence would refuse the push as a late close-out")
+        del lines[stale.line - 1]
+        doc = handoff.parse(lines, shown)
+    insert_at = sections[0].line  # after the heading, for a key that is missing
+    for key, value in values.items():
+        entry = doc.meta_value(meta_section, key)
+        if entry is None:
+            lines.insert(insert_at, f"- {key}: {value}")
+            doc = handoff.parse(lines, shown)
+            continue
+        match = _VALUE.match(lines[entry.line - 1])
+        if match is None:
+            raise _denied(f"{shown}:{entry.line}: Meta {key} is not a '- {key}: value' line that can be stamped")
+        lines[entry.line - 1] = (f"{match['lead']}{match['key']}{match['sep']}{match['quote']}{value}"
+                                 f"{match['quote']}{match['trail']}")
+    return source.encode(lines)

@@ -47,7 +47,7 @@ def _gates_yaml(indent: str) -> list[str]:
 
 
 def init_gates() -> list[str]:
-    """gates/domain/scaffold.py: the commented `gates:` lines of the `.gate.yaml` that `gate init` writes."""
+    """gates/commands/init.py: the commented `gates:` lines of the `.gate.yaml` that `gate init` writes."""
     return [f"    {json.dumps(line + chr(10))}" for line in _gates_yaml("#   ")]
 
 
@@ -72,7 +72,7 @@ def schema_gates() -> dict[str, object]:
 
 SURFACES: dict[str, tuple[str, Callable[[], list[str]]]] = {  # name: (file, renderer)
     "hooks": (".pre-commit-hooks.yaml", hooks),
-    "init-gates": ("gates/domain/scaffold.py", init_gates),
+    "init-gates": ("gates/commands/init.py", init_gates),
     "default-gates": ("docs/configuration.md", default_gates),
     "gate-rows": ("docs/configuration.md", gate_rows),
 }
