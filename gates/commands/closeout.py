@@ -1,17 +1,37 @@
-"""`gate closeout`: the stop hook; it blocks the stop until the close-out is done (the verdict: domain/closeout.py)."""
+"""`gate closeout`: the stop hook. Is this session's close-out done? If not, block the stop with steps to take.
+
+The close-out is not done while:
+1. the hand-over fails its gates (`gate check`);
+2. the work is not closed out (gates/domain/sessions.py `closure`, the one definition the brief uses too): commits
+   after the Meta ref that no close-out follows, or any staged, unstaged or untracked path `git status` lists
+   (paths git ignores are never listed), or git cannot be asked either (a failed question is never an all-clear);
+3. this worktree's claim (this session's, or one without a session) is still held once the rest is done.
+
+Loop guard: after `closeout.max_blocks` consecutive blocks for one session, the stop is let through and a
+`closeout-missing` flag is raised, which the next brief shows first and salvages. The count comes from the
+harness where it gives one (Cursor's `loop_count`; `stop_hook_active: false` means a fresh stop, so the
+count starts again) and otherwise from a per-session counter in the state dir; each verdict is journalled.
+It never wedges a session: a bug, an unreadable repository or a check slower than TIMEOUT lets the stop
+through and is flagged. Copilot CLI also runs the hooks of `.claude/settings.json`: a verdict given for the
+same session by another format a moment earlier (a block, at the same HEAD) is not given twice.
+"""
 
 from __future__ import annotations
 
 import os
 import signal
 import sys
+import time
 from types import FrameType
 
 from gates.commands.invocation import Run
-from gates.domain import closeout, harness
+from gates.domain import ancestry, claims, handoff, harness, journal, sessions
+from gates.infra import dataio, fsio, jsonio, state
 from gates.infra.console import say
+from gates.infra.digest import sha256
 from gates.infra.errors import OK, VIOLATION, GateError
-from gates.infra.git import GitFailed
+from gates.infra.git import GitFailed, Repo
+from gates.infra.plain import NamedTuple
 from gates.infra.text import excerpt
 
 TYPE_CHECKING = False
@@ -19,8 +39,197 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
-    from gates.infra.git import Repo
+    from gates.infra.config import Config
 
+TIMEOUT = 20.0  # seconds; the installed hooks give the harness's own timeout as 60
+TWIN_SECONDS = 10.0  # a verdict by another format for the same session within this is the same stop
+MAX_FINDINGS = 8
+MAX_PATHS = 5  # the uncommitted paths a step names
+
+
+class Verdict(NamedTuple):
+    steps: list[str]  # empty: the close-out is done
+    summary: list[str]  # one short line per unmet condition, for the journal and the flag
+
+
+def judge(repo: Repo, config: Config, session: str | None, errors: list[str]) -> Verdict:
+    """The close-out's verdict, given the rendered errors of the gates run on the state as it is now."""
+    cfg = config.section("handoff")
+    path = cfg["path"]
+    steps: list[str] = []
+    summary: list[str] = []
+    if errors:
+        shown = "\n".join(f"   {excerpt(line, 300)}" for line in errors[:MAX_FINDINGS])
+        more = f"\n   (+{len(errors) - MAX_FINDINGS} more: `gate check`)" if len(errors) > MAX_FINDINGS else ""
+        steps.append(f"Make {path} pass its gates: fix each finding below, then run `gate check` until it "
+                     f"exits 0.\n{shown}{more}")
+        summary.append(f"the hand-over fails {len(errors)} gate finding(s)")
+    _work_steps(repo, sessions.closure(repo, config, _meta_ref(repo, config)), path, steps, summary)
+    if not steps:
+        held = _held_claim(repo, path, session)
+        if held:
+            steps.append(f"Release the claim: `gate release` ({held}).")
+            summary.append("the claim is still held after the close-out")
+    return Verdict(steps, summary)
+
+
+def _shown(paths: list[tuple[str, str]]) -> str:
+    names = ", ".join(excerpt(path, 80) for _, path in paths[:MAX_PATHS])
+    return names + (f", +{len(paths) - MAX_PATHS} more (`git status`)" if len(paths) > MAX_PATHS else "")
+
+
+def _is_handoff(listed: str, path: str) -> bool:
+    """Whether a path `git status` lists is the hand-over (or an untracked folder holding it)."""
+    return listed == path or (listed.endswith("/") and path.startswith(listed))
+
+
+def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str], summary: list[str]) -> None:
+    """The steps (and one summary line each) that close out the work, each worded from what was found."""
+    ref, found = str(work.ref), work.found
+    if work.history_error is not None:  # a failed question is never "nothing to close out": the stop is blocked
+        steps.append(f"Whether work after {path}'s Meta ref {ref[:12]} is closed out cannot be told: "
+                     f"{work.history_error}. Make git able to read this repository's history (fix what it says).")
+        summary.append(work.history_error)
+    elif found is not None and found.kind == "shallow":
+        steps.append(f"{path}'s Meta ref {ref[:12]} is not in this shallow clone: {ancestry.SHALLOW_ADVICE}.")
+        summary.append("the Meta ref is not in this shallow clone")
+    others = [(code, name) for code, name in work.paths if not _is_handoff(name, path)]  # the hand-over: below
+    changed = [(code, name) for code, name in others if code != "??"]
+    untracked = [(code, name) for code, name in others if code == "??"]
+    if changed:
+        steps.append(f"Commit the work: {len(changed)} path(s) have uncommitted changes ({_shown(changed)}). Commit "
+                     "what is the session's work and undo what is not (`git restore`): a close-out leaves nothing "
+                     "uncommitted.")
+        summary.append(f"{len(changed)} path(s) have uncommitted changes")
+    if untracked:
+        steps.append(f"Deal with {len(untracked)} untracked path(s) git does not ignore ({_shown(untracked)}): commit "
+                     "what belongs to the project, delete scratch files, or have git ignore them (`.gitignore`, or "
+                     "`.git/info/exclude` for this clone only).")
+        summary.append(f"{len(untracked)} untracked path(s)")
+    if found is not None and found.kind == "behind":
+        commits, total = sessions.work_after(repo, found)
+        listed = "".join(f"\n   - {sha} {excerpt(subject, 80)}" for sha, subject, _ in commits[:5])
+        more = f"\n   (+{total - 5} more: `git log {ref[:12]}..HEAD`)" if total > 5 else ""
+        steps.append(f"Describe the work in {path}: {found.behind} commit(s) after its Meta ref {ref[:12]} "
+                     f"are not closed out. Update its Current Target and Open Threads (and Decisions, Dead "
+                     f"Ends, Verified) so the next session can continue from them:{listed}{more}")
+        summary.append(f"{found.behind} commit(s) after the Meta ref are not closed out")
+    elif found is not None and found.kind == "elsewhere":
+        steps.append(f"{path}'s Meta ref {ref[:12]} is not in this history: bring the hand-over up to date "
+                     f"with git.")
+        summary.append("the Meta ref is not in this history")
+    elif work.ref is None:
+        steps.append(f"{path} names no commit in its Meta ref: describe the work in it.")
+        summary.append("the hand-over names no Meta ref")
+    mine = [code for code, name in work.paths if _is_handoff(name, path)]
+    how = (f"{path} is not committed yet" if mine == ["??"] else f"{path} has uncommitted changes") if mine else ""
+    if changed or untracked or work.ref is None or (found is not None and found.kind in ("behind", "elsewhere")):
+        steps.append(f"Close out: `gate stamp`, then `git add {path} && git commit -m \"close-out: …\"`"
+                     + (f" ({how}: that commit takes them)." if mine else "."))
+    elif mine:
+        steps.append(f"Commit the hand-over: `git add {path} && git commit -m \"close-out: …\"` ({state}).")
+    if mine:
+        summary.append("the hand-over has uncommitted changes")
+    if work.status_error is not None:  # a failed question is never "nothing uncommitted": the stop is blocked
+        message = work.status_error
+        steps.append(f"{message[:1].upper()}{message[1:]}. Make `git status` work in this repository "
+                     f"(fix what it says), then commit what it lists.")
+        summary.append(message)
+
+
+def _meta_ref(repo: Repo, config: Config) -> str | None:
+    cfg = config.section("handoff")
+    try:
+        _, shown, data = handoff.read(repo, config, repo.path(cfg["path"]))
+        if isinstance(data, int):
+            return None
+        entry = handoff.parse(handoff.Source.decode(data, shown).lines, shown).meta_value(cfg["meta_section"], "ref")
+    except GateError:
+        return None  # the gates have said why
+    return entry.value if entry else None
+
+
+def _held_claim(repo: Repo, path: str, session: str | None) -> str | None:
+    record = claims.read(state.layout(repo), path)
+    if record is None or not claims.held_here(record, repo):
+        return None
+    held_by = record.get("session")
+    mine = {session, os.environ.get("GATE_SESSION") or None}
+    if held_by is not None and held_by not in mine:
+        return None  # another session of this worktree holds it: not this session's to release
+    return claims.describe(record)
+
+
+def reason_text(steps: list[str], runner: str | None = None) -> str:
+    """The steps, numbered; with `runner` (how this very gate is started), a line naming it for a shell that does not
+    find `gate` (Codex's shell tool is a login shell, whose PATH no longer holds a virtual environment's folder)."""
+    body = "\n".join(f"{n}. {step}" for n, step in enumerate(steps, start=1))
+    elsewhere = f"\nWhere your shell does not find `gate`, run `{runner}` in its place." if runner else ""
+    return ("The session's close-out is not done (handoff-gate). Do these steps in order, then stop again:\n"
+            f"{body}\n`gate closeout --format text` exits 0 once the close-out is done.{elsewhere}")
+
+
+# ---- the consecutive-block counter -----------------------------------------------------------------------
+
+def _counter_path(repo: Repo, session: str | None) -> Any:
+    lay = state.layout(repo)
+    folder = state.ensure_dir(lay, os.path.join(lay.root, "closeout"))
+    key = sha256(f"{repo.toplevel}\0{session or ''}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return folder, os.path.join(folder, f"{key}.json")
+
+
+def _read_counter(path: Any) -> dict[str, Any]:
+    try:
+        data = fsio.read_state_file(path, 1 << 16)
+        loaded = dataio.load_json(data.decode("utf-8", "replace")) if data else {}
+    except (GateError, dataio.DataError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+class Decision(NamedTuple):
+    verdict: str  # done | block | let-through | twin
+    blocks: int  # consecutive blocks before this stop
+
+
+def decide(repo: Repo, fmt: str, hook: harness.HookInput, session: str | None, done: bool, bound: int) -> Decision:
+    """Block or let through, counting consecutive blocks for the session under the counter folder's lock."""
+    folder, path = _counter_path(repo, session)
+    with fsio.locked(folder):
+        record = _read_counter(path)
+        now_ns = time.time_ns()
+        last_ns = int(record.get("time_ns") or 0)
+        if (record.get("format") not in (None, fmt) and now_ns - last_ns < TWIN_SECONDS * 1e9
+                and record.get("head") == repo.head and record.get("verdict") == "block"):
+            return Decision("twin", int(record.get("blocks") or 0))
+        if fmt == "cursor" and hook.loop_count is not None:
+            before = hook.loop_count
+        elif hook.stop_hook_active is False:
+            before = 0
+        else:
+            before = int(record.get("blocks") or 0) if isinstance(record.get("blocks"), int) else 0
+        if done:
+            verdict, after = "done", 0
+        elif before >= bound:
+            verdict, after = "let-through", 0
+        else:
+            verdict, after = "block", before + 1
+        new = {"session": session, "format": fmt, "blocks": after, "time_ns": now_ns, "head": repo.head,
+               "verdict": verdict}
+        state.write(repo, path, (jsonio.dumps(new) + "\n").encode())
+    return Decision(verdict, before)
+
+
+def journal_verdict(repo: Repo, details: dict[str, Any], action: str = "closeout") -> str | None:
+    """Journal the verdict. Returns the warning to say when it was reached but could not be recorded, else None."""
+    try:
+        journal.append(repo, action, details)
+    except journal.NotJournalled as exc:
+        return f"gate: the close-out verdict is not journalled: {exc.cause.render()}"
+    return None
+
+
+# -- the command --
 
 def _errors(run: Run) -> list[str]:
     """The gates' errors on the state as it is now: what the close-out must fix first."""
@@ -49,11 +258,11 @@ def command(args: argparse.Namespace, run: Run) -> int:
     if fmt == "text":
         return _text(run, session)
     previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, closeout.TIMEOUT)
+    signal.setitimer(signal.ITIMER_REAL, TIMEOUT)
     try:
         out = _hook(run, fmt, hook, session)
     except _Timeout:
-        out = _let_through(run, fmt, session, f"the close-out check took longer than {closeout.TIMEOUT:.0f}s")
+        out = _let_through(run, fmt, session, f"the close-out check took longer than {TIMEOUT:.0f}s")
     except GateError as exc:
         out = _let_through(run, fmt, session, exc.render())
     except Exception as exc:  # the boundary: a bug must not wedge the session
@@ -70,10 +279,10 @@ def _hook(run: Run, fmt: str, hook: harness.HookInput, session: str | None) -> s
     repo, config = run.repo(), run.config()
     if hook.problem:
         run.notice("input-unreadable", harness.unreadable_input("closeout", fmt, hook.problem, "judged without it"))
-    verdict = closeout.judge(repo, config, session, _errors(run))
+    verdict = judge(repo, config, session, _errors(run))
     configured = int(config.section("closeout")["max_blocks"])
     bound = harness.block_bound(fmt, configured)
-    decision = closeout.decide(repo, fmt, hook, session, not verdict.steps, bound)
+    decision = decide(repo, fmt, hook, session, not verdict.steps, bound)
     details = {"harness": fmt, "session": session, "verdict": decision.verdict, "blocks": decision.blocks,
                "reasons": verdict.summary, "head": repo.head}
     if decision.verdict != "twin":
@@ -81,10 +290,10 @@ def _hook(run: Run, fmt: str, hook: harness.HookInput, session: str | None) -> s
     if decision.verdict == "done":
         _resolve_missing(run)
     if decision.verdict == "block":
-        return harness.block_envelope(fmt, closeout.reason_text(verdict.steps, _runner()))
+        return harness.block_envelope(fmt, reason_text(verdict.steps, _runner()))
     if decision.verdict == "let-through":
         message = (f"session {session or '(no id)'} ({fmt}) stopped without closing out after {decision.blocks} "
-                   f"consecutive blocked stops (closeout.max_blocks is {configured}"
+                   f"consecutive blocked stops (max_blocks is {configured}"
                    + (f", capped at {bound} for {fmt}, which ends the turn itself after {bound + 1}" if bound != configured
                       else "") + "): "
                    + "; ".join(verdict.summary)
@@ -119,7 +328,7 @@ def _let_through(run: Run, fmt: str, session: str | None, why: str) -> str:
 
 
 def _journal(repo: Repo, details: dict[str, Any]) -> None:
-    warning = closeout.journal_verdict(repo, details)
+    warning = journal_verdict(repo, details)
     if warning:
         say(warning)
 
@@ -138,8 +347,8 @@ def _resolve_missing(run: Run) -> None:
 def _text(run: Run, session: str | None) -> int:
     """The preview (a model's own check, a script's): said and journalled as `closeout-preview`, never a stop."""
     repo, config = run.repo(), run.config()
-    verdict = closeout.judge(repo, config, session, _errors(run))
-    warning = closeout.journal_verdict(repo, {"session": session, "verdict": "not-done" if verdict.steps else "done",
+    verdict = judge(repo, config, session, _errors(run))
+    warning = journal_verdict(repo, {"session": session, "verdict": "not-done" if verdict.steps else "done",
                                               "reasons": verdict.summary, "head": repo.head}, "closeout-preview")
     if warning:
         say(warning)
@@ -148,7 +357,7 @@ def _text(run: Run, session: str | None) -> int:
         print("close-out done: the hand-over passes its gates and describes every commit, and nothing is left "
               "uncommitted")
         return OK
-    print(closeout.reason_text(verdict.steps))
+    print(reason_text(verdict.steps))
     return VIOLATION
 
 
