@@ -293,7 +293,7 @@ def _hook(run: Run, fmt: str, hook: harness.HookInput, session: str | None) -> s
         return harness.block_envelope(fmt, reason_text(verdict.steps, _runner()))
     if decision.verdict == "let-through":
         message = (f"session {session or '(no id)'} ({fmt}) stopped without closing out after {decision.blocks} "
-                   f"consecutive blocked stops (max_blocks is {configured}"
+                   f"consecutive blocked stops (closeout.max_blocks is {configured}"
                    + (f", capped at {bound} for {fmt}, which ends the turn itself after {bound + 1}" if bound != configured
                       else "") + "): "
                    + "; ".join(verdict.summary)
