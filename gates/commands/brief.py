@@ -24,9 +24,9 @@ from __future__ import annotations
 import os
 import sys
 
-from gates.domain import ancestry, claims, flags, handoff, harness, journal, lockscan, sessions
+from gates.domain import claims, flags, handoff, harness, journal, lockscan, sessions
 from gates.domain.handoff import Loaded, load_handoff
-from gates.infra import clock, git, jsonio, state
+from gates.infra import clock, jsonio, state
 from gates.infra.clock import datetime
 from gates.infra.config import Config, parse_duration
 from gates.infra.errors import OK, GateError
@@ -181,19 +181,10 @@ def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None
 
     judged: list[sessions.Closure] = []
 
-    def work() -> sessions.Closure:  # judged once, after the flags are read (the git calls run meanwhile)
+    def work() -> sessions.Closure:  # judged once, for the tripwire, the salvage and the hand-over section
         if not judged:
             judged.append(_closure(repo, config, handoff_file))
         return judged[0]
-
-    try:
-        repo.prefetch(git.FILTER_ARGS, *((git.log_args(3),) if repo.head else ()))  # (HEAD's recent line came with it)
-        repo.prefetch_status(*sessions.UNCOMMITTED)
-        ref, _ = _meta(handoff_file(), config)
-        if ref:
-            ancestry.prefetch(repo, config, ref)  # the tripwire's one question of git, while the flags are read
-    except (GateError, OSError):
-        pass
 
     parts = [
         _guard(FLAGS, lambda: _flags(repo, config, handoff_file, now) + _other_clones(repo, config), _flag_details),

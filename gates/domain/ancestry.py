@@ -134,15 +134,6 @@ def _touched_args(commit: str, tip: str, path: str) -> tuple[str, ...]:
     return ("--literal-pathspecs", "rev-list", "--first-parent", f"{commit}..{tip}", "--", path)
 
 
-def prefetch(repo: Repo, config: Config, ref: str) -> None:
-    """Start the git call `relation(repo, config, ref)` will make for a Meta ref behind HEAD on its recent line
-    (whether the commits since change the hand-over), so it answers while other work goes on. Nothing is started
-    for a ref that is HEAD, or not on the line (relation then asks what it asks)."""
-    commit = repo.resolve_commit(ref) if repo.head else None
-    if repo.head and commit in repo.recent()[1:]:
-        repo.prefetch(_touched_args(commit, repo.head, config.section("handoff")["path"]))
-
-
 def _closes_out(repo: Repo, config: Config, commit: str, child: str | None, tip: str,
                 read: Callable[[str], bytes | None] | None) -> bool:
     """Whether `child` (the commit after `commit` on tip's first-parent line) is the close-out of `commit`."""

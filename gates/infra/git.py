@@ -89,7 +89,7 @@ def failed(args: tuple[str, ...] | list[str], code: int, stderr: str | bytes) ->
 
 
 def log_args(count: int) -> tuple[str, ...]:
-    """`git log --oneline -COUNT` of HEAD, as Repo.log_oneline asks it (and a prefetch may start it)."""
+    """`git log --oneline -COUNT` of HEAD, as Repo.log_oneline asks it."""
     return ("log", "--no-decorate", "--no-show-signature", f"--max-count={count}", "--format=%h %s", "HEAD", "--")
 
 # Config given on git's command line: it wins over every config file and include. Only switches off.
@@ -369,17 +369,7 @@ class Repo:
         turn into another key. Submodules are not entered: their config is not ours. StatusFailed
         when the filters cannot be listed: then status is not run at all.
         """
-        key = _status_key(args)
-        running = self.started.pop(key, None)
-        if running is not None:
-            return Output(running.wait())
-        return Output(_run(list(key[1:]), self.toplevel, self._status_env()))
-
-    def prefetch_status(self, *args: str) -> None:
-        """Start `status(*args)` now (see prefetch); StatusFailed when the filters cannot be listed."""
-        key = _status_key(args)
-        if key not in self.started:
-            self.started[key] = _Running(list(key[1:]), self.toplevel, self._status_env())
+        return Output(_run(["status", "--ignore-submodules=all", *args], self.toplevel, self._status_env()))
 
     def uncommitted(self, *args: str) -> list[tuple[str, str]]:
         """(XY, path) of every change `git status --porcelain=v1 -z` lists for `args` (given with them): XY is
@@ -614,11 +604,6 @@ class Repo:
 
 
 _ASK = object()  # HEAD's file does not say: git is asked
-
-
-def _status_key(args: tuple[str, ...]) -> tuple[str, ...]:
-    """Repo.status's key among the started calls: a mark no other call's arguments start with, then git's arguments."""
-    return ("\0status", "status", "--ignore-submodules=all", *args)
 
 
 def _head_branch(git_dir: str) -> object:

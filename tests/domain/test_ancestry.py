@@ -130,27 +130,3 @@ def test_a_hand_over_changed_again_after_its_close_out(repo: Path) -> None:
     git(repo, "add", "HANDOFF.md")
     assert _commit(repo, "an edit without a stamp", verify=False).returncode == 0
     assert _verdict_line(repo) == "Verdict: 1 commit behind HEAD"  # the close-out is not counted, the edit is
-
-
-def test_the_brief_asks_its_one_question_of_git_ahead_and_relation_reads_it(repo: Path) -> None:
-    """ancestry.prefetch starts the call relation() makes for a Meta ref behind HEAD (do the commits since change
-    the hand-over?); relation reads that answer and gives the verdict it gives without it; for a ref that is HEAD
-    nothing is started."""
-    from gates.domain import ancestry
-    from gates.infra import config as configs
-    from gates.infra.git import discover
-
-    ref = git(repo, "rev-parse", "HEAD")
-    for n in range(2):
-        (repo / "work.txt").write_text(f"work {n}\n")
-        commit_all(repo, f"work {n}")
-    found = discover(repo, {})
-    config = configs.load(found)
-    asked = discover(repo, {})
-    ancestry.prefetch(asked, config, ref)
-    assert len(asked.started) == 1
-    assert ancestry.relation(asked, config, ref) == ancestry.relation(found, config, ref)
-    assert not asked.started  # read, not left to be stopped
-    head = discover(repo, {})
-    ancestry.prefetch(head, config, found.head or "")
-    assert not head.started
