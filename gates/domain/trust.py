@@ -26,6 +26,7 @@ import os
 from gates.domain import agents
 from gates.infra import fsio, paths
 from gates.infra.git import Repo
+from gates.infra.text import excerpt
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ def _codex(repo: Repo, environ: Mapping[str, str], positions: list[tuple[str, in
     missing = [event for event, group, handler in positions if not _entry_trusted(parsed, tops, event, group, handler)]
     if missing:
         out.append((WARN, f"Codex will skip {len(missing)} of the {len(positions)} hooks of .codex/hooks.json, "
-                          f"silently: no trust is recorded for {', '.join(sorted(set(missing)))} — {REVIEW}"))
+                          f"silently: no trust is recorded for {', '.join(excerpt(e, 40) for e in sorted(set(missing)))} — {REVIEW}"))
         return out
     changed = _newer(repo.path(agents.FILES["codex"]), config)
     out.append((WARN, f"Codex: the folder is trusted and a trust is recorded for each of the {len(positions)} hooks of "

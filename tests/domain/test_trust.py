@@ -195,3 +195,19 @@ def test_nothing_is_said_of_a_harness_not_wired_here(repo: Path, home: Path) -> 
     lines = _doctor(repo)
     assert not [line for line in lines if any(name in line for name in ("Codex", "Gemini", "Copilot", "trusted"))]
     assert agents.wired(discover(repo), "codex") == []
+
+
+def test_names_quoted_from_the_repositorys_file_are_shown_escaped(repo: Path, home: Path) -> None:
+    """A hostile .codex/hooks.json files the gate's hook under an event named with a terminal escape and a bidi
+    override: the doctor names it, escaped, and cut short."""
+    import json
+
+    _wire(repo, "codex")
+    path = repo / ".codex" / "hooks.json"
+    doc = json.loads(path.read_text())
+    doc["hooks"]["Stop\x1b[2J\u202e" + "x" * 100] = doc["hooks"].pop("Stop")
+    path.write_text(json.dumps(doc))
+    _codex_config(home, repo, entries=("session_start",))
+    [line] = _about(_doctor(repo), "Codex will skip")
+    assert "no trust is recorded for Stop\\u001b[2J\\u202exxx" in line and "…" in line, line
+    assert "\x1b" not in line and "\u202e" not in line
