@@ -114,8 +114,9 @@ def _codex(repo: Repo, environ: Mapping[str, str], positions: list[tuple[str, in
         return out
     missing = [event for event, group, handler in positions if not _entry_trusted(parsed, tops, event, group, handler)]
     if missing:
+        events = ", ".join(excerpt(event, 40) for event in sorted(set(missing)))
         out.append((WARN, f"Codex will skip {len(missing)} of the {len(positions)} hooks of .codex/hooks.json, "
-                          f"silently: no trust is recorded for {', '.join(excerpt(e, 40) for e in sorted(set(missing)))} — {REVIEW}"))
+                          f"silently: no trust is recorded for {events} — {REVIEW}"))
         return out
     changed = _newer(repo.path(agents.FILES["codex"]), config)
     out.append((WARN, f"Codex: the folder is trusted and a trust is recorded for each of the {len(positions)} hooks of "
