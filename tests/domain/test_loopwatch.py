@@ -134,3 +134,27 @@ def test_the_checks_list_of_variables_is_the_modules() -> None:
     assert set(runner.AGENT_VARIABLES) <= set(AGENT_ENV_VARS)  # the suite clears them
     for _, _, agent, _, files, _ in loopwatch.HARNESSES:
         assert set(files) == {agents.FILES[agent], *([agents.LOCAL_FILES[agent]] if agent in agents.LOCAL_FILES else [])}
+
+
+def test_the_pre_commit_frameworks_hook_shows_it_with_verbose(repo: Path, tmp_path: Path) -> None:
+    """The same check run by the pre-commit framework (a local hook with `verbose: true`, as the README's snippet
+    sets it): the agent's commit passes and shows the warning."""
+    import sys
+
+    from conftest import GATE_BIN
+
+    _wired(repo)
+    (repo / ".pre-commit-config.yaml").write_text(
+        "repos:\n  - repo: local\n    hooks:\n      - id: gate\n        name: gate\n        language: system\n"
+        f"        entry: {GATE_BIN} check\n        pass_filenames: false\n        always_run: true\n"
+        "        verbose: true\n")
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
+    install = subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=repo, env=env, capture_output=True,
+                             text=True)
+    assert install.returncode == 0, install.stdout + install.stderr
+    assert run_gate(repo, "stamp").returncode == 0
+    git(repo, "add", "-A")
+    proc = subprocess.run(["git", "commit", "-q", "-m", "by the agent"], cwd=repo, capture_output=True, text=True,
+                          env={**env, "CODEX_THREAD_ID": "019d-thread"}, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert ".codex/hooks.json:1: [gate warning] this commit is made in a Codex session" in proc.stdout + proc.stderr
