@@ -29,6 +29,10 @@ if os.environ.get("CI"):
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 _BIN = Path(sys.executable).parent
+# What an agent harness's shell sets (gates/domain/loopwatch.py), and its trust settings (gates/domain/trust.py): a
+# suite run from inside an agent's session must not see them.
+AGENT_ENV_VARS = ("CLAUDECODE", "CODEX_THREAD_ID", "GEMINI_CLI", "CODEX_HOME", "GEMINI_CLI_TRUST_WORKSPACE",
+                  "COPILOT_ALLOW_ALL")
 GATE_BIN = str(_BIN / "gate") if (_BIN / "gate").exists() else shutil.which("gate")
 
 
@@ -42,7 +46,7 @@ def clean_git_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
     for name, value in (("NAME", "Gate Test"), ("EMAIL", "gate@example.invalid")):
         monkeypatch.setenv(f"GIT_AUTHOR_{name}", value)
         monkeypatch.setenv(f"GIT_COMMITTER_{name}", value)
-    for name in (*REPO_ENV_VARS, "GATE_ROOT", "GITHUB_ACTIONS"):
+    for name in (*REPO_ENV_VARS, "GATE_ROOT", "GITHUB_ACTIONS", *AGENT_ENV_VARS):
         monkeypatch.delenv(name, raising=False)
 
 

@@ -212,3 +212,18 @@ def test_git_processes_per_check(repo: Path, tmp_path: Path) -> None:
     (wrapper / "git").chmod(0o755)
     for _ in range(2):  # the same on every run: nothing is answered from a record
         assert _git_calls(repo, log) == 2, log.read_text()  # discovery (with HEAD's recent line), diff --cached
+
+
+def test_an_agents_commit_loads_no_heavy_module_and_a_persons_not_even_the_loop_watch(repo: Path) -> None:
+    """The quiet-loop notice (gates/domain/loopwatch.py) on every commit: a person's loads nothing for it; an agent's,
+    in a repository wired for its harness and with no brief journalled (so it is warned), loads no heavy module."""
+    assert run_gate(repo, "install-hooks", "--agent", "codex").returncode == 0
+    commit_all(repo, "wire codex")
+    (repo / "HANDOFF.md").write_text(handoff_text(git(repo, "rev-parse", "HEAD")))
+    code = "from gates.main import main\nassert main(['check']) == 0"
+    assert imported_by(code, ("gates.domain.loopwatch",), cwd=repo) == []
+    _probe(repo)  # the config parsed and cached
+    agent = {**os.environ, "CODEX_THREAD_ID": "t"}
+    proc = bare_python(PROBE, cwd=repo, env=agent)
+    assert "[gate warning] this commit is made in a Codex session" in proc.stdout, proc.stdout + proc.stderr
+    assert "LOADED= CODE=0" in proc.stdout.splitlines()

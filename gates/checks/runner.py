@@ -49,6 +49,8 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[str], now: 
         for gate_id in gate_ids:
             result.findings.extend(GATES[gate_id].check(ctx))
         result.findings.extend(environment(repo, config, [c.changed() for c in found], paths))
+        if not range_spec:
+            result.findings.extend(quiet_loop(repo, ctx.now))
     finally:
         history.close()
     result.findings.sort(key=lambda f: (f.path, f.line, f.gate))  # stable: a gate's own order stands within a line
@@ -68,6 +70,22 @@ def fix(repo: Repo, config: Config, gate_ids: list[str], now: datetime) -> list[
 
 def _nothing(repo: Repo, config: Config, now: datetime) -> list[str]:
     return []
+
+
+AGENT_VARIABLES = ("CLAUDECODE", "CODEX_THREAD_ID", "GEMINI_CLI")  # loopwatch.HARNESSES' (held equal by its test)
+
+
+def quiet_loop(repo: Repo, now: datetime) -> list[Finding]:
+    """An agent's commit whose session loop did not run (domain/loopwatch.py): a warning at the harness's file. A
+    person's commit (no harness's variable set) does not even load the module."""
+    import os
+
+    if not any(name in os.environ for name in AGENT_VARIABLES):
+        return []
+    from gates.domain import loopwatch
+
+    found = loopwatch.notice(repo, now, os.environ)
+    return [Finding(found[0], 1, ENVIRONMENT, found[1], WARNING)] if found else []
 
 
 def environment(repo: Repo, config: Config, changed: list[list[tuple[str, str]]], paths: list[str]) -> list[Finding]:

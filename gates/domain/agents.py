@@ -552,19 +552,40 @@ def _has_ours(repo: Repo, agent: str, local: bool = False) -> bool:
     return bool(_our_commands(agent, doc))
 
 
+def wired(repo: Repo, agent: str) -> list[tuple[str, int, int]]:
+    """(event, group, handler) of each hook of ours in the harness's project file (and its per-user one), where the
+    harness numbers them: a matcher group's position in the event's list and the hook's in the group (the handler is
+    0 for a harness without groups). None of it when the file is missing, unreadable or a link (the doctor says so)."""
+    found: list[tuple[str, int, int]] = []
+    for local in (False, True) if agent in LOCAL_FILES else (False,):
+        try:
+            target = _File(repo, agent, local)
+            doc = target.parse(target.read())
+        except GateError:
+            continue
+        found += [(event, group, handler) for event, group, handler, _ in _our_hooks(agent, doc)]
+    return found
+
+
 def _our_commands(agent: str, doc: dict[str, Any]) -> list[tuple[str, str]]:
     """(event, command) of every hook of ours in a harness's parsed configuration."""
-    found: list[tuple[str, str]] = []
+    return [(event, command) for event, _, _, command in _our_hooks(agent, doc)]
+
+
+def _our_hooks(agent: str, doc: dict[str, Any]) -> list[tuple[str, int, int, str]]:
+    """(event, group, handler, command) of every hook of ours in a harness's parsed configuration: its positions as
+    the harness numbers them (a group's in the event's list, the hook's in the group; 0 without groups)."""
+    found: list[tuple[str, int, int, str]] = []
     table = doc.get("hooks")
     for event, listed in (table.items() if isinstance(table, dict) else []):
-        for item in listed if isinstance(listed, list) else []:
+        for group, item in enumerate(listed if isinstance(listed, list) else []):
             if not isinstance(item, dict):
                 continue
             inner = item.get("hooks") if _grouped(agent) else [item]
-            for hook in inner if isinstance(inner, list) else []:
+            for handler, hook in enumerate(inner if isinstance(inner, list) else []):
                 command = _command_of(agent, hook) if isinstance(hook, dict) else None
                 if command and is_ours(command):
-                    found.append((str(event), command))
+                    found.append((str(event), group, handler, command))
     return found
 
 

@@ -116,3 +116,33 @@ def test_doctor_probes_the_remote(remote_url: str, tmp_path: Path) -> None:
     assert "accepts a create-only push under refs/gate/" in proc.stdout
     assert "applies --atomic pushes" in proc.stdout and "not fetched by a plain clone" in proc.stdout
     assert not [r for r in refs(bare_repository(tmp_path)) if "probe" in r]
+
+
+def test_doctor_warns_when_claims_remote_is_set_and_no_pre_push_hook_runs_the_gate(repo: Path) -> None:
+    """Issue 26: with `claims.remote` set, a push is judged against the remote claim only by a pre-push hook; without
+    one the doctor says so (warn, not a failure), and says nothing of pre-push while no remote is configured."""
+    assert run_gate(repo, "install-hooks").returncode == 0  # the pre-commit hook only
+    assert "pre-push" not in run_gate(repo, "doctor").stdout
+    (repo / ".gate.yaml").write_text("claims:\n  remote: origin\n")
+    missing = run_gate(repo, "doctor")
+    assert missing.returncode == 0, missing.stdout
+    assert ("warn  claims.remote is origin, but no pre-push hook runs the gate: a push is not judged against the "
+            "remote claim (handoff-claim-remote) — `gate install-hooks --pre-push` (or handoff-claim-remote in "
+            ".pre-commit-config.yaml and `pre-commit install --hook-type pre-push`)") in missing.stdout.splitlines()
+    assert run_gate(repo, "install-hooks", "--pre-push").returncode == 0
+    hook = Path(git(repo, "rev-parse", "--path-format=absolute", "--git-path", "hooks")) / "pre-push"
+    assert f"ok    native hook {hook} runs the gate" in run_gate(repo, "doctor").stdout.splitlines()
+
+
+def test_doctor_accepts_the_frameworks_pre_push_hook_for_the_remote_claim(repo: Path) -> None:
+    (repo / ".gate.yaml").write_text("claims:\n  remote: origin\n")
+    (repo / ".pre-commit-config.yaml").write_text(
+        FRAMEWORK_CONFIG + "      - id: handoff-claim-remote\n")
+    _pre_commit(repo, "install")  # pre-commit only
+    out = run_gate(repo, "doctor").stdout
+    assert "but no pre-push hook runs the gate" in out and "`pre-commit install --hook-type pre-push` " \
+        "(.pre-commit-config.yaml runs handoff-claim-remote)" in out, out
+    _pre_commit(repo, "install", "--hook-type", "pre-push")
+    out = run_gate(repo, "doctor").stdout
+    assert ("ok    claims.remote is origin: the pre-commit framework's pre-push hook runs handoff-claim-remote"
+            in out.splitlines()), out

@@ -1,0 +1,213 @@
+"""`gate doctor` says in plain words when a wired harness will skip the project's hooks (issue 26): Codex's folder
+and hook trust read from the user's config.toml (a fake $HOME written by each test), Gemini's and Copilot's folder
+trust where this environment decides it, Claude Code's and Gemini's launch folder; "cannot tell", never ok, where
+the trust cannot be read. The user's file is read as hostile input: never echoed, never waited on, never followed
+out of its folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import call_gate, commit_all, run_gate
+
+from gates.domain import agents
+from gates.infra.git import discover
+
+TOO = "whether each still matches cannot be told"
+
+
+def _wire(repo: Path, agent: str) -> None:
+    assert run_gate(repo, "install-hooks", "--agent", agent).returncode == 0
+    commit_all(repo, f"wire {agent}")
+
+
+def _doctor(repo: Path, cwd: Path | None = None, **env: str) -> list[str]:
+    proc = run_gate(cwd or repo, "doctor", env={**os.environ, **env}, timeout=30)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    return proc.stdout.splitlines()
+
+
+def _about(lines: list[str], word: str) -> list[str]:
+    return [line for line in lines if word in line and "hooks run the `gate` on PATH" not in line
+            and "runs `gate brief` at session start" not in line and "SessionStart" not in line]
+
+
+def _codex_config(home: Path, repo: Path, *, folder: str | None = "trusted", entries: tuple[str, ...] = (
+        "session_start", "stop"), extra: str = "") -> Path:
+    """~/.codex/config.toml as Codex writes it once the folder and the hooks were trusted in its TUI."""
+    lines = ['model = "gpt-5"', extra]
+    if folder:
+        lines += [f'[projects."{repo}"]', f'trust_level = "{folder}"']
+    for event in entries:
+        lines += [f'[hooks.state."{repo}/.codex/hooks.json:{event}:0:0"]', 'trusted_hash = "sha256:0123abcd"']
+    path = home / ".codex" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def home() -> Path:
+    return Path(os.environ["HOME"])  # conftest's own, per test
+
+
+def test_codex_untrusted_folder_and_no_config_are_said_to_skip_the_hooks(repo: Path, home: Path) -> None:
+    _wire(repo, "codex")
+    [line] = _about(_doctor(repo), "Codex")
+    assert line.startswith("warn  Codex will skip this project's hooks: there is no ~/.codex/config.toml"), line
+    _codex_config(home, repo, folder=None, entries=())
+    [line] = _about(_doctor(repo), "Codex")
+    assert "this folder is not trusted in ~/.codex/config.toml — start `codex` at the top of the work tree" in line
+    _codex_config(home, repo, folder="untrusted")
+    [line] = _about(_doctor(repo), "Codex")
+    assert "this folder is marked untrusted in ~/.codex/config.toml" in line
+
+
+@pytest.mark.parametrize("spelling", [("session_start", "stop"), ("SessionStart", "Stop")])
+def test_codex_trusted_entries_are_cannot_tell_never_ok(repo: Path, home: Path, spelling: tuple[str, str]) -> None:
+    """Every entry has a trust recorded: Codex's hash of the entry cannot be checked here, so the doctor says it
+    cannot tell (a warning), and why a re-install or an upgrade matters."""
+    _wire(repo, "codex")
+    config = _codex_config(home, repo, entries=spelling)
+    os.utime(config, (os.stat(repo / ".codex" / "hooks.json").st_mtime + 60,) * 2)  # trusted after the last change
+    [line] = _about(_doctor(repo), "Codex")
+    assert line.startswith("warn  Codex: the folder is trusted and a trust is recorded for each of the 2 hooks of "
+                           ".codex/hooks.json, but " + TOO), line
+    assert "any change since (a re-install, an upgrade, a timeout edit) un-trusts it silently; after such a change, " \
+           "review them again (/hooks)" in line
+    assert not any(line.startswith("ok") and "Codex" in line for line in _doctor(repo))
+
+
+def test_codex_an_entry_without_trust_or_changed_since_is_said(repo: Path, home: Path) -> None:
+    _wire(repo, "codex")
+    _codex_config(home, repo, entries=("session_start",))
+    [line] = _about(_doctor(repo), "Codex")
+    assert ("warn  Codex will skip 1 of the 2 hooks of .codex/hooks.json, silently: no trust is recorded for Stop — "
+            "start `codex`") in line, line
+    config = _codex_config(home, repo)
+    os.utime(config, (1_000_000_000, 1_000_000_000))  # Codex last wrote it long before the re-install
+    [line] = _about(_doctor(repo), "Codex")
+    assert TOO in line and ".codex/hooks.json changed after Codex last wrote its config: start `codex`" in line
+
+
+def test_codex_hooks_switched_off_and_codex_home_are_read(repo: Path, home: Path, tmp_path: Path) -> None:
+    _wire(repo, "codex")
+    _codex_config(home, repo, extra="[features]\nhooks = false")
+    assert "warn  Codex runs no hook at all: `[features] hooks = false` in ~/.codex/config.toml" in _doctor(repo)
+    elsewhere = tmp_path / "codex-home"
+    elsewhere.mkdir()
+    _codex_config(elsewhere, repo, folder=None, entries=())
+    (elsewhere / ".codex" / "config.toml").rename(elsewhere / "config.toml")
+    [line] = _about(_doctor(repo, CODEX_HOME=str(elsewhere)), "Codex")
+    assert "this folder is not trusted in $CODEX_HOME/config.toml" in line, line
+
+
+def test_the_users_config_is_never_echoed(repo: Path, home: Path) -> None:
+    """Names and yes/no only: the API key, the model, other projects' paths and the hashes stay in the file."""
+    _wire(repo, "codex")
+    _codex_config(home, repo, extra='api_key = "sk-SECRET-4242"\n[projects."/home/other/private-project"]\n'
+                                     'trust_level = "trusted"')
+    out = "\n".join(_doctor(repo))
+    for secret in ("sk-SECRET-4242", "private-project", "gpt-5", "0123abcd"):
+        assert secret not in out
+    flags = "".join(p.read_text() for p in (repo / ".git" / "gate" / "flags").rglob("*.json")) \
+        if (repo / ".git" / "gate" / "flags").is_dir() else ""
+    assert "SECRET" not in flags
+
+
+def test_a_config_link_out_of_home_is_not_followed_and_one_inside_is(repo: Path, home: Path, tmp_path: Path) -> None:
+    """The attack: ~/.codex/config.toml made a link to a file elsewhere that claims every trust. It is not read (and
+    not changed); the same link to a dotfiles folder inside $HOME is the user's own and is read."""
+    _wire(repo, "codex")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    _codex_config(outside, repo)
+    target = outside / ".codex" / "config.toml"
+    before = target.read_bytes(), target.stat().st_mtime_ns
+    (home / ".codex").mkdir()
+    (home / ".codex" / "config.toml").symlink_to(target)
+    [line] = _about(_doctor(repo), "Codex")
+    assert line == ("warn  Codex: cannot tell whether it trusts this folder and its hooks: ~/.codex/config.toml is a "
+                    "link out of its folder: not followed"), line
+    assert (target.read_bytes(), target.stat().st_mtime_ns) == before
+    dotfiles = home / "dotfiles"
+    _codex_config(dotfiles, repo)
+    (home / ".codex" / "config.toml").unlink()
+    (home / ".codex" / "config.toml").symlink_to(dotfiles / ".codex" / "config.toml")
+    [line] = _about(_doctor(repo), "Codex")
+    assert TOO in line, line
+
+
+@pytest.mark.parametrize("kind", ["fifo", "not-toml", "huge"])
+def test_a_config_that_cannot_be_read_is_cannot_tell(repo: Path, home: Path, kind: str) -> None:
+    _wire(repo, "codex")
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    if kind == "fifo":
+        os.mkfifo(config)  # a reader that opened it would wait forever
+    elif kind == "not-toml":
+        config.write_text("[projects\nthis is = = not toml\n")
+    else:
+        with open(config, "wb") as handle:
+            handle.truncate(2 << 20)
+    [line] = _about(_doctor(repo), "Codex")
+    assert line.startswith("warn  Codex: cannot tell whether it trusts this folder and its hooks: ~/.codex/config.toml ")
+    assert {"fifo": "cannot be read (a FIFO, not a regular file)", "not-toml": "is not valid TOML",
+            "huge": "is over 1,048,576 bytes: not read"}[kind] in line, line
+
+
+@pytest.mark.parametrize("agent, variable", [("gemini", "GEMINI_CLI_TRUST_WORKSPACE"), ("copilot", "COPILOT_ALLOW_ALL")])
+def test_gemini_and_copilot_folder_trust_is_cannot_tell_unless_this_environment_trusts_it(
+        repo: Path, agent: str, variable: str) -> None:
+    _wire(repo, agent)
+    name = {"gemini": "Gemini CLI", "copilot": "GitHub Copilot CLI"}[agent]
+    [line] = _about(_doctor(repo), f"{name}:")
+    assert line.startswith(f"warn  {name}: cannot tell whether this folder is trusted"), line
+    [line] = _about(_doctor(repo, **{variable: "true"}), f"{name}:")
+    assert line.startswith(f"ok    {name}: {variable}=true trusts the folder for a session started from this "
+                           "environment"), line
+
+
+def test_claude_and_gemini_started_in_a_subdirectory_run_nothing(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process too: the doctor run from a subdirectory says that a harness started there runs no hook; the names
+    it quotes (the folder's, with a control character in it) are shown escaped."""
+    _wire(repo, "claude")
+    _wire(repo, "gemini")
+    sub = repo / "src" / "deep\x1b[31m"
+    sub.mkdir(parents=True)
+    code, out, _ = call_gate(sub, "doctor", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 1 and "FIX   no commit hook runs the gate" in out, out  # no git hook here: the one FIX
+    for name in ("Claude Code", "Gemini CLI"):
+        assert (f"warn  {name} started here (src/deep\\u001b[31m/) reads no project settings, so none of its hooks "
+                f"runs: start it at the top of the work tree ({os.path.realpath(repo)})") in out.splitlines(), out
+    assert "\x1b" not in out
+    assert "started here" not in "\n".join(_doctor(repo))  # at the top: nothing to say of the launch folder
+    [line] = _about(_doctor(repo), "Claude Code:")
+    assert line.startswith("warn  Claude Code: started at the top of the work tree it runs these hooks") and \
+        "cannot be told" in line
+
+
+def test_nothing_is_said_of_a_harness_not_wired_here(repo: Path, home: Path) -> None:
+    _codex_config(home, repo, folder="untrusted")
+    lines = _doctor(repo)
+    assert not [line for line in lines if any(name in line for name in ("Codex", "Gemini", "Copilot", "trusted"))]
+    assert agents.wired(discover(repo), "codex") == []
+
+
+def test_names_quoted_from_the_repositorys_file_are_shown_escaped(repo: Path, home: Path) -> None:
+    """A hostile .codex/hooks.json files the gate's hook under an event named with a terminal escape and a bidi
+    override: the doctor names it, escaped, and cut short."""
+    import json
+
+    _wire(repo, "codex")
+    path = repo / ".codex" / "hooks.json"
+    doc = json.loads(path.read_text())
+    doc["hooks"]["Stop\x1b[2J\u202e" + "x" * 100] = doc["hooks"].pop("Stop")
+    path.write_text(json.dumps(doc))
+    _codex_config(home, repo, entries=("session_start",))
+    [line] = _about(_doctor(repo), "Codex will skip")
+    assert "no trust is recorded for Stop\\u001b[2J\\u202exxx" in line and "…" in line, line
+    assert "\x1b" not in line and "\u202e" not in line
