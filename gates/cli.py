@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any, NoReturn
 
-    from gates.commands.invocation import Run
+    from gates.commands.invocation import Invocation
 
 COMMANDS = frozenset(_TABLE)
 
@@ -85,7 +85,7 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def run(argv: list[str], run: Run) -> int:
+def run(argv: list[str], run: Invocation) -> int:
     """Parse `argv` and run its command: every exception becomes an exit code and, but for usage, a flag."""
     first = next((a for a in argv if not a.startswith("-")), None)
     try:
@@ -125,7 +125,7 @@ def _plain(argv: list[str]) -> Any:
     return namespace(command=argv[0], func=module.run, **values)
 
 
-def failed(exc: GateError, run: Run) -> int:
+def failed(exc: GateError, run: Invocation) -> int:
     """An expected failure: one line on stderr, a flag unless it is a usage error, its exit code."""
     message = exc.render()
     if isinstance(exc, StdoutError) and run.done:
@@ -136,7 +136,7 @@ def failed(exc: GateError, run: Run) -> int:
     return exc.code
 
 
-def _internal_error(exc: Exception, run: Run) -> int:
+def _internal_error(exc: Exception, run: Invocation) -> int:
     import traceback
 
     frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4)

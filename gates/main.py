@@ -56,7 +56,7 @@ def leave(code: int) -> NoReturn:
 def main(argv: list[str] | None = None) -> int:
     """The `gate` command line, in-process: its exit code."""
     from gates import cli
-    from gates.commands.invocation import Run
+    from gates.commands.invocation import Invocation
     from gates.infra.console import CleanStream, GuardedStdout, StdoutError, say
     from gates.infra.errors import CANNOT_RUN
 
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout = guard  # every write to stdout below is cleaned, and fails as a StdoutError, never a traceback
     if real_stderr is not None:
         sys.stderr = CleanStream(real_stderr)  # and every write to stderr is cleaned (gates/infra/text.py)
-    run = Run(argv)
+    run = Invocation(argv)
     try:
         try:
             code = cli.run(argv, run)

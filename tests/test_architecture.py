@@ -20,7 +20,7 @@ GATE_MODULES = {f"gates.checks.{gate_id.replace('-', '_')}" for gate_id in CATAL
 COMMAND_MODULES = {f"gates.commands.{entry.module}" for entry in COMMANDS.values()}
 SHARED_COMMAND_HELPERS = {  # the modules of gates/commands that the commands share by design, and why
     "gates.commands": "the package: COMMANDS (the names) and HIDDEN (argparse.SUPPRESS without argparse)",
-    "gates.commands.invocation": "Run, the one invocation every command is given, and the gate-id list parser",
+    "gates.commands.invocation": "Invocation, the one invocation every command is given, and the gate-id list parser",
     "gates.commands._remote": "the remote half of claims, which `gate claim`/`release`/`claims` and `gate doctor` use",
 }
 GATE_LOADER = ("gates.checks", "_Modules.__getitem__")  # where GATES imports a gate's module, by id, on first use

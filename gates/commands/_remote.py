@@ -18,10 +18,10 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
-    from gates.commands.invocation import Run
+    from gates.commands.invocation import Invocation
 
 
-def required_name(args: argparse.Namespace, run: Run) -> str:
+def required_name(args: argparse.Namespace, run: Invocation) -> str:
     """`--remote NAME`, or claims.remote for a bare `--remote`; a usage error when neither names one."""
     name = args.remote or run.remote_name(None)
     if not name:
@@ -30,17 +30,17 @@ def required_name(args: argparse.Namespace, run: Run) -> str:
     return name
 
 
-def _connect(run: Run, name: str) -> remote.Remote:
+def _connect(run: Invocation, name: str) -> remote.Remote:
     return remote.connect(run.repo(), name, remote.timeout_of(run.config()))
 
 
-def _journal(run: Run, action: str, record: dict[str, Any], now: datetime, **extra: Any) -> None:
+def _journal(run: Invocation, action: str, record: dict[str, Any], now: datetime, **extra: Any) -> None:
     details = {key: record.get(key) for key in ("path", "clone", "worktree", "session", "fence", "token")}
     details.update(extra)
     journal.append(run.repo(), action, details, now)
 
 
-def claim(args: argparse.Namespace, run: Run, name: str | None, state_rel: str, holder: claims.Holder,
+def claim(args: argparse.Namespace, run: Invocation, name: str | None, state_rel: str, holder: claims.Holder,
           ttl: timedelta | None, note: str | None, now: datetime) -> int:
     """The remote claim first, then the local one (a compare-and-swap in that order, issue 25): a run killed
     between the two leaves a remote claim this worktree holds (renewed by its next `gate claim`, given back by
@@ -94,12 +94,12 @@ def claim(args: argparse.Namespace, run: Run, name: str | None, state_rel: str, 
     return OK
 
 
-def _denied_here(run: Run, state_rel: str, blocking: tuple[dict[str, Any], str]) -> int:
+def _denied_here(run: Invocation, state_rel: str, blocking: tuple[dict[str, Any], str]) -> int:
     return run.deny("claim-denied", f"denied: {state_rel} is claimed by {claims.describe(blocking[0])} (in this "
                     "clone) — the first mover wins: fold your update into a later session")
 
 
-def _claim_offline(run: Run, name: str | None, state_rel: str, holder: claims.Holder, ttl: timedelta | None,
+def _claim_offline(run: Invocation, name: str | None, state_rel: str, holder: claims.Holder, ttl: timedelta | None,
                    note: str | None, now: datetime, key: str, who: remote.Me) -> int:
     repo = run.repo()
     local = claims.claim(repo, state_rel, holder, ttl, note, now)
@@ -114,14 +114,14 @@ def _claim_offline(run: Run, name: str | None, state_rel: str, holder: claims.Ho
     return OK
 
 
-def _held_here(run: Run, state_rel: str, holder: claims.Holder) -> bool:
+def _held_here(run: Invocation, state_rel: str, holder: claims.Holder) -> bool:
     try:
         return claims.holds(run.repo(), state_rel, holder)
     except (GateError, OSError):
         return True  # doubt: the remote claim stays (it runs out at its TTL), never a local one without it
 
 
-def _give_back(run: Run, target: remote.Remote, outcome: remote.Outcome, state_rel: str, who: remote.Me, key: str,
+def _give_back(run: Invocation, target: remote.Remote, outcome: remote.Outcome, state_rel: str, who: remote.Me, key: str,
                now: datetime) -> None:
     """Release the remote claim this run took (a renewed one was held before: it stays)."""
     if outcome.kind not in ("granted", "taken-over"):
@@ -138,7 +138,7 @@ def _give_back(run: Run, target: remote.Remote, outcome: remote.Outcome, state_r
         _journal(run, "remote-claim-released", released.record, now, remote=target.name, oid=released.oid)
 
 
-def release(args: argparse.Namespace, run: Run, name: str, state_rel: str, holder: claims.Holder,
+def release(args: argparse.Namespace, run: Invocation, name: str, state_rel: str, holder: claims.Holder,
             reason: str | None, now: datetime) -> int:
     repo = run.repo()
     who = remote.me(repo, holder.session)
@@ -186,12 +186,12 @@ def release(args: argparse.Namespace, run: Run, name: str, state_rel: str, holde
     return OK
 
 
-def remote_claims(run: Run, name: str, now: datetime) -> list[dict[str, Any]]:
+def remote_claims(run: Invocation, name: str, now: datetime) -> list[dict[str, Any]]:
     """Every claim record on the remote `name`, with its liveness (GateError when it cannot be asked)."""
     return remote.list_claims(_connect(run, name), now)
 
 
-def list_remote(args: argparse.Namespace, run: Run, name: str, now: datetime) -> int:
+def list_remote(args: argparse.Namespace, run: Invocation, name: str, now: datetime) -> int:
     listed = remote_claims(run, name, now)
     if args.format == "json":
         from gates.infra.console import emit_json

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from gates.commands import invocation
-from gates.commands.invocation import Run
+from gates.commands.invocation import Invocation
 from gates.infra.errors import OK
 
 TYPE_CHECKING = False
@@ -25,11 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
         parser.add_argument("title", nargs="+", help="the record's title (the words are joined by spaces)")
 
 
-def run(args: argparse.Namespace, run: Run) -> int:
+def run(args: argparse.Namespace, run: Invocation) -> int:
     return {'archive': _archive, 'render': _render, 'record': _record}[args.command](args, run)
 
 
-def _archive(args: argparse.Namespace, run: Run) -> int:
+def _archive(args: argparse.Namespace, run: Invocation) -> int:
     from gates.domain import archive
 
     config = run.config()
@@ -43,7 +43,7 @@ def _archive(args: argparse.Namespace, run: Run) -> int:
     return OK
 
 
-def _render(args: argparse.Namespace, run: Run) -> int:
+def _render(args: argparse.Namespace, run: Invocation) -> int:
     from gates.domain import tables
 
     stale, diff = tables.render_file(run.repo(), run.config(), write=not args.diff)
@@ -56,7 +56,7 @@ def _render(args: argparse.Namespace, run: Run) -> int:
     return OK
 
 
-def _record(args: argparse.Namespace, run: Run) -> int:
+def _record(args: argparse.Namespace, run: Invocation) -> int:
     from gates.domain import records
 
     path = records.new(run.repo(), run.config(), " ".join(args.title), invocation.now())

@@ -39,13 +39,13 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any, Callable
 
-    from gates.commands.invocation import Run
+    from gates.commands.invocation import Invocation
 
 COMPACTED = ("The context was compacted: this brief re-injects the hand-over. Trust it, and git, over the summary "
              "the compaction left you with.")
 
 
-def command(args: argparse.Namespace, run: Run) -> int:
+def command(args: argparse.Namespace, run: Invocation) -> int:
     """Exit 0 whatever it finds; in text or json, non-zero when it cannot run at all, after printing what it could
     (a harness format exits 0 even then, with the reason in the context: a harness ignores a failed start hook)."""
     from gates.infra.console import say
@@ -133,7 +133,7 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
                        "expects")
 
 
-def run(args: argparse.Namespace, run: Run) -> int:
+def run(args: argparse.Namespace, run: Invocation) -> int:
     return command(args, run)
 
 

@@ -6,7 +6,7 @@ import os
 import sys
 
 from gates.commands import HIDDEN, invocation
-from gates.commands.invocation import Run, ids
+from gates.commands.invocation import Invocation, ids
 from gates.infra.errors import OK, USAGE, VIOLATION, GateError
 
 TYPE_CHECKING = False
@@ -38,11 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("files", nargs="*", metavar="FILE", help="hand-over files to check instead of the configured one")
 
 
-def run(args: argparse.Namespace, run: Run) -> int:
+def run(args: argparse.Namespace, run: Invocation) -> int:
     return _check(args, run)
 
 
-def _check(args: argparse.Namespace, run: Run) -> int:
+def _check(args: argparse.Namespace, run: Invocation) -> int:
     try:
         result, fixed = _run_gates(run, args)
         result.fixed = [line for _, line in fixed]
@@ -74,7 +74,7 @@ def _check(args: argparse.Namespace, run: Run) -> int:
     return code
 
 
-def _run_gates(run: Run, args: argparse.Namespace) -> tuple[CheckResult, list[tuple[str, str]]]:
+def _run_gates(run: Invocation, args: argparse.Namespace) -> tuple[CheckResult, list[tuple[str, str]]]:
     """Run the gates on the state as it is now: every check judges afresh, nothing is replayed."""
     from gates.checks import runner as check
     from gates.domain import changes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from gates.commands import invocation
-from gates.commands.invocation import Run
+from gates.commands.invocation import Invocation
 from gates.infra.console import emit_json
 from gates.infra.errors import OK, USAGE, GateError
 from gates.infra.git import Repo
@@ -38,11 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
                              help="list the claims on this git remote instead (default: claims.remote)")
 
 
-def run(args: argparse.Namespace, run: Run) -> int:
+def run(args: argparse.Namespace, run: Invocation) -> int:
     return {'claim': _claim, 'release': _release, 'claims': _claims}[args.command](args, run)
 
 
-def _claim(args: argparse.Namespace, run: Run) -> int:
+def _claim(args: argparse.Namespace, run: Invocation) -> int:
     from gates.domain import claims
 
     note = claims.check_note(args.note)
@@ -74,7 +74,7 @@ def _claim(args: argparse.Namespace, run: Run) -> int:
     return OK
 
 
-def _release(args: argparse.Namespace, run: Run) -> int:
+def _release(args: argparse.Namespace, run: Invocation) -> int:
     from gates.domain import claims
 
     if args.force and not args.reason:
@@ -117,7 +117,7 @@ def _release(args: argparse.Namespace, run: Run) -> int:
     return OK
 
 
-def _claims(args: argparse.Namespace, run: Run) -> int:
+def _claims(args: argparse.Namespace, run: Invocation) -> int:
     from gates.domain import claims
 
     if args.remote is not None:
@@ -148,7 +148,7 @@ def _claims(args: argparse.Namespace, run: Run) -> int:
     return OK
 
 
-def _claim_setup(args: argparse.Namespace, run: Run) -> tuple[Repo, str, Holder, datetime]:
+def _claim_setup(args: argparse.Namespace, run: Invocation) -> tuple[Repo, str, Holder, datetime]:
     from gates.domain import claims
 
     repo = run.repo()

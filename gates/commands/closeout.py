@@ -24,7 +24,7 @@ import sys
 import time
 from types import FrameType
 
-from gates.commands.invocation import Run
+from gates.commands.invocation import Invocation
 from gates.domain import ancestry, claims, handoff, harness, journal, sessions
 from gates.infra import dataio, fsio, jsonio, state
 from gates.infra.console import say
@@ -231,7 +231,7 @@ def journal_verdict(repo: Repo, details: dict[str, Any], action: str = "closeout
 
 # -- the command --
 
-def _errors(run: Run) -> list[str]:
+def _errors(run: Invocation) -> list[str]:
     """The gates' errors on the state as it is now: what the close-out must fix first."""
     from gates.checks import runner
 
@@ -251,7 +251,7 @@ def _alarm(signum: int, frame: FrameType | None) -> None:
     raise _Timeout()
 
 
-def command(args: argparse.Namespace, run: Run) -> int:
+def command(args: argparse.Namespace, run: Invocation) -> int:
     fmt = args.format
     hook = harness.read_stdin() if fmt != "text" else harness.HookInput({})
     session = hook.session or os.environ.get("GATE_SESSION") or None
@@ -275,7 +275,7 @@ def command(args: argparse.Namespace, run: Run) -> int:
     return OK
 
 
-def _hook(run: Run, fmt: str, hook: harness.HookInput, session: str | None) -> str:
+def _hook(run: Invocation, fmt: str, hook: harness.HookInput, session: str | None) -> str:
     repo, config = run.repo(), run.config()
     if hook.problem:
         run.notice("input-unreadable", harness.unreadable_input("closeout", fmt, hook.problem, "judged without it"))
@@ -315,7 +315,7 @@ def _runner() -> str:
     return f"{shell_quote(sys.executable)} -I -m gates"
 
 
-def _let_through(run: Run, fmt: str, session: str | None, why: str) -> str:
+def _let_through(run: Invocation, fmt: str, session: str | None, why: str) -> str:
     message = (f"gate closeout --format {fmt} let session {session or '(no id)'} stop unchecked: {why} — the "
                "close-out may be missing: the next session must check it (`gate closeout --format text`)")
     run.notice("closeout-missing", message)
@@ -333,7 +333,7 @@ def _journal(repo: Repo, details: dict[str, Any]) -> None:
         say(warning)
 
 
-def _resolve_missing(run: Run) -> None:
+def _resolve_missing(run: Invocation) -> None:
     """A `done` verdict found the work closed out: this worktree's `closeout-missing` flags raised before this run
     began have no cause left (a later session salvaged the work, or the same one closed out after all)."""
     from gates.domain import flags, sessions
@@ -344,7 +344,7 @@ def _resolve_missing(run: Run) -> None:
         say(f"gate: could not resolve the {sessions.CLOSEOUT_MISSING} flags: {exc}")
 
 
-def _text(run: Run, session: str | None) -> int:
+def _text(run: Invocation, session: str | None) -> int:
     """The preview (a model's own check, a script's): said and journalled as `closeout-preview`, never a stop."""
     repo, config = run.repo(), run.config()
     verdict = judge(repo, config, session, _errors(run))
@@ -366,5 +366,5 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
                               default="text", help="a harness's stop-hook envelope; text: the steps, exit 1 until done")
 
 
-def run(args: argparse.Namespace, run: Run) -> int:
+def run(args: argparse.Namespace, run: Invocation) -> int:
     return command(args, run)

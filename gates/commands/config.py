@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from gates.commands.invocation import Run
+from gates.commands.invocation import Invocation
 from gates.infra.console import emit_json
 from gates.infra.errors import OK
 
@@ -25,11 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
         parser.add_argument("name", choices=NAMES, help="which schema to print")
 
 
-def run(args: argparse.Namespace, run: Run) -> int:
+def run(args: argparse.Namespace, run: Invocation) -> int:
     return {'config': _config, 'schema': _schema}[args.command](args, run)
 
 
-def _config(args: argparse.Namespace, run: Run) -> int:
+def _config(args: argparse.Namespace, run: Invocation) -> int:
 
     config = run.config()
     if args.format == "json":
@@ -44,7 +44,7 @@ def _config(args: argparse.Namespace, run: Run) -> int:
     return OK
 
 
-def _schema(args: argparse.Namespace, run: Run) -> int:
+def _schema(args: argparse.Namespace, run: Invocation) -> int:
     from gates.infra import schemas
 
     sys.stdout.write(schemas.schema_bytes(args.name).decode("utf-8"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gates.commands.invocation import Run
+from gates.commands.invocation import Invocation
 from gates.infra.errors import OK, VIOLATION
 
 TYPE_CHECKING = False
@@ -19,11 +19,11 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
                         "(default: claims.remote): reachable, accepts refs/gate/ pushes, round-trip time")
 
 
-def run(args: argparse.Namespace, run: Run) -> int:
+def run(args: argparse.Namespace, run: Invocation) -> int:
     return _doctor(args, run)
 
 
-def _doctor(args: argparse.Namespace, run: Run) -> int:
+def _doctor(args: argparse.Namespace, run: Invocation) -> int:
     from gates.domain import doctor
 
     if args.fix:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gates.commands import invocation
-from gates.commands.invocation import Run
+from gates.commands.invocation import Invocation
 from gates.infra.console import emit_json
 from gates.infra.errors import OK, USAGE, GateError
 
@@ -26,11 +26,11 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--remote", metavar="NAME", help="the remote for --push (default: claims.remote)")
 
 
-def run(args: argparse.Namespace, run: Run) -> int:
+def run(args: argparse.Namespace, run: Invocation) -> int:
     return _flags(args, run)
 
 
-def _flags(args: argparse.Namespace, run: Run) -> int:
+def _flags(args: argparse.Namespace, run: Invocation) -> int:
     from gates.domain import flags
 
     if args.ack or args.ack_all:
@@ -58,7 +58,7 @@ def _flags(args: argparse.Namespace, run: Run) -> int:
     return OK
 
 
-def _push_flags(args: argparse.Namespace, run: Run) -> int:
+def _push_flags(args: argparse.Namespace, run: Invocation) -> int:
     """`gate flags --push`: publish this clone's open flags to refs/gate/flags/<clone id> (issue 18)."""
     if not args.push:
         return OK

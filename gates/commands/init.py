@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from gates.commands import invocation
-from gates.commands.invocation import Run
+from gates.commands.invocation import Invocation
 from gates.domain.handoff import PLACEHOLDER
 from gates.infra import clock, fsio
 from gates.infra.clock import datetime
@@ -36,11 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
                             help="the hand-over file to adopt (default: handoff.path, HANDOFF.md)")
 
 
-def run(args: argparse.Namespace, run: Run) -> int:
+def run(args: argparse.Namespace, run: Invocation) -> int:
     return {"init": _init, "adopt": _adopt}[args.command](args, run)
 
 
-def _init(args: argparse.Namespace, run: Run) -> int:
+def _init(args: argparse.Namespace, run: Invocation) -> int:
     repo = run.repo()
     for shown, written in write_missing(repo, run.config(), invocation.now()):
         print(f"wrote {shown}" if written else f"skipped {shown}: it exists, left unchanged")
@@ -177,7 +177,7 @@ META = "Meta"
 MAX_BYTES = 1 << 20
 
 
-def _adopt(args: argparse.Namespace, run: Run) -> int:
+def _adopt(args: argparse.Namespace, run: Invocation) -> int:
     from gates.domain import handoff
     from gates.infra import paths
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gates.commands.invocation import Run, ids
+from gates.commands.invocation import Invocation, ids
 from gates.infra.errors import OK
 
 TYPE_CHECKING = False
@@ -27,11 +27,11 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
                          "this installation's interpreter, instead of the committed .claude/settings.json")
 
 
-def run(args: argparse.Namespace, run: Run) -> int:
+def run(args: argparse.Namespace, run: Invocation) -> int:
     return _install_hooks(args, run)
 
 
-def _install_hooks(args: argparse.Namespace, run: Run) -> int:
+def _install_hooks(args: argparse.Namespace, run: Invocation) -> int:
     from gates.domain import hooks
 
     if args.agent:  # an agent harness's project configuration, not git's hooks

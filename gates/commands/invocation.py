@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from gates.infra.config import Config
 
 
-class Run:
+class Invocation:
     """One invocation: the repository once found, and the failure reasons to flag at the end."""
 
     def __init__(self, argv: list[str]) -> None:
@@ -160,7 +160,7 @@ def ids(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _open_here(repo: Repo, run: Run) -> bool:
+def _open_here(repo: Repo, run: Invocation) -> bool:
     """Whether a gate that passed has a flag open in this worktree and scope: when none has, there is nothing to
     resolve and the flags module is not even loaded (flags open in other worktrees, a denied claim's, say, are
     theirs to resolve)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gates.commands import invocation
-from gates.commands.invocation import Run
+from gates.commands.invocation import Invocation
 from gates.infra.errors import OK
 
 TYPE_CHECKING = False
@@ -22,11 +22,11 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
                         help="text for people (default), or one JSON document")
 
 
-def run(args: argparse.Namespace, run: Run) -> int:
+def run(args: argparse.Namespace, run: Invocation) -> int:
     return _journal(args, run)
 
 
-def _journal(args: argparse.Namespace, run: Run) -> int:
+def _journal(args: argparse.Namespace, run: Invocation) -> int:
     from gates.domain import journal
     from gates.infra import jsonio
 

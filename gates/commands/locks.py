@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from gates.commands import invocation
-from gates.commands.invocation import Run
+from gates.commands.invocation import Invocation
 from gates.infra.console import emit_json
 from gates.infra.errors import OK, VIOLATION
 
@@ -24,11 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     lock_actions.add_argument("--restore", metavar="ID", help="put a quarantined lock back when its place is free")
 
 
-def run(args: argparse.Namespace, run: Run) -> int:
+def run(args: argparse.Namespace, run: Invocation) -> int:
     return _locks(args, run)
 
 
-def _locks(args: argparse.Namespace, run: Run) -> int:
+def _locks(args: argparse.Namespace, run: Invocation) -> int:
     from gates.domain import locks, lockscan
     from gates.infra import state
     from gates.infra.config import parse_duration
@@ -57,7 +57,7 @@ def _locks(args: argparse.Namespace, run: Run) -> int:
     return _report_moves(moves, run, quiet=args.format == "json")
 
 
-def _report_moves(moves: list[Moved], run: Run, quiet: bool) -> int:
+def _report_moves(moves: list[Moved], run: Invocation, quiet: bool) -> int:
     code = OK
     for moved in moves:
         if moved.target is not None and moved.evidence_dir is not None and not moved.problem:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from gates.commands import invocation
-from gates.commands.invocation import Run
+from gates.commands.invocation import Invocation
 from gates.infra.console import say
 from gates.infra.errors import OK
 
@@ -21,11 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
                         help="take: print the work package, then clear the file to its sentinel line (a copy is kept)")
 
 
-def run(args: argparse.Namespace, run: Run) -> int:
+def run(args: argparse.Namespace, run: Invocation) -> int:
     return _mailbox(args, run)
 
 
-def _mailbox(args: argparse.Namespace, run: Run) -> int:
+def _mailbox(args: argparse.Namespace, run: Invocation) -> int:
     from gates.domain import mailbox
 
     def deliver(package: str) -> None:  # raises StdoutError when the output fails: the file is then kept

@@ -8,7 +8,7 @@ a stale read is stopped.
 from __future__ import annotations
 
 from gates.commands import invocation
-from gates.commands.invocation import Run
+from gates.commands.invocation import Invocation
 from gates.domain import handoff, journal
 from gates.infra import clock, fsio
 from gates.infra.clock import datetime
@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--expect", metavar="SHA256", help="refuse unless the file still has this content hash")
 
 
-def run(args: argparse.Namespace, run: Run) -> int:
+def run(args: argparse.Namespace, run: Invocation) -> int:
     check_expect(args.expect)  # before the repository is even looked at
     shown, digest, not_journalled, notes = stamp(run.repo(), run.config(), invocation.now(), args.expect)
     said = f"stamped {shown}: ref {run.repo().head}, sha256 {digest}"

@@ -165,7 +165,7 @@ def test_gemini_and_copilot_folder_trust_is_cannot_tell_unless_this_environment_
     name = {"gemini": "Gemini CLI", "copilot": "GitHub Copilot CLI"}[agent]
     [line] = _about(_doctor(repo), f"{name}:")
     assert line.startswith(f"warn  {name}: cannot tell whether this folder is trusted"), line
-    [line] = _about(_doctor(repo, **{variable: "true"}), f"{name}:")
+    [line] = _about(_doctor(repo, None, **{variable: "true"}), f"{name}:")
     assert line.startswith(f"ok    {name}: {variable}=true trusts the folder for a session started from this "
                            "environment"), line
 

@@ -264,11 +264,11 @@ def test_an_early_discovery_not_read_here_is_stopped_not_waited_for(repo: Path, 
 
 def test_prefetched_calls_nobody_read_are_stopped_when_the_invocation_ends(repo: Path, tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from gates.commands.invocation import Run
+    from gates.commands.invocation import Invocation
     from gates.infra.git import own_processes
 
     monkeypatch.chdir(repo)
-    run = Run(["check"])
+    run = Invocation(["check"])
     found = run.repo()
     finished = _slow_git(tmp_path, monkeypatch, repo)
     found.prefetch(("rev-list", "HEAD"), ("log", "-1"))
