@@ -65,7 +65,10 @@ def scope_of(repo: Repo, files: list[str], range_spec: str | None, default_file:
     `gate check HANDOFF.md` and `gate check` have the same scope; `gate check OTHER.md` and a
     `--range` check have their own: a pass there says nothing about a failure here.
     """
-    paths = sorted({os.path.realpath(p) for p in files}) if files else [os.path.realpath(default_file)]
+    from gates.infra.paths import real_from
+
+    top = repo.toplevel  # resolved: below it, one lstat a component (paths.real_from)
+    paths = sorted({real_from(p, top, top) for p in files}) if files else [real_from(default_file, top, top)]
     return {"files": paths, "range": range_spec}
 
 

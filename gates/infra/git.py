@@ -35,7 +35,7 @@ import _signal  # type: ignore[import-not-found,unused-ignore]  # signal itself 
 import os
 
 from gates.infra.errors import GateError
-from gates.infra.paths import real_from, within
+from gates.infra.paths import below, real_from, within
 from gates.infra.text import excerpt
 
 TYPE_CHECKING = False
@@ -599,8 +599,8 @@ class Repo:
         """`path` as shown to a user: relative to the top of the work tree when inside it."""
         # The folder is resolved, the name is not: a symlink is shown where it is, not where it points.
         folder, name = os.path.split(os.fspath(path))
-        where = os.path.join(os.path.realpath(folder or "."), name)
-        return os.path.relpath(where, self.toplevel).replace(os.sep, "/") if within(where, self.toplevel) else where
+        where = os.path.join(real_from(os.path.abspath(folder or "."), self.toplevel, self.toplevel), name)
+        return below(where, self.toplevel).replace(os.sep, "/") if within(where, self.toplevel) else where
 
 
 _ASK = object()  # HEAD's file does not say: git is asked

@@ -27,10 +27,12 @@ _DIR: list[str] = []  # the package's place does not change while it runs: found
 
 def schema_dir() -> str:
     if not _DIR:
-        package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-        shipped = os.path.join(package, "schemas")  # gates/schemas/ in an installed package
-        # else a source checkout (editable install or tests run in place): the top-level folder
-        _DIR.append(shipped if os.path.isdir(shipped) else os.path.join(os.path.dirname(package), "schemas"))
+        package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        shipped = os.path.join(package, "schemas")  # gates/schemas/ in an installed package, beside its modules
+        # else a source checkout (editable install or tests run in place): the top-level folder, found through links
+        _DIR.append(shipped if os.path.isdir(shipped) else
+                    os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__)))),
+                                 "schemas"))
     return _DIR[0]
 
 
