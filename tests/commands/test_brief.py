@@ -277,3 +277,18 @@ def test_the_handoff_lines_reach_the_brief_escaped(repo: Path) -> None:
     for fmt in ("claude", "codex", "gemini"):
         context = json.loads(run_gate(repo, "brief", "--format", fmt).stdout)["hookSpecificOutput"]["additionalContext"]
         assert "\\u001b[8m" in context and not any(c in context for c in "\x1b\r\u2028\u202e\u2066" + hidden)
+
+
+def test_a_stale_lock_in_the_brief_names_the_command_that_moves_it(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 27: the brief named a stale index.lock but not what moves it (`git commit` dies before its hook runs,
+    so nothing else will)."""
+    from locks_helpers import aged, fast, later
+
+    fast(repo)
+    later(monkeypatch)
+    aged(repo / ".git" / "index.lock")
+    code, out, _ = call_gate(repo, "brief", capsys=capsys, monkeypatch=monkeypatch)
+    [line] = [line for line in out.splitlines() if line.startswith("Git lock index.lock:")]
+    assert code == 0 and line.startswith("Git lock index.lock: stale"), line
+    assert line.endswith("`gate locks --quarantine` moves it aside (kept as evidence in lost+found)"), line
