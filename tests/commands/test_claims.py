@@ -486,3 +486,19 @@ def test_every_time_a_claim_message_shows_is_in_the_one_form(trees: list[Path], 
     times = re.findall(TIME_LIKE, "\n".join(said))
     assert "2026-11-30T08:15:00Z" in times and "2026-11-30T08:00:00Z" in times, said
     assert [t for t in times if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", t)] == [], said
+
+
+def test_a_release_that_succeeds_ends_the_denials_of_the_release_before_it(trees: list[Path]) -> None:
+    """Issue 27: `release-denied` (a slip of the session id) led every later brief even after the release went
+    through; a release that succeeds in the worktree resolves the earlier denials there, and a brief no longer
+    shows them. Another worktree's denial stays."""
+    main, other = trees[0], trees[1]
+    assert run_gate(main, "claim", "--session", "S1").returncode == 0
+    assert run_gate(main, "release", "--session", "S2").returncode == 1
+    assert run_gate(other, "release").returncode == 1  # not the holder: a denial in the other worktree
+    assert sorted(r["reason"] for r in flag_records(main / ".git")) == ["release-denied", "release-denied"]
+    assert run_gate(main, "release", "--session", "S1").returncode == 0
+    left = flag_records(main / ".git")
+    assert [(r["reason"], r["worktree"]) for r in left] == [("release-denied", str(other.resolve()))]
+    flags_section = run_gate(main, "brief").stdout.split("## 1. Flags")[1].split("## 2.")[0]
+    assert "resolved (release-denied ×1)" in flags_section, flags_section
