@@ -71,7 +71,27 @@ def _check(args: argparse.Namespace, run: Invocation) -> int:
         run.fail("io-error", "\n".join(lines))  # a killed writer's temp file staged for the commit
     for reason, message in result.events:
         run.notice(reason, message)
+    if result.files and not args.files and not args.range:  # the configured hand-over, as it is now
+        _read_again(run)
     return code
+
+
+def _read_again(run: Invocation) -> None:
+    """A check that read the hand-over ends the `input-unreadable` flags an earlier check raised for it (missing
+    before `gate init`, unreadable): their cause is gone. The flags folder is listed first (one listdir), so a
+    check with no such flag never loads the flags module."""
+    from gates.infra import state
+
+    repo = run.repo()
+    try:
+        names = os.listdir(state.layout(repo).flags)
+    except OSError:
+        return
+    if any("-input-unreadable-" in name for name in names):
+        from gates.domain import flags
+
+        flags.resolve_event(repo, "input-unreadable", command=run.command, observed_ns=run.started_ns,
+                            raised_by="gate check")
 
 
 def _run_gates(run: Invocation, args: argparse.Namespace) -> tuple[CheckResult, list[tuple[str, str]]]:

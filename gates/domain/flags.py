@@ -203,9 +203,11 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
     return [i for ids in moved.values() for i in ids]
 
 
-def resolve_event(repo: Repo, reason: str, *, command: str, observed_ns: int, now: datetime | None = None) -> list[str]:
+def resolve_event(repo: Repo, reason: str, *, command: str, observed_ns: int, now: datetime | None = None,
+                  raised_by: str | None = None) -> list[str]:
     """Move this worktree's open `reason` event flags raised before `observed_ns` (when the run that found their
-    cause gone began) to flags/resolved/; returns the ids resolved."""
+    cause gone began) to flags/resolved/, only those a command starting with `raised_by` raised when it is given;
+    returns the ids resolved."""
     lay = state.layout(repo)
     if reason not in EVENT_REASONS or not os.path.isdir(lay.flags) or not _flag_files(lay.flags, reason):
         return []
@@ -217,7 +219,8 @@ def resolve_event(repo: Repo, reason: str, *, command: str, observed_ns: int, no
             record, _ = _load(path)
             if (record is None or record.get("reason") != reason or record.get("gate") is not None
                     or record.get("worktree") != str(repo.toplevel) or not ID_PATTERN.match(str(record.get("id")))
-                    or int(record.get("seen_ns") or 0) > observed_ns):
+                    or int(record.get("seen_ns") or 0) > observed_ns
+                    or raised_by is not None and not str(record.get("command", "")).startswith(raised_by)):
                 continue
             _move_resolved(repo, path, record, resolved_dir, command, now)
             moved.append(str(record["id"]))

@@ -6,10 +6,11 @@ How flags are written, coalesced and resolved: tests/domain/test_flags.py.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import call_gate, flag_records, run_gate
+from conftest import GATE_BIN, call_gate, commit_all, flag_records, init_repo, run_gate
 
 from gates.domain import flags
 from gates.infra.git import discover
@@ -68,3 +69,24 @@ def test_an_unreadable_flag_is_shown_not_dropped(repo: Path) -> None:
     assert "[unreadable-flag]" in proc.stdout and "20261130T080000Z-io-error-0123abcd" in proc.stdout
     assert "leftover" not in proc.stdout
     assert (folder / ".tmp-someflag-abc").exists()
+
+
+def test_a_missing_hand_over_flag_ends_once_a_check_reads_it(tmp_path: Path) -> None:
+    """Issue 27: `input-unreadable` raised by `gate check` before `gate init` (no HANDOFF.md) led every later brief
+    until acknowledged; the next check that reads the configured hand-over resolves it. A brief's own
+    input-unreadable (its hook input) is not a check's and stays."""
+    repo = init_repo(tmp_path / "fresh")
+    (repo / "README").write_text("x\n")
+    commit_all(repo, "first")
+    missing = run_gate(repo, "check")
+    assert missing.returncode == 3 and "file not found" in missing.stderr
+    assert GATE_BIN
+    brief = subprocess.run([GATE_BIN, "brief", "--format", "claude"], cwd=repo, input="{not json", capture_output=True,
+                           text=True, timeout=60)
+    assert brief.returncode == 0
+    assert sorted(r["command"].split()[1] for r in flag_records(repo / ".git")
+                  if r["reason"] == "input-unreadable") == ["brief", "check"]
+    assert run_gate(repo, "init").returncode == 0
+    run_gate(repo, "check")  # reads it (and warns of the placeholder)
+    left = [r for r in flag_records(repo / ".git") if r["reason"] == "input-unreadable"]
+    assert [r["command"].split()[1] for r in left] == ["brief"]
