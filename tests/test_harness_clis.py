@@ -312,3 +312,15 @@ def test_copilot_with_the_claude_hooks_installed_too_is_blocked_and_flagged_once
     assert closeouts == ["block", "block", "block", "let-through"], run.output[-2000:]
     assert len(run.reasons) == 3, [t.last_prompt[:300] for t in run.turns]
     assert len(list((b / ".git" / "gate" / "flags").glob("*-closeout-missing-*.json"))) == 1, open_flags(b)
+
+
+def test_copilot_with_the_claude_hooks_installed_too_closes_out_once(tmp_path: Path) -> None:
+    """Both files installed, a close-out through Copilot's shell after the first block: one block, one `done`,
+    judged once each (the Claude hook's twin runs say nothing and journal nothing)."""
+    b = fresh_clone(configured(tmp_path, "claude,copilot"), tmp_path / "b")
+    run = session("copilot", b, tmp_path, "obey", with_gate=True)
+    assert run.returncode == 0, run.output[-3000:]
+    entries = [json.loads(line) for line in (b / ".git" / "gate" / "journal.jsonl").read_text().splitlines()]
+    assert [e["details"]["verdict"] for e in entries if e.get("action") == "closeout"] == ["block", "done"]
+    assert [t.reply["value"] for t in run.turns if t.reply["kind"] == "shell"] == [WORK, CLOSE]
+    assert not list((b / ".git" / "gate" / "flags").glob("*-closeout-missing-*.json"))
