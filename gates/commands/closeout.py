@@ -14,7 +14,8 @@ count starts again) and otherwise from a per-session counter in the state dir; e
 It never wedges a session: a bug, an unreadable repository or a check slower than TIMEOUT lets the stop
 through and is flagged. Copilot CLI also runs the hooks of `.claude/settings.json` for each stop: a verdict
 given for the same stop by another format (the same event `timestamp`; without one, the same session and HEAD
-within TWIN_SECONDS) is not given, counted or flagged twice, whatever it was (`_twin`).
+within TWIN_SECONDS) is not given, counted or flagged twice, whatever it was (`_twin`), an unchecked
+let-through included (`_judged_already`).
 """
 
 from __future__ import annotations
@@ -276,11 +277,11 @@ def command(args: argparse.Namespace, run: Invocation) -> int:
     try:
         out = _hook(run, fmt, hook, session)
     except _Timeout:
-        out = _let_through(run, fmt, session, f"the close-out check took longer than {TIMEOUT:.0f}s")
+        out = _let_through(run, fmt, hook, session, f"the close-out check took longer than {TIMEOUT:.0f}s")
     except GateError as exc:
-        out = _let_through(run, fmt, session, exc.render())
+        out = _let_through(run, fmt, hook, session, exc.render())
     except Exception as exc:  # the boundary: a bug must not wedge the session
-        out = _let_through(run, fmt, session, f"internal error: {type(exc).__name__}: {exc}")
+        out = _let_through(run, fmt, hook, session, f"internal error: {type(exc).__name__}: {exc}")
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -329,7 +330,29 @@ def _runner() -> str:
     return f"{shell_quote(sys.executable)} -I -m gates"
 
 
-def _let_through(run: Invocation, fmt: str, session: str | None, why: str) -> str:
+def _judged_already(run: Invocation, fmt: str, hook: harness.HookInput, session: str | None) -> bool:
+    """For a stop about to be let through unchecked: whether another format's hook judged this same stop (`_twin`);
+    if not, this let-through is recorded for that hook to find, so one stop raises one flag. Without the counter's
+    lock (waiting on it may be what timed out, and no alarm is left): a race costs a second flag at worst."""
+    try:
+        repo = run.repo()
+        path = _counter_path(repo, session)[1]
+        record = _read_counter(path)
+        now_ns = time.time_ns()
+        if _twin(record, fmt, hook.event_ms, repo.head, now_ns):
+            return True
+        blocks = record.get("blocks") if isinstance(record.get("blocks"), int) else 0
+        new = {"session": session, "format": fmt, "blocks": blocks, "time_ns": now_ns, "head": repo.head,
+               "verdict": "error", "event_ms": hook.event_ms}
+        state.write(repo, path, (jsonio.dumps(new) + "\n").encode())
+    except Exception:  # the boundary: the stop is let through whatever fails here
+        return False
+    return False
+
+
+def _let_through(run: Invocation, fmt: str, hook: harness.HookInput, session: str | None, why: str) -> str:
+    if _judged_already(run, fmt, hook, session):
+        return harness.allow_envelope(fmt)
     message = (f"gate closeout --format {fmt} let session {session or '(no id)'} stop unchecked: {why} — the "
                "close-out may be missing: the next session must check it (`gate closeout --format text`)")
     run.notice("closeout-missing", message)

@@ -148,6 +148,19 @@ def test_a_broken_repository_never_wedges_the_stop(repo: Path, tmp_path: Path) -
     assert outside.returncode == 0 and list(json.loads(outside.stdout)) == ["systemMessage"]
 
 
+def test_a_stop_copilot_runs_both_hooks_for_is_let_through_unchecked_once(repo: Path) -> None:
+    """Both files installed and the check failing: the stop is let through and flagged by the first hook alone."""
+    (repo / ".gate.yaml").write_text("closeout: [not, a, mapping]\n")
+    own, claude = _copilot_stop(repo, "s-broken", 1796302175685, False)
+    first = _hook(repo, "closeout", "copilot", own)
+    second = _hook(repo, "closeout", "claude", claude)
+    assert json.loads(first.stdout) == {} and "let session s-broken stop unchecked" in first.stderr
+    assert second.returncode == 0 and second.stdout == "" and "unchecked" not in second.stderr
+    assert len(list((repo / ".git" / "gate" / "flags").glob("*-closeout-missing-*.json"))) == 1
+    verdicts = [e["details"]["verdict"] for e in _journal(repo) if e["action"] == "closeout"]  # type: ignore[index]
+    assert verdicts == ["error"]
+
+
 def test_a_hook_that_waits_for_its_input_judges_the_head_after_it(repo: Path) -> None:
     """The harness's input can take seconds to arrive: a commit made meanwhile is the HEAD the stop judges and
     journals (git is asked where the repository is after the input, not when the process began)."""
