@@ -294,3 +294,33 @@ def test_a_clone_without_the_gate_is_told_once_and_not_wedged(tmp_path: Path, ag
     assert "Traceback" not in run.output
     assert ("handoff-gate is not installed here" in run.output) == SHOWS_NOTICE[agent], run.output[-3000:]
     assert verdicts(b, agent) == []
+
+
+def test_copilot_with_the_claude_hooks_installed_too_is_blocked_and_flagged_once(tmp_path: Path) -> None:
+    """Copilot CLI runs the hooks of `.claude/settings.json` beside its own for every start and stop (issue 26: one
+    session was blocked 6 times and flagged twice). With both installed, the session is blocked `closeout.max_blocks`
+    times, let through once with one `closeout-missing` flag, and the model reads the brief once."""
+    b = fresh_clone(configured(tmp_path, "claude,copilot"), tmp_path / "b")
+    run = session("copilot", b, tmp_path, "work", with_gate=True)
+    assert run.returncode == 0, run.output[-3000:]
+    assert run.turns, f"the CLI asked the mock nothing: {run.output[-2000:]}"
+    assert run.turns[0].text.count("# Session brief") == 1 and MARKER in run.turns[0].text, run.turns[0].text[:3000]
+    entries = [json.loads(line) for line in (b / ".git" / "gate" / "journal.jsonl").read_text().splitlines()]
+    briefs = [e["details"]["harness"] for e in entries if e.get("action") == "session-brief"]
+    assert sorted(briefs) == ["claude", "copilot"]  # both hooks ran: the model is given Copilot's envelope alone
+    closeouts = [e["details"]["verdict"] for e in entries if e.get("action") == "closeout"]
+    assert closeouts == ["block", "block", "block", "let-through"], run.output[-2000:]
+    assert len(run.reasons) == 3, [t.last_prompt[:300] for t in run.turns]
+    assert len(list((b / ".git" / "gate" / "flags").glob("*-closeout-missing-*.json"))) == 1, open_flags(b)
+
+
+def test_copilot_with_the_claude_hooks_installed_too_closes_out_once(tmp_path: Path) -> None:
+    """Both files installed, a close-out through Copilot's shell after the first block: one block, one `done`,
+    judged once each (the Claude hook's twin runs say nothing and journal nothing)."""
+    b = fresh_clone(configured(tmp_path, "claude,copilot"), tmp_path / "b")
+    run = session("copilot", b, tmp_path, "obey", with_gate=True)
+    assert run.returncode == 0, run.output[-3000:]
+    entries = [json.loads(line) for line in (b / ".git" / "gate" / "journal.jsonl").read_text().splitlines()]
+    assert [e["details"]["verdict"] for e in entries if e.get("action") == "closeout"] == ["block", "done"]
+    assert [t.reply["value"] for t in run.turns if t.reply["kind"] == "shell"] == [WORK, CLOSE]
+    assert not list((b / ".git" / "gate" / "flags").glob("*-closeout-missing-*.json"))

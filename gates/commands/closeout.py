@@ -12,8 +12,10 @@ Loop guard: after `closeout.max_blocks` consecutive blocks for one session, the 
 harness where it gives one (Cursor's `loop_count`; `stop_hook_active: false` means a fresh stop, so the
 count starts again) and otherwise from a per-session counter in the state dir; each verdict is journalled.
 It never wedges a session: a bug, an unreadable repository or a check slower than TIMEOUT lets the stop
-through and is flagged. Copilot CLI also runs the hooks of `.claude/settings.json`: a verdict given for the
-same session by another format a moment earlier (a block, at the same HEAD) is not given twice.
+through and is flagged. Copilot CLI also runs the hooks of `.claude/settings.json` for each stop: a verdict
+given for the same stop by another format (the same event `timestamp`; without one, the same session and HEAD
+within TWIN_SECONDS) is not given, counted or flagged twice, whatever it was (`_twin`), an unchecked
+let-through included (`_judged_already`).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ if TYPE_CHECKING:
     from gates.infra.config import Config
 
 TIMEOUT = 20.0  # seconds; the installed hooks give the harness's own timeout as 60
-TWIN_SECONDS = 10.0  # a verdict by another format for the same session within this is the same stop
+TWIN_SECONDS = 10.0  # without an event time: a verdict by another format, same session and HEAD, within this is the same stop
 MAX_FINDINGS = 8
 MAX_PATHS = 5  # the uncommitted paths a step names
 
@@ -187,6 +189,21 @@ def _read_counter(path: Any) -> dict[str, Any]:
     return loaded if isinstance(loaded, dict) else {}
 
 
+def _twin(record: dict[str, Any], fmt: str, event_ms: int | None, head: str | None, now_ns: int) -> bool:
+    """Whether this stop is one another format's hook has judged already (Copilot CLI runs the hooks of
+    `.github/hooks/` and of `.claude/settings.json` for one stop): whatever that verdict was (a block, a
+    let-through, done), it is not given, counted or flagged again. Both hooks of one stop carry the harness's one
+    event time: where both have it, it decides; where either lacks it, a verdict within TWIN_SECONDS at the same
+    HEAD is the same stop."""
+    if record.get("format") in (None, fmt):
+        return False
+    earlier = record.get("event_ms")
+    if isinstance(earlier, int) and event_ms is not None:
+        return earlier == event_ms
+    last_ns = record.get("time_ns")
+    return (isinstance(last_ns, int) and now_ns - last_ns < TWIN_SECONDS * 1e9 and record.get("head") == head)
+
+
 class Decision(NamedTuple):
     verdict: str  # done | block | let-through | twin
     blocks: int  # consecutive blocks before this stop
@@ -198,10 +215,8 @@ def decide(repo: Repo, fmt: str, hook: harness.HookInput, session: str | None, d
     with fsio.locked(folder):
         record = _read_counter(path)
         now_ns = time.time_ns()
-        last_ns = int(record.get("time_ns") or 0)
-        if (record.get("format") not in (None, fmt) and now_ns - last_ns < TWIN_SECONDS * 1e9
-                and record.get("head") == repo.head and record.get("verdict") == "block"):
-            return Decision("twin", int(record.get("blocks") or 0))
+        if _twin(record, fmt, hook.event_ms, repo.head, now_ns):
+            return Decision("twin", int(record.get("blocks") or 0) if isinstance(record.get("blocks"), int) else 0)
         if fmt == "cursor" and hook.loop_count is not None:
             before = hook.loop_count
         elif hook.stop_hook_active is False:
@@ -215,7 +230,7 @@ def decide(repo: Repo, fmt: str, hook: harness.HookInput, session: str | None, d
         else:
             verdict, after = "block", before + 1
         new = {"session": session, "format": fmt, "blocks": after, "time_ns": now_ns, "head": repo.head,
-               "verdict": verdict}
+               "verdict": verdict, "event_ms": hook.event_ms}
         state.write(repo, path, (jsonio.dumps(new) + "\n").encode())
     return Decision(verdict, before)
 
@@ -262,11 +277,11 @@ def command(args: argparse.Namespace, run: Invocation) -> int:
     try:
         out = _hook(run, fmt, hook, session)
     except _Timeout:
-        out = _let_through(run, fmt, session, f"the close-out check took longer than {TIMEOUT:.0f}s")
+        out = _let_through(run, fmt, hook, session, f"the close-out check took longer than {TIMEOUT:.0f}s")
     except GateError as exc:
-        out = _let_through(run, fmt, session, exc.render())
+        out = _let_through(run, fmt, hook, session, exc.render())
     except Exception as exc:  # the boundary: a bug must not wedge the session
-        out = _let_through(run, fmt, session, f"internal error: {type(exc).__name__}: {exc}")
+        out = _let_through(run, fmt, hook, session, f"internal error: {type(exc).__name__}: {exc}")
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -315,7 +330,29 @@ def _runner() -> str:
     return f"{shell_quote(sys.executable)} -I -m gates"
 
 
-def _let_through(run: Invocation, fmt: str, session: str | None, why: str) -> str:
+def _judged_already(run: Invocation, fmt: str, hook: harness.HookInput, session: str | None) -> bool:
+    """For a stop about to be let through unchecked: whether another format's hook judged this same stop (`_twin`);
+    if not, this let-through is recorded for that hook to find, so one stop raises one flag. Without the counter's
+    lock (waiting on it may be what timed out, and no alarm is left): a race costs a second flag at worst."""
+    try:
+        repo = run.repo()
+        path = _counter_path(repo, session)[1]
+        record = _read_counter(path)
+        now_ns = time.time_ns()
+        if _twin(record, fmt, hook.event_ms, repo.head, now_ns):
+            return True
+        blocks = record.get("blocks") if isinstance(record.get("blocks"), int) else 0
+        new = {"session": session, "format": fmt, "blocks": blocks, "time_ns": now_ns, "head": repo.head,
+               "verdict": "error", "event_ms": hook.event_ms}
+        state.write(repo, path, (jsonio.dumps(new) + "\n").encode())
+    except Exception:  # the boundary: the stop is let through whatever fails here
+        return False
+    return False
+
+
+def _let_through(run: Invocation, fmt: str, hook: harness.HookInput, session: str | None, why: str) -> str:
+    if _judged_already(run, fmt, hook, session):
+        return harness.allow_envelope(fmt)
     message = (f"gate closeout --format {fmt} let session {session or '(no id)'} stop unchecked: {why} — the "
                "close-out may be missing: the next session must check it (`gate closeout --format text`)")
     run.notice("closeout-missing", message)

@@ -90,6 +90,21 @@ class HookInput(NamedTuple):
         return value if isinstance(value, bool) else None
 
     @property
+    def event_ms(self) -> int | None:
+        """When the harness says the event happened, in milliseconds since the epoch: Copilot CLI passes one
+        `timestamp` per event to every hook it runs for it, a number to its own hooks and UTC text (`…T12:49:35.685Z`)
+        to the hooks of `.claude/settings.json`. None when there is none (Claude Code, Codex and Gemini pass none)."""
+        value = self.data.get("timestamp")
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+        if not isinstance(value, str) or not value.endswith("Z"):
+            return None
+        from gates.infra import clock
+
+        when = clock.parse_utc(value, zoned=True)
+        return None if when is None else round(when.timestamp() * 1000)
+
+    @property
     def loop_count(self) -> int | None:
         value = self.data.get("loop_count")
         return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

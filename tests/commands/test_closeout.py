@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -101,6 +102,39 @@ def test_copilot_running_the_claude_hook_too_blocks_once(repo: Path) -> None:
     assert json.loads(first.stdout)["decision"] == "block" and twin.stdout == ""
 
 
+def _copilot_stop(repo: Path, session: str, ms: int, again: bool) -> tuple[dict[str, object], dict[str, object]]:
+    """The two inputs Copilot CLI 1.0.102 sends for one stop when both files are installed (captured from the real CLI
+    by a logging `gate`): its own agentStop hook's, and the `.claude/settings.json` Stop hook's, with one event time."""
+    transcript = f"{repo.parent}/home/.copilot/session-state/{session}/events.jsonl"
+    when = datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    own = {"sessionId": session, "timestamp": ms, "cwd": str(repo), "transcriptPath": transcript,
+           "stopReason": "end_turn", "stop_hook_active": again}
+    claude = {"hook_event_name": "Stop", "session_id": session, "timestamp": when, "cwd": str(repo),
+              "transcript_path": transcript, "stop_reason": "end_turn", "stop_hook_active": again}
+    return own, claude
+
+
+@pytest.mark.parametrize("order", [("copilot", "claude"), ("claude", "copilot")])
+def test_one_copilot_session_with_both_files_is_blocked_and_flagged_once(repo: Path, order: tuple[str, str]) -> None:
+    """Copilot CLI runs `.github/hooks/` and `.claude/settings.json` for each stop and keeps working when either
+    blocks (issue 26: 6 blocks and 2 flags where 3 and 1 are due). The stop is one: blocked `closeout.max_blocks`
+    times, then let through once with one `closeout-missing` flag, whichever hook runs first."""
+    _work(repo, "w.py", "work")
+    session, ms, outcomes = "a3ea7823-1a57-465e-8d9f-2d3da02de20d", 1796302175685, []
+    for n in range(8):  # a session the gate never lets go would be stopped here
+        own, claude = _copilot_stop(repo, session, ms + 200 * n, n > 0)
+        inputs = {"copilot": own, "claude": claude}
+        said = [_hook(repo, "closeout", fmt, inputs[fmt]).stdout.strip() for fmt in order]
+        blocked = any(out and json.loads(out).get("decision") == "block" for out in said)
+        outcomes.append("block" if blocked else "stop")
+        if not blocked:
+            break
+    assert outcomes == ["block", "block", "block", "stop"]
+    verdicts = [e["details"]["verdict"] for e in _journal(repo) if e["action"] == "closeout"]  # type: ignore[index]
+    assert verdicts == ["block", "block", "block", "let-through"]
+    assert len(list((repo / ".git" / "gate" / "flags").glob("*-closeout-missing-*.json"))) == 1
+
+
 def test_a_broken_repository_never_wedges_the_stop(repo: Path, tmp_path: Path) -> None:
     (repo / ".gate.yaml").write_text("closeout: [not, a, mapping]\n")
     proc = _hook(repo, "closeout", "codex", {"session_id": "x"})
@@ -112,6 +146,19 @@ def test_a_broken_repository_never_wedges_the_stop(repo: Path, tmp_path: Path) -
     outside = subprocess.run(["sh", "-c", agents.command_line("closeout", "claude")], cwd=lonely, input="{}",
                              capture_output=True, text=True, timeout=60, env=env)
     assert outside.returncode == 0 and list(json.loads(outside.stdout)) == ["systemMessage"]
+
+
+def test_a_stop_copilot_runs_both_hooks_for_is_let_through_unchecked_once(repo: Path) -> None:
+    """Both files installed and the check failing: the stop is let through and flagged by the first hook alone."""
+    (repo / ".gate.yaml").write_text("closeout: [not, a, mapping]\n")
+    own, claude = _copilot_stop(repo, "s-broken", 1796302175685, False)
+    first = _hook(repo, "closeout", "copilot", own)
+    second = _hook(repo, "closeout", "claude", claude)
+    assert json.loads(first.stdout) == {} and "let session s-broken stop unchecked" in first.stderr
+    assert second.returncode == 0 and second.stdout == "" and "unchecked" not in second.stderr
+    assert len(list((repo / ".git" / "gate" / "flags").glob("*-closeout-missing-*.json"))) == 1
+    verdicts = [e["details"]["verdict"] for e in _journal(repo) if e["action"] == "closeout"]  # type: ignore[index]
+    assert verdicts == ["error"]
 
 
 def test_a_hook_that_waits_for_its_input_judges_the_head_after_it(repo: Path) -> None:

@@ -78,6 +78,16 @@ def test_stdin_is_read_without_blocking() -> None:
     assert "not an object" in str(_stdin(b"[1]").problem)
     assert "cap" in str(_stdin(b" " * 70 + b"{}", limit=64).problem)
     assert _stdin(b'{"sessionId": "cop\\u202eilot"}').session == "cop\\u202eilot"  # Copilot's key, escaped
+
+
+def test_one_event_time_from_both_of_copilots_inputs() -> None:
+    """Copilot CLI gives its own hook the event time as milliseconds and the `.claude/settings.json` hook of the same
+    stop as UTC text (both captured from 1.0.102): the two are one time; anything else is none."""
+    own = harness.HookInput({"sessionId": "s", "timestamp": 1796302175685})
+    claude = harness.HookInput({"session_id": "s", "timestamp": "2026-12-03T12:49:35.685Z"})
+    assert own.event_ms == claude.event_ms == 1796302175685
+    for odd in (True, -5, "2026-12-03T12:49:35", "yesterday", None, [1]):
+        assert harness.HookInput({"timestamp": odd}).event_ms is None
     with open(os.devnull, "rb") as null:
         assert harness.read_stdin(null).data == {}
     class Closed:
