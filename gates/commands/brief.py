@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from gates.domain import claims, flags, handoff, harness, journal, lockscan, sessions
 from gates.domain.handoff import Loaded, load_handoff
@@ -230,7 +231,12 @@ def _plural(count: int, word: str) -> str:
 
 def _flags(repo: Repo, config: Config, handoff_file: Callable[[], Loaded], now: datetime) -> str:
     """Open flags grouped by reason (count, first and last seen, the latest message verbatim), oldest group first,
-    and one line for the problems raised and resolved since the last close-out."""
+    and one line for the problems raised and resolved since the last close-out. A flag about a file that is gone
+    is resolved first (flags.resolve_vanished): it speaks of nothing that is wrong now."""
+    try:
+        flags.resolve_vanished(repo, command="gate brief", observed_ns=time.time_ns())
+    except (GateError, OSError):
+        pass  # the flags are listed as they are; a flag that could not be moved is shown, never lost
     pending = flags.pending(repo)
     groups: dict[str, list[dict[str, Any]]] = {}
     for record in sorted(pending, key=lambda r: r.get("reason") != sessions.CLOSEOUT_MISSING):  # that one first

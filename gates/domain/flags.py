@@ -308,6 +308,38 @@ def _ordered(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(records, key=lambda r: (str(r.get("first_seen", "")), int(r.get("created_ns") or 0), str(r.get("id", ""))))
 
 
+def resolve_vanished(repo: Repo, *, command: str, observed_ns: int, now: datetime | None = None) -> list[str]:
+    """Move this worktree's open gate flags whose every judged file is gone (a `gate check scratch.md` of a file
+    since deleted) to flags/resolved/: no check can pass on a file that is not there, so nothing else would ever
+    resolve them. A range's flags, and those of the configured hand-over, are not touched. Returns the ids."""
+    lay = state.layout(repo)
+    if not os.path.isdir(lay.flags):
+        return []
+    now = now or clock.now()
+    worktree = str(repo.toplevel)
+    moved: list[str] = []
+    with _locked(lay.flags):
+        for path in _flag_files(lay.flags):
+            record, _ = _load(path)
+            scope = record.get("scope") if record is not None else None
+            files = scope.get("files") if isinstance(scope, dict) else None
+            if (record is None or not record.get("gate") or record.get("worktree") != worktree
+                    or not ID_PATTERN.match(str(record.get("id"))) or int(record.get("seen_ns") or 0) > observed_ns
+                    or not isinstance(scope, dict) or scope.get("range") or not isinstance(files, list) or not files
+                    or any(not isinstance(f, str) or os.path.lexists(f) for f in files)):
+                continue
+            resolved_dir = state.ensure_dir(lay, lay.flags_resolved)
+            _move_resolved(repo, path, record, resolved_dir, command, now)
+            _unlink_if_there(os.path.join(lay.flags_open, changes.marker(str(record["gate"]), worktree, scope)))
+            moved.append(str(record["id"]))
+        if moved:
+            fsio.fsync_dir(lay.flags)
+    if moved:
+        journal.append(repo, "flags-resolved", {"ids": moved, "why": "the files they judged are gone",
+                                                "command": command}, now)
+    return moved
+
+
 def pending(repo: Repo) -> list[dict[str, Any]]:
     """Every open flag (neither resolved nor acknowledged), oldest first."""
     return _ordered(_records(state.layout(repo).flags, "open"))

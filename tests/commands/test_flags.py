@@ -90,3 +90,29 @@ def test_a_missing_hand_over_flag_ends_once_a_check_reads_it(tmp_path: Path) -> 
     run_gate(repo, "check")  # reads it (and warns of the placeholder)
     left = [r for r in flag_records(repo / ".git") if r["reason"] == "input-unreadable"]
     assert [r["command"].split()[1] for r in left] == ["brief"]
+
+
+def test_a_flag_about_a_file_that_is_gone_is_resolved_by_the_next_brief(repo: Path) -> None:
+    """Issue 27: `gate check scratch.md` of a scratch file left a flag about it that no check could ever resolve
+    once the file was deleted; the next brief resolves it (and says nothing of it). A flag of the configured
+    hand-over, whose file is there, stays."""
+    scratch = repo / "scratch.md"
+    scratch.write_text("# Scratch\n\n- [x] a checked item\n")
+    assert run_gate(repo, "check", "scratch.md").returncode == 1
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text() + "- [x] done here too\n")
+    assert run_gate(repo, "check").returncode == 1
+    handoff = str((repo / "HANDOFF.md").resolve())
+
+    def judged(records: list[dict[str, object]]) -> list[list[str]]:
+        return sorted(r["scope"]["files"] for r in records)  # type: ignore[index]
+
+    before = judged(flag_records(repo / ".git"))
+    assert [str(scratch.resolve())] in before and [handoff] in before
+    scratch.unlink()
+    brief = run_gate(repo, "brief")
+    assert brief.returncode == 0, brief.stderr
+    assert judged(flag_records(repo / ".git")) == [f for f in before if f == [handoff]]
+    assert "scratch.md" not in brief.stdout.split("## 2.")[0]
+    resolved = list((repo / ".git" / "gate" / "flags" / "resolved").glob("*.json"))
+    assert len(resolved) == before.count([str(scratch.resolve())]) and all("scratch.md" in p.read_text()
+                                                                         for p in resolved)
