@@ -8,7 +8,9 @@ The project files are committed and run on every clone, so their hooks name no p
 is the portable form (`portable_line`), a POSIX `/bin/sh -c` program that finds the gate on PATH (then
 `python3 -I -m gates`), looking only in absolute PATH folders outside the repository, and that says
 "handoff-gate is not installed here" in the harness's own document, exiting 0, when it finds none. It is
-the same bytes from every installation. `--local` (Claude Code's `.claude/settings.local.json`, which is
+the same bytes from every installation. Claude Code quotes a blocking hook's whole command to the model, so its
+file holds a short line (`short_line`) that runs the same program from a committed file the installer writes
+(SCRIPTS, `_Script`): ours byte for byte, or refused. `--local` (Claude Code's `.claude/settings.local.json`, which is
 not committed) gets this interpreter's absolute path in isolated mode instead, as the native git hooks
 (hooks.py); one file or the other runs the gate, never both.
 

@@ -438,7 +438,7 @@ def test_the_command_claude_quotes_on_a_block_is_short_and_says_nothing_false(tm
     program with its "not installed here, so this stop was not checked" reached the model on every block, the gate
     installed or not. The committed command is a short line; the program and its notice are in SCRIPT."""
     _, b = _configured_elsewhere(tmp_path)
-    for kind, command in _hooks(b, "claude").items():
+    for command in _hooks(b, "claude").values():
         assert len(command) < 200 and "not installed" not in command and SCRIPT in command, command
     assert (b / SCRIPT).read_bytes() == agents.script_text("claude")  # committed, so the clone has it
     assert agents.NOT_INSTALLED["closeout"].encode() in (b / SCRIPT).read_bytes()
@@ -551,3 +551,21 @@ def test_doctor_reports_a_script_that_is_not_ours(tmp_path: Path, planted: str) 
     assert run_gate(b, "install-hooks", "--agent", "claude").returncode == 0
     out = run_gate(b, "doctor", env={**os.environ, "PATH": f"{GATE_DIR}:{_system_path()}"}).stdout
     assert "ok    .claude/settings.json" in out and SCRIPT not in out, out
+
+
+def test_doctor_warns_about_the_inline_program_an_earlier_version_committed(repo: Path) -> None:
+    """A .claude/settings.json holding the whole program (what earlier versions wrote) still runs, but Claude Code
+    quotes it with every block: the doctor says so, and a re-install writes the short form and the script."""
+    doc = {"hooks": {"SessionStart": [{"matcher": agents.ALL_SOURCES, "hooks": [
+        {"type": "command", "command": agents.portable_line("brief", "claude"), "timeout": 30}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": agents.portable_line("closeout", "claude"), "timeout": 60}]}]}}
+    (repo / ".claude").mkdir()
+    (repo / agents.FILES["claude"]).write_text(json.dumps(doc, indent=2) + "\n")
+    env = {**os.environ, "PATH": f"{GATE_DIR}:{_system_path()}"}
+    told = run_gate(repo, "doctor", env=env).stdout
+    assert "warn  .claude/settings.json: the hooks hold the whole hook program" in told, told
+    assert run_gate(repo, "install-hooks", "--agent", "claude").returncode == 0
+    assert [c for _, c in agents._our_commands("claude", json.loads((repo / agents.FILES["claude"]).read_text()))] == \
+        [agents.short_line("brief", "claude"), agents.short_line("closeout", "claude")]
+    assert (repo / SCRIPT).read_bytes() == agents.script_text("claude")
+    assert "ok    .claude/settings.json" in run_gate(repo, "doctor", env=env).stdout
