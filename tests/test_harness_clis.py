@@ -267,6 +267,9 @@ def test_brief_block_loop_guard_and_flag_on_a_fresh_clone(tmp_path: Path, agent:
     assert len(run.reasons) == 3, [t.last_prompt[:300] for t in run.turns]
     assert "[closeout-missing]" in open_flags(b)
     assert "WORK-COMMITTED" in "\n".join(t.text for t in run.turns)  # the work ran through the CLI's shell
+    # Claude Code quotes the hook's command with each block ("Stop hook blocking error from command: …"): with the
+    # gate installed and judging the stop, nothing the model reads may say it is not installed
+    assert not [t for t in run.turns if "is not installed here" in t.text], [t.last_prompt[:600] for t in run.reasons]
 
 
 @pytest.mark.parametrize("agent", list(CLIS))

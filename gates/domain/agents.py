@@ -8,7 +8,9 @@ The project files are committed and run on every clone, so their hooks name no p
 is the portable form (`portable_line`), a POSIX `/bin/sh -c` program that finds the gate on PATH (then
 `python3 -I -m gates`), looking only in absolute PATH folders outside the repository, and that says
 "handoff-gate is not installed here" in the harness's own document, exiting 0, when it finds none. It is
-the same bytes from every installation. `--local` (Claude Code's `.claude/settings.local.json`, which is
+the same bytes from every installation. Claude Code quotes a blocking hook's whole command to the model, so its
+file holds a short line (`short_line`) that runs the same program from a committed file the installer writes
+(SCRIPTS, `_Script`): ours byte for byte, or refused. `--local` (Claude Code's `.claude/settings.local.json`, which is
 not committed) gets this interpreter's absolute path in isolated mode instead, as the native git hooks
 (hooks.py); one file or the other runs the gate, never both.
 
@@ -48,6 +50,10 @@ FILES = {
     "cursor": ".cursor/hooks.json",
     "agents-md": "AGENTS.md",
 }
+# The hook program a harness's committed hooks run from a file of its own, where the harness quotes the hook's
+# command to the model on every block (Claude Code 2.1.332: `Stop hook blocking error from command: "…": reason`):
+# the command stays a short line that says nothing, the program with its not-installed notice is in the file.
+SCRIPTS = {"claude": ".claude/hooks/handoff-gate.sh"}
 MAX_BYTES = 1 << 20
 ALL_SOURCES = "startup|resume|clear|compact|fork"
 EARLIER_SOURCES = ("startup|resume|clear|compact",)  # what earlier versions wrote: widened to ALL_SOURCES on re-install
@@ -121,12 +127,39 @@ def _sh_double(text: str) -> str:
     return '"' + text.replace('"', '\\"') + '"'
 
 
+def short_line(kind: str, fmt: str) -> str:
+    """`/bin/sh -c '…' handoff-gate KIND --format FMT` that runs SCRIPTS[fmt] (script_text) from the project folder
+    the harness names (`$CLAUDE_PROJECT_DIR`, else the working folder): the same bytes on every machine, short,
+    and true whatever it is quoted with. No regular file of its own there (gone, a link, a FIFO): it does nothing
+    and exits 0, where `sh` on a missing file would exit 2, which Claude Code reads as a block."""
+    return (f"/bin/sh -c 'f=${{CLAUDE_PROJECT_DIR:-.}}/{SCRIPTS[fmt]}; [ -f \"$f\" ] && [ ! -h \"$f\" ] || exit 0; "
+            f"exec /bin/sh \"$f\" \"$@\"' {NAME} {kind} --format {fmt}")
+
+
+def script_text(fmt: str) -> bytes:
+    """The bytes of SCRIPTS[fmt]: the portable program (`_FIND`), then the not-installed notice of the kind in "$1"
+    in `fmt`'s document, exit 0. The same bytes from every installation; `gate doctor` holds the file to them."""
+    from gates.domain import harness
+
+    cases = []
+    for kind in ("brief", "closeout"):
+        out, err = harness.missing_envelope(kind, fmt, NOT_INSTALLED[kind])
+        cases.append(f"{kind}) echo {_sh_double(out)}" + (f"; echo {_sh_double(err)} >&2" if err else "") + ";;")
+    return (f"#!/bin/sh\n# handoff-gate's hook program, written by `gate install-hooks --agent {fmt}` and run by the "
+            f"hooks in {FILES[fmt]}:\n# `gate doctor` checks it is these bytes; `gate install-hooks --agent {fmt} "
+            f"--uninstall` removes it.\n{_FIND.rstrip()}\ncase ${{1#}} in\n{cases[0]}\n{cases[1]}\nesac\nexit 0\n"
+            ).encode()
+
+
 def is_portable(command: str) -> bool:
     return command.startswith("/bin/sh -c '") and f"' {NAME} " in command
 
 
 def is_ours(command: object, kind: str | None = None) -> bool:
-    if not isinstance(command, str) or not any(entry in command for entry in hooks.ENTRIES):
+    if not isinstance(command, str):
+        return False
+    if not any(entry in command for entry in hooks.ENTRIES) and not (
+            is_portable(command) and any(f"/{script}; " in command for script in SCRIPTS.values())):
         return False
     kinds = (kind,) if kind else ("brief", "closeout")
     return any(f" {k} --format " in command for k in kinds)
@@ -147,7 +180,7 @@ def interpreter_of(command: str) -> str:
 def _entries(agent: str, local: bool = False) -> list[tuple[str, dict[str, Any], str]]:
     """(event, entry, kind). For claude, codex and gemini an entry is a matcher group holding one hook. `local`: this
     machine's absolute form, for a per-user file."""
-    line = command_line if local else portable_line
+    line = command_line if local else short_line if agent in SCRIPTS else portable_line
     stop = line("closeout", agent)
     brief = line("brief", agent) if agent in ("claude", "codex", "gemini", "copilot") else ""
     if agent in ("claude", "codex"):
@@ -295,8 +328,8 @@ class _File:
     """A harness's configuration file, at its own path: every read, write and removal goes to exactly the
     file named, never through a link (see `own_path`)."""
 
-    def __init__(self, repo: Repo, agent: str, local: bool = False) -> None:
-        self.repo, self.agent, self.shown = repo, agent, (LOCAL_FILES if local else FILES)[agent]
+    def __init__(self, repo: Repo, agent: str, local: bool = False, shown: str | None = None) -> None:
+        self.repo, self.agent, self.shown = repo, agent, shown or (LOCAL_FILES if local else FILES)[agent]
         self.path = own_path(repo, self.shown)
 
     def read(self) -> bytes | None:
@@ -395,6 +428,11 @@ def _digest(data: bytes | None) -> str | None:
 def install(repo: Repo, agent: str, local: bool = False) -> list[str]:
     target = _target(repo, agent, local)
     _one_of_them(repo, agent, local)
+    script = _Script(repo, agent) if agent in SCRIPTS and not local else None
+    if script and script.foreign:  # refused before anything is written
+        raise GateError(f"refusing it: not the hook program `gate install-hooks --agent {agent}` writes, and the hooks "
+                        f"in {FILES[agent]} would run it — look at what it does, move it aside, then run this again",
+                        code=CANNOT_RUN, reason="config-invalid", path=SCRIPTS[agent])
     before = target.read()
     if agent == "agents-md":
         text = fsio.decode_text(before, target.shown) if before else ""
@@ -403,8 +441,16 @@ def install(repo: Repo, agent: str, local: bool = False) -> list[str]:
         doc = target.parse(before)
         merged = _merge(agent, doc, local)
         after = before if merged == doc and before is not None else _dump(merged, before.decode("utf-8") if before else None)
+    said = [script.install()] if script else []
     if after == before:
-        return [f"{target.shown}: already runs the gate, unchanged", *_notes(repo, agent, local)]
+        return [*said, f"{target.shown}: already runs the gate, unchanged", *_notes(repo, agent, local)]
+    _put(repo, target, before, after)
+    return [*said, f"{'updated' if before is not None else 'wrote'} {target.shown}: {_what(agent)}",
+            *_notes(repo, agent, local)]
+
+
+def _put(repo: Repo, target: _File, before: bytes | None, after: bytes) -> None:
+    """Writes `after` where `before` was, keeping the bytes the file had before the first install (the record)."""
     record = _read_record(repo, target.shown)
     if record is None or record.get("written") != _digest(before):
         import base64
@@ -414,8 +460,42 @@ def install(repo: Repo, agent: str, local: bool = False) -> list[str]:
     record["written"] = _digest(after)
     target.write(after, before)
     state.write(repo, _record_path(repo, target.shown), (jsonio.dumps(record) + "\n").encode())
-    return [f"{'updated' if before is not None else 'wrote'} {target.shown}: {_what(agent)}",
-            *_notes(repo, agent, local)]
+
+
+class _Script:
+    """SCRIPTS[agent], the program the harness's hooks run: a file of its own (`own_path`: no link, no FIFO) that is
+    ours byte for byte (script_text), or one an earlier install wrote (its record says so), or not there. Anything
+    else is `foreign`: the gate neither runs, nor overwrites, nor removes a program it did not write. A link or a
+    FIFO there is refused (GateError) as for a configuration file."""
+
+    def __init__(self, repo: Repo, agent: str) -> None:
+        self.repo, self.agent, self.ours = repo, agent, script_text(agent)
+        self.file = _File(repo, agent, shown=SCRIPTS[agent])
+        self.current = self.file.read()
+        self.record = _read_record(repo, self.file.shown)
+        written = self.current is not None and self.record is not None and \
+            self.record.get("written") == _digest(self.current)
+        self.foreign = self.current not in (None, self.ours) and not written
+        self.folders: list[str] = []
+
+    def install(self) -> str:
+        if self.current == self.ours:
+            return f"{self.file.shown}: the hook program, unchanged"
+        _put(self.repo, self.file, self.current, self.ours)
+        return f"{'updated' if self.current is not None else 'wrote'} {self.file.shown}: the hook program they run"
+
+    def uninstall(self) -> str | None:
+        if self.current is None:
+            return None
+        if self.foreign:
+            return f"{self.file.shown}: not the gate's hook program (changed since), left as it is"
+        os.unlink(self.file.path)
+        self.folders = (self.record or {}).get("created_dirs") or [os.path.dirname(self.file.shown)]
+        for folder in self.folders:
+            _rmdir_if_empty(self.repo, folder)
+        if self.record is not None:
+            os.unlink(_record_path(self.repo, self.file.shown))
+        return f"removed {self.file.shown}"
 
 
 def _target(repo: Repo, agent: str, local: bool) -> _File:
@@ -439,6 +519,17 @@ def _one_of_them(repo: Repo, agent: str, local: bool) -> None:
 
 def uninstall(repo: Repo, agent: str, local: bool = False) -> list[str]:
     target = _target(repo, agent, local)
+    if agent not in SCRIPTS or local:
+        return _uninstall(repo, agent, local, target)
+    script = _Script(repo, agent)
+    said = script.uninstall()
+    out = ([said] if said else []) + _uninstall(repo, agent, local, target)
+    for folder in script.folders:  # the ones the settings file kept: gone with it now, when the gate made them
+        _rmdir_if_empty(repo, folder)
+    return out
+
+
+def _uninstall(repo: Repo, agent: str, local: bool, target: _File) -> list[str]:
     current = target.read()
     record = _read_record(repo, target.shown)
     record_path = _record_path(repo, target.shown)
@@ -638,6 +729,13 @@ def _judged(repo: Repo, agent: str, local: bool, shown: str, commands: list[str]
                        f"`{again}` from the environment the gate is installed in")
     if wanted - have:
         return ("FIX", f"{shown}: no hook runs `gate {'/'.join(sorted(wanted - have))}`: `{again}`")
+    run_script = [c for c in commands if agent in SCRIPTS and f"/{SCRIPTS[agent]}; " in c]
+    wrong = _script_wrong(repo, agent, shown, again) if run_script and not local else None
+    if wrong:
+        return ("FIX", wrong)
+    if agent in SCRIPTS and not local and len(run_script) < len([c for c in commands if is_portable(c)]):
+        return ("warn", f"{shown}: the hooks hold the whole hook program, which Claude Code quotes to the model on every "
+                        f"blocked stop: `{again}` writes the short form that runs {SCRIPTS[agent]}")
     if fixed and not local:
         return ("warn", f"{shown}: the hooks name this machine's interpreter ({interpreter_of(fixed[0])}), which no other "
                         f"clone has: `{again}` writes the portable form every clone runs (or `--local` for yours alone)")
@@ -652,6 +750,20 @@ def _judged(repo: Repo, agent: str, local: bool, shown: str, commands: list[str]
                             f"({INSTALL_LINE.removeprefix('install it ')})")
         return ("ok", f"{shown}: {_what(agent)} (the `gate` on PATH: {found})")
     return ("ok", f"{shown}: {_what(agent)}")
+
+
+def _script_wrong(repo: Repo, agent: str, shown: str, again: str) -> str | None:
+    """What is wrong with the hook program the hooks in `shown` run, for the doctor; None when it is ours."""
+    try:
+        script = _Script(repo, agent)
+    except GateError as exc:
+        return f"{exc.render()}: the hooks in {shown} run it — remove it, then `{again}`"
+    if script.current is None:
+        return f"{SCRIPTS[agent]}: missing, so the hooks in {shown} do nothing: `{again}` writes it"
+    if script.current != script.ours:
+        return (f"{SCRIPTS[agent]}: not the hook program `{again}` writes (its bytes differ), and the hooks in {shown} "
+                f"run it — look at what it does, move it aside, then `{again}`")
+    return None
 
 
 def findable(repo: Repo, path: str | None = None) -> str | None:

@@ -105,6 +105,7 @@ def test_the_committed_files_are_the_same_bytes_from_two_installations(tmp_path:
                                "claude,codex,gemini,copilot,cursor,agents-md"], cwd=repo, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
         written.append({agent: (repo / agents.FILES[agent]).read_bytes() for agent in agents.AGENTS})
+        written[-1]["script"] = (repo / agents.SCRIPTS["claude"]).read_bytes()
     assert written[0] == written[1]
     for data in written[0].values():
         assert b"env-one" not in data and b"env-two" not in data and str(ROOT).encode() not in data
@@ -113,7 +114,9 @@ def test_the_committed_files_are_the_same_bytes_from_two_installations(tmp_path:
                             "claude,codex,gemini,copilot,cursor,agents-md"], cwd=tmp_path / "repo-0",
                            capture_output=True, text=True)
     assert again.returncode == 0 and again.stdout.count("already runs the gate, unchanged") == 6, again.stdout
-    assert {agent: (tmp_path / "repo-0" / agents.FILES[agent]).read_bytes() for agent in agents.AGENTS} == written[0]
+    assert {agent: (tmp_path / "repo-0" / agents.FILES[agent]).read_bytes() for agent in agents.AGENTS} == \
+        {agent: data for agent, data in written[0].items() if agent != "script"}
+    assert "the hook program, unchanged" in again.stdout
     for agent, before in stats.items():  # not written again either: the same file, untouched
         after = (tmp_path / "repo-0" / agents.FILES[agent]).stat()
         assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), agent
@@ -413,9 +416,9 @@ def test_a_file_an_older_version_wrote_is_told_and_rewritten_portable(repo: Path
     assert "warn  .claude/settings.json: the hooks name this machine's interpreter" in told, told
     assert run_gate(repo, "install-hooks", "--agent", "claude").returncode == 0
     after = json.loads((repo / agents.FILES["claude"]).read_text())
-    assert [h["command"] for h in after["hooks"]["Stop"][0]["hooks"]] == ["echo mine", agents.portable_line("closeout",
-                                                                                                           "claude")]
-    assert after["hooks"]["SessionStart"][0]["hooks"][0]["command"] == agents.portable_line("brief", "claude")
+    assert [h["command"] for h in after["hooks"]["Stop"][0]["hooks"]] == ["echo mine", agents.short_line("closeout",
+                                                                                                        "claude")]
+    assert after["hooks"]["SessionStart"][0]["hooks"][0]["command"] == agents.short_line("brief", "claude")
     assert after["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear|compact|fork"
     assert sys.executable not in (repo / agents.FILES["claude"]).read_text()
     assert "ok    .claude/settings.json" in run_gate(repo, "doctor", env={**os.environ, "PATH": path}).stdout
@@ -423,3 +426,146 @@ def test_a_file_an_older_version_wrote_is_told_and_rewritten_portable(repo: Path
     (repo / agents.FILES["claude"]).write_text(json.dumps(after, indent=2) + "\n")
     assert run_gate(repo, "install-hooks", "--agent", "claude").returncode == 0
     assert json.loads((repo / agents.FILES["claude"]).read_text())["hooks"]["SessionStart"][0]["matcher"] == "startup"
+
+
+# ---- Claude Code quotes the hook's command to the model on every block: a short one, its program in a file ------
+
+SCRIPT = agents.SCRIPTS["claude"]
+
+
+def test_the_command_claude_quotes_on_a_block_is_short_and_says_nothing_false(tmp_path: Path) -> None:
+    """Claude Code 2.1.332 tells the model `Stop hook blocking error from command: "<command>": <reason>`: the 1.2 KB
+    program with its "not installed here, so this stop was not checked" reached the model on every block, the gate
+    installed or not. The committed command is a short line; the program and its notice are in SCRIPT."""
+    _, b = _configured_elsewhere(tmp_path)
+    for command in _hooks(b, "claude").values():
+        assert len(command) < 200 and "not installed" not in command and SCRIPT in command, command
+    assert (b / SCRIPT).read_bytes() == agents.script_text("claude")  # committed, so the clone has it
+    assert agents.NOT_INSTALLED["closeout"].encode() in (b / SCRIPT).read_bytes()
+
+
+@pytest.mark.parametrize("planted", ["missing", "link", "fifo"])
+def test_the_short_command_does_nothing_and_exits_0_without_a_script_of_its_own(tmp_path: Path, planted: str) -> None:
+    """`sh FILE` exits 2 for a missing FILE (dash), which Claude Code reads as a block; a link or a FIFO there (a
+    clone's own) is not run either, and a FIFO does not hang the hook."""
+    _, b = _configured_elsewhere(tmp_path)
+    marker = tmp_path / "ran"
+    (b / SCRIPT).unlink()
+    if planted == "link":
+        (tmp_path / "evil.sh").write_text(f"echo ran > {marker}\n")
+        (b / SCRIPT).symlink_to(tmp_path / "evil.sh")
+    elif planted == "fifo":
+        os.mkfifo(b / SCRIPT)
+    path = f"{_venv(tmp_path / 'elsewhere')}:{_system_path()}"
+    _work(b)
+    for command in _hooks(b, "claude").values():
+        proc = _as_the_harness(b, command, {"session_id": "s", "stop_hook_active": False}, path)
+        assert (proc.returncode, proc.stdout) == (0, ""), proc.stderr
+    assert not marker.exists()
+
+
+def test_uninstall_removes_the_script_and_reinstall_is_idempotent(repo: Path) -> None:
+    (repo / ".claude").mkdir()
+    (repo / agents.FILES["claude"]).write_text('{"model": "mine"}\n')
+    assert run_gate(repo, "install-hooks", "--agent", "claude").returncode == 0
+    stat = (repo / SCRIPT).stat()
+    again = run_gate(repo, "install-hooks", "--agent", "claude")
+    assert "the hook program, unchanged" in again.stdout and "already runs the gate, unchanged" in again.stdout
+    assert ((repo / SCRIPT).stat().st_ino, (repo / SCRIPT).stat().st_mtime_ns) == (stat.st_ino, stat.st_mtime_ns)
+    (repo / SCRIPT).unlink()  # gone: a re-install puts it back
+    assert "wrote " + SCRIPT in run_gate(repo, "install-hooks", "--agent", "claude").stdout
+    gone = run_gate(repo, "install-hooks", "--agent", "claude", "--uninstall")
+    assert gone.returncode == 0 and f"removed {SCRIPT}" in gone.stdout, gone.stdout
+    assert not (repo / ".claude" / "hooks").exists()
+    assert (repo / agents.FILES["claude"]).read_text() == '{"model": "mine"}\n'
+    assert run_gate(repo, "install-hooks", "--agent", "claude").returncode == 0
+    assert run_gate(repo, "install-hooks", "--agent", "claude", "--uninstall").returncode == 0
+    assert not (repo / ".claude" / "hooks").exists()
+    fresh = run_gate(repo, "install-hooks", "--agent", "claude")  # no .claude/ at all before: none after
+    assert fresh.returncode == 0
+    shutil.rmtree(repo / ".claude")
+    assert run_gate(repo, "install-hooks", "--agent", "claude").returncode == 0
+    assert run_gate(repo, "install-hooks", "--agent", "claude", "--uninstall").returncode == 0
+    assert not (repo / ".claude").exists()
+
+
+def test_uninstall_keeps_a_script_changed_since(repo: Path) -> None:
+    assert run_gate(repo, "install-hooks", "--agent", "claude").returncode == 0
+    (repo / SCRIPT).write_text("#!/bin/sh\necho mine\n")
+    gone = run_gate(repo, "install-hooks", "--agent", "claude", "--uninstall")
+    assert gone.returncode == 0 and "left as it is" in gone.stdout
+    assert (repo / SCRIPT).read_text() == "#!/bin/sh\necho mine\n"
+    assert not (repo / agents.FILES["claude"]).exists()
+
+
+def _hostile_script(repo: Path, marker: Path, planted: str) -> None:
+    (repo / ".claude" / "hooks").mkdir(parents=True, exist_ok=True)
+    program = f"#!/bin/sh\necho ran >> {marker}\n"
+    if planted == "foreign":
+        (repo / SCRIPT).write_text(program)
+    elif planted == "link":
+        (repo / "elsewhere.sh").write_text(program)
+        (repo / SCRIPT).symlink_to("../../elsewhere.sh")
+    else:
+        os.mkfifo(repo / SCRIPT)
+
+
+def _entries_of(repo: Path) -> dict[Path, tuple[int, object]]:
+    """Every work-tree entry's mode and content (a link's target; a FIFO is never opened)."""
+    return {p: (os.lstat(p).st_mode, os.readlink(p) if p.is_symlink() else p.read_bytes() if p.is_file() else b"")
+            for p in sorted(repo.rglob("*")) if ".git" not in p.relative_to(repo).parts}
+
+
+@pytest.mark.parametrize("planted", ["foreign", "link", "fifo"])
+def test_a_script_the_repository_commits_is_refused_not_run_not_overwritten(repo: Path, tmp_path: Path,
+                                                                            planted: str) -> None:
+    """The attack: a repository commits its own program at SCRIPT (a file, a link to one, a FIFO). The installer
+    refuses in one line naming it, writes nothing, runs nothing; uninstall removes nothing of it."""
+    marker = tmp_path / "ran"
+    _hostile_script(repo, marker, planted)
+    before = _entries_of(repo)
+    for argv in (("install-hooks", "--agent", "claude"), ("install-hooks", "--agent", "claude", "--uninstall")):
+        proc = run_gate(repo, *argv)
+        assert proc.returncode in ((0, 3) if "--uninstall" in argv else (3,)), proc.stderr
+        assert "Traceback" not in proc.stderr and len(proc.stderr.splitlines()) <= 1
+        if proc.returncode:
+            assert SCRIPT in proc.stderr and "refusing it" in proc.stderr, proc.stderr
+    assert _entries_of(repo) == before and not marker.exists()
+    assert not (repo / agents.FILES["claude"]).exists()
+
+
+@pytest.mark.parametrize("planted", ["foreign", "link", "fifo", "missing"])
+def test_doctor_reports_a_script_that_is_not_ours(tmp_path: Path, planted: str) -> None:
+    """A clone whose committed settings run SCRIPT, and SCRIPT is not the gate's bytes (or a link, a FIFO, gone):
+    the doctor says FIX naming it, and runs nothing."""
+    _, b = _configured_elsewhere(tmp_path)
+    marker = tmp_path / "ran"
+    (b / SCRIPT).unlink()
+    if planted != "missing":
+        _hostile_script(b, marker, planted)
+    out = run_gate(b, "doctor", env={**os.environ, "PATH": f"{GATE_DIR}:{_system_path()}"}).stdout
+    line = next((x for x in out.splitlines() if SCRIPT in x), "")
+    assert line.startswith("FIX") and ".claude/settings.json" in line, out
+    assert not marker.exists()
+    (b / SCRIPT).unlink(missing_ok=True)
+    assert run_gate(b, "install-hooks", "--agent", "claude").returncode == 0
+    out = run_gate(b, "doctor", env={**os.environ, "PATH": f"{GATE_DIR}:{_system_path()}"}).stdout
+    assert "ok    .claude/settings.json" in out and SCRIPT not in out, out
+
+
+def test_doctor_warns_about_the_inline_program_an_earlier_version_committed(repo: Path) -> None:
+    """A .claude/settings.json holding the whole program (what earlier versions wrote) still runs, but Claude Code
+    quotes it with every block: the doctor says so, and a re-install writes the short form and the script."""
+    doc = {"hooks": {"SessionStart": [{"matcher": agents.ALL_SOURCES, "hooks": [
+        {"type": "command", "command": agents.portable_line("brief", "claude"), "timeout": 30}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": agents.portable_line("closeout", "claude"), "timeout": 60}]}]}}
+    (repo / ".claude").mkdir()
+    (repo / agents.FILES["claude"]).write_text(json.dumps(doc, indent=2) + "\n")
+    env = {**os.environ, "PATH": f"{GATE_DIR}:{_system_path()}"}
+    told = run_gate(repo, "doctor", env=env).stdout
+    assert "warn  .claude/settings.json: the hooks hold the whole hook program" in told, told
+    assert run_gate(repo, "install-hooks", "--agent", "claude").returncode == 0
+    assert [c for _, c in agents._our_commands("claude", json.loads((repo / agents.FILES["claude"]).read_text()))] == \
+        [agents.short_line("brief", "claude"), agents.short_line("closeout", "claude")]
+    assert (repo / SCRIPT).read_bytes() == agents.script_text("claude")
+    assert "ok    .claude/settings.json" in run_gate(repo, "doctor", env=env).stdout
