@@ -127,12 +127,24 @@ def _sh_double(text: str) -> str:
     return '"' + text.replace('"', '\\"') + '"'
 
 
+SCRIPT_MISSING = ("handoff-gate is wired here but its hook script {script} is missing from this clone (or not a plain "
+                  "file), so no brief is given and no stop is checked: run gate install-hooks --agent {fmt} and "
+                  "commit the script")
+
+
 def short_line(kind: str, fmt: str) -> str:
     """`/bin/sh -c '…' handoff-gate KIND --format FMT` that runs SCRIPTS[fmt] (script_text) from the project folder
     the harness names (`$CLAUDE_PROJECT_DIR`, else the working folder): the same bytes on every machine, short,
-    and true whatever it is quoted with. No regular file of its own there (gone, a link, a FIFO): it does nothing
-    and exits 0, where `sh` on a missing file would exit 2, which Claude Code reads as a block."""
-    return (f"/bin/sh -c 'f=${{CLAUDE_PROJECT_DIR:-.}}/{SCRIPTS[fmt]}; [ -f \"$f\" ] && [ ! -h \"$f\" ] || exit 0; "
+    and true whatever it is quoted with. No regular file of its own there (gone, a link, a FIFO): the start hook says
+    so (SCRIPT_MISSING, in the start document: loud at every session start) and the stop hook does nothing; both
+    exit 0, where `sh` on a missing file would exit 2, which Claude Code reads as a block."""
+    missing = "exit 0"
+    if kind == "brief":  # the start hook is never quoted with a block: it says the loop is not running here
+        from gates.domain import harness
+
+        out, _ = harness.missing_envelope(kind, fmt, SCRIPT_MISSING.format(script=SCRIPTS[fmt], fmt=fmt))
+        missing = f"{{ echo {_sh_double(out)}; exit 0; }}"
+    return (f"/bin/sh -c 'f=${{CLAUDE_PROJECT_DIR:-.}}/{SCRIPTS[fmt]}; [ -f \"$f\" ] && [ ! -h \"$f\" ] || {missing}; "
             f"exec /bin/sh \"$f\" \"$@\"' {NAME} {kind} --format {fmt}")
 
 

@@ -438,8 +438,10 @@ def test_the_command_claude_quotes_on_a_block_is_short_and_says_nothing_false(tm
     program with its "not installed here, so this stop was not checked" reached the model on every block, the gate
     installed or not. The committed command is a short line; the program and its notice are in SCRIPT."""
     _, b = _configured_elsewhere(tmp_path)
-    for command in _hooks(b, "claude").values():
-        assert len(command) < 200 and "not installed" not in command and SCRIPT in command, command
+    hooks = _hooks(b, "claude")
+    stop = hooks["closeout"]  # the one a block quotes
+    assert len(stop) < 200 and "not installed" not in stop and "missing" not in stop and SCRIPT in stop, stop
+    assert "not installed" not in hooks["brief"] and SCRIPT in hooks["brief"]  # never quoted with a block
     assert (b / SCRIPT).read_bytes() == agents.script_text("claude")  # committed, so the clone has it
     assert agents.NOT_INSTALLED["closeout"].encode() in (b / SCRIPT).read_bytes()
 
@@ -447,7 +449,8 @@ def test_the_command_claude_quotes_on_a_block_is_short_and_says_nothing_false(tm
 @pytest.mark.parametrize("planted", ["missing", "link", "fifo"])
 def test_the_short_command_does_nothing_and_exits_0_without_a_script_of_its_own(tmp_path: Path, planted: str) -> None:
     """`sh FILE` exits 2 for a missing FILE (dash), which Claude Code reads as a block; a link or a FIFO there (a
-    clone's own) is not run either, and a FIFO does not hang the hook."""
+    clone's own) is not run either, and a FIFO does not hang the hook. The start hook says the loop is not running
+    (loud at every session start: a clone whose script was never committed is told); the stop hook is silent."""
     _, b = _configured_elsewhere(tmp_path)
     marker = tmp_path / "ran"
     (b / SCRIPT).unlink()
@@ -458,9 +461,14 @@ def test_the_short_command_does_nothing_and_exits_0_without_a_script_of_its_own(
         os.mkfifo(b / SCRIPT)
     path = f"{_venv(tmp_path / 'elsewhere')}:{_system_path()}"
     _work(b)
-    for command in _hooks(b, "claude").values():
-        proc = _as_the_harness(b, command, {"session_id": "s", "stop_hook_active": False}, path)
-        assert (proc.returncode, proc.stdout) == (0, ""), proc.stderr
+    hooks = _hooks(b, "claude")
+    stop = _as_the_harness(b, hooks["closeout"], {"session_id": "s", "stop_hook_active": False}, path)
+    assert (stop.returncode, stop.stdout) == (0, ""), stop.stderr
+    start = _as_the_harness(b, hooks["brief"], {"session_id": "s", "source": "startup"}, path)
+    document = json.loads(start.stdout)
+    assert start.returncode == 0 and schemas.validate(harness.schema(harness.START_SCHEMA["claude"]), document, {}) == []
+    said = agents.SCRIPT_MISSING.format(script=SCRIPT, fmt="claude")
+    assert _context(document) == said and document.get("systemMessage") == said
     assert not marker.exists()
 
 
