@@ -135,7 +135,8 @@ def test_config_problems_are_all_named_on_one_line(repo: Path) -> None:
     _assert_refused(
         repo, 3,
         "gate: .gate.yaml:2: handoff.max_lines: 'x' is not of type 'integer'; line 3: unknown key 'handoff.bogus' "
-        "(allowed: max_bytes, max_item_chars, max_lines, meta_section, path, schema, sections, target_section, title)",
+        "(allowed: brief_sections, max_bytes, max_item_chars, max_lines, meta_section, path, schema, sections, "
+        "target_section, title)",
         "config-invalid",
     )
 
