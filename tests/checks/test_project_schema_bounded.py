@@ -67,11 +67,21 @@ def test_a_schema_that_takes_exponential_time_is_the_config_error_within_the_bou
 
 
 def test_the_bound_holds_in_process_and_leaves_no_child(tmp_path: Path) -> None:
-    """`bounded` itself: the same hostile pattern, a short bound, an Unusable naming the bound."""
+    """`bounded` itself: the same hostile pattern, a short bound, an Unusable naming the bound, and the child that
+    was still matching is gone (killed and reaped, not left spinning)."""
     started = time.monotonic()
     with pytest.raises(schemas.Unusable, match=r"took more than 1 s"):
         schemas.bounded(_redos(), {"sections": [{"items": [{"text": EVIL_TEXT}]}]}, {}, seconds=1)
     assert time.monotonic() - started < 30
+    children = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                if b"gates.infra.schemas import serve" in handle.read():
+                    children.append(entry)
+        except OSError:
+            continue
+    assert children == [], children
 
 
 def test_an_ordinary_schema_is_applied_as_before(tmp_path: Path) -> None:
