@@ -104,6 +104,41 @@ def test_a_signal_during_network_work_leaves_nothing_behind(number: int, tmp_pat
         stop.set()
 
 
+def test_a_signal_while_the_scratch_repository_is_made_leaves_nothing_behind(tmp_path: Path) -> None:
+    """The scratch repository's own `git init` writes in the scratch folder too: a signal that comes while it
+    runs must kill it before the folder is removed (a CI run left `gate-remote-*` behind this way). The git on
+    PATH here is real git that, after its init, goes on writing for a while, as a slow disk makes git do."""
+    bare = seed_bare(tmp_path, CONFIG)
+    tree = clone(f"file://{bare}", tmp_path / "a")
+    port, stop = _silent_remote()
+    git(tree, "remote", "set-url", "origin", f"git://127.0.0.1:{port}/x.git")
+    scratch_tmp, marker = tmp_path / "tmp", tmp_path / "in-init"
+    scratch_tmp.mkdir()
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\ncase " $* " in *" init "*) for last; do :; done\n'
+                       f'  {shutil.which("git")} "$@" || exit\n  : > {marker}\n  sleep 2\n'
+                       f'  mkdir -p "$last/objects/late"\n  exit 0;;\nesac\nexec {shutil.which("git")} "$@"\n')
+    wrapper.chmod(0o755)
+    env = {**os.environ, "TMPDIR": str(scratch_tmp), "PATH": f"{wrapper.parent}:{os.environ['PATH']}"}
+    assert GATE_BIN
+    proc = subprocess.Popen([GATE_BIN, "brief"], cwd=tree, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        if not _wait_for(marker.exists, 30):
+            proc.kill()
+            pytest.fail("the brief never made its scratch repository")
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, err
+        time.sleep(3)  # a git left running would write its last directory by now
+        assert os.listdir(scratch_tmp) == []
+    finally:
+        proc.kill()
+        proc.communicate()
+        stop.set()
+
+
 def test_sigkill_during_network_work_leaves_no_git_behind(tmp_path: Path) -> None:
     """SIGKILL runs no handler: the kernel kills the network git with its parent (PR_SET_PDEATHSIG)."""
     proc, scratch_tmp, stop = _hanging_brief(tmp_path)

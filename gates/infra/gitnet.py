@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 
 from gates.infra.errors import USAGE, GateError
-from gates.infra.git import REPO_ENV_VARS, SAFE_CONFIG, Repo, _env, _run, failed, git_program
+from gates.infra.git import REPO_ENV_VARS, SAFE_CONFIG, Repo, _env, failed, git_program
 from gates.infra.paths import git_dirs, within
 from gates.infra.text import Pattern
 
@@ -96,29 +96,40 @@ class Scratch:
             raise KeyboardInterrupt
         safe = [arg for item in SAFE_CONFIG if item != "credential.helper=" for arg in ("-c", item)]
         argv = [git_program(), "--no-pager", *safe, *args]
-        import subprocess
-
-        # The guarded signals wait while git starts: a handler that ran between the fork and `_LIVE.add` would
-        # not know of this git, which would go on writing in the scratch folder the handler removes.
-        with _Held() as mask:  # a signal that comes meanwhile is handled once the git is in _LIVE
-            try:
-                proc = subprocess.Popen(argv, cwd=self.git_dir, env=self.env, start_new_session=True,
-                                        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_child_setup(mask))
-            except OSError as exc:
-                raise GateError(f"cannot run git: {exc.strerror}", reason="io-error") from None
-            _LIVE.add(proc)
         try:
-            out, err = proc.communicate(stdin, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            return _guarded(argv, self.git_dir, self.env, stdin, timeout)
+        except TimeoutError:
             what = f"git {args[len(_NETWORK_ARGS)]}"
             if network:
                 raise Unreachable(f"{what} got no answer within {timeout:g}s") from None
             raise GateError(f"{what} did not finish within {timeout:g}s", reason="io-error") from None
-        finally:
-            _LIVE.discard(proc)
-        return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def _guarded(argv: list[str], cwd: str, env: dict[str, str], stdin: bytes | None,
+             timeout: float) -> subprocess.CompletedProcess[bytes]:
+    """Run a git that works in a scratch folder, known to the signal handler from its start to its end: a signal
+    kills it (its whole group) before its folder is removed, so it cannot write there again. A timeout kills it
+    and raises TimeoutError."""
+    import subprocess
+
+    # The guarded signals wait while git starts: a handler that ran between the fork and `_LIVE.add` would
+    # not know of this git, which would go on writing in the scratch folder the handler removes.
+    with _Held() as mask:  # a signal that comes meanwhile is handled once the git is in _LIVE
+        try:
+            proc = subprocess.Popen(argv, cwd=cwd, env=env, start_new_session=True,
+                                    stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_child_setup(mask))
+        except OSError as exc:
+            raise GateError(f"cannot run git: {exc.strerror}", reason="io-error") from None
+        _LIVE.add(proc)
+    try:
+        out, err = proc.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        raise TimeoutError from None
+    finally:
+        _LIVE.discard(proc)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 _LIVE: set[Any] = set()  # the network git processes running now, each the leader of its own process group
@@ -248,8 +259,13 @@ def scratch(repo: Repo, timeout: float = NETWORK_TIMEOUT) -> Scratch:
         target = os.path.join(folder, "scratch.git")
         # The repository's object format (SHA-1 or SHA-256): git fetches and pushes only between equals.
         fmt = repo.ask("rev-parse", "--show-object-format").stdout.strip() or "sha1"
-        proc = _run(["init", "--quiet", "--bare", "--template=", f"--object-format={fmt}", target], folder,
-                    {k: v for k, v in repo.env.items() if k not in REPO_ENV_VARS})
+        # git init writes in the scratch folder: like every git there, it is killed before a signal removes it
+        try:
+            proc = _guarded([git_program(), "init", "--quiet", "--bare", "--template=", f"--object-format={fmt}",
+                             target], folder, {k: v for k, v in repo.env.items() if k not in REPO_ENV_VARS},
+                            None, max(timeout, 10.0))
+        except TimeoutError:
+            raise GateError(f"git init of a scratch repository in {folder} did not finish", reason="io-error") from None
         if proc.returncode != 0:
             raise GateError(f"cannot make a scratch repository in {folder}: "
                             f"{proc.stderr.decode(errors='replace').strip()[:200]}", reason="io-error")
