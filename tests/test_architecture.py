@@ -312,13 +312,13 @@ def test_the_walk_through_adds_a_gate_with_its_module_and_a_registry_line(tmp_pa
     proc = subprocess.run([sys.executable, "-m", "gates", "check"], cwd=work, env=env, capture_output=True, text=True)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert proc.stdout == ("HANDOFF.md:1: [handoff-owner] no owner: add `owner:` to the Meta block\n"
-                           f"gate check: failed: 1 error (handoff-owner: 1; {on} gates on HANDOFF.md)\n")
+                           f"gate check: failed: 1 error (handoff-owner: 1; {on} gates on HANDOFF.md in the work tree)\n")
     flags = subprocess.run([sys.executable, "-m", "gates", "flags"], cwd=work, env=env, capture_output=True, text=True)
     assert "handoff-owner" in flags.stdout  # flagged under its own id, as the registry line says
     (work / "HANDOFF.md").write_text(handoff_text(head).replace("## Meta\n", "## Meta\n- owner: ada\n"))
     proc = subprocess.run([sys.executable, "-m", "gates", "check", "--only", "handoff-owner"], cwd=work, env=env,
                           capture_output=True, text=True)
-    assert (proc.returncode, proc.stdout) == (0, "gate check: passed (1 gate on HANDOFF.md)\n"), proc.stderr
+    assert (proc.returncode, proc.stdout) == (0, "gate check: passed (1 gate on HANDOFF.md in the work tree)\n"), proc.stderr
     (work / "HANDOFF.md").write_text("x" * 70000)  # over handoff.max_bytes
     proc = subprocess.run([sys.executable, "-m", "gates", "check", "--only", "handoff-owner"], cwd=work, env=env,
                           capture_output=True, text=True)

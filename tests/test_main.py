@@ -23,7 +23,7 @@ TEARDOWN = "class Witness:\n    def __del__(self):\n        print('torn down', f
 def test_a_run_ends_without_the_teardown_and_writes_everything(repo: Path) -> None:
     proc = _launch(TEARDOWN, "check", cwd=repo)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "gate check: passed (9 gates on HANDOFF.md)\n"  # all of it, though stdout is a pipe
+    assert proc.stdout == "gate check: passed (9 gates on HANDOFF.md in the work tree)\n"  # all of it, though stdout is a pipe
     assert "torn down" not in proc.stdout + proc.stderr  # sys.exit() would finalize the module and say it
 
 
@@ -36,7 +36,7 @@ def test_the_ordinary_exit_switch_runs_the_collector_and_the_teardown(repo: Path
     """GATE_ORDINARY_EXIT=1 (for debugging) keeps the collector on and ends through the interpreter's own exit."""
     plain = _launch(f"{TEARDOWN}\n{COLLECTOR}", "check", cwd=repo)
     ordinary = _launch(f"import os\nos.environ['GATE_ORDINARY_EXIT'] = '1'\n{TEARDOWN}\n{COLLECTOR}", "check", cwd=repo)
-    passed = "gate check: passed (9 gates on HANDOFF.md)"
+    passed = "gate check: passed (9 gates on HANDOFF.md in the work tree)"
     assert plain.stdout.splitlines() == ["collector on: False", passed], plain.stderr
     assert ordinary.stdout.splitlines() == ["collector on: True", passed, "torn down"], ordinary.stderr
 

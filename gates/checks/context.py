@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from gates.domain.records import Record, Scan
+    from gates.infra.findings import Finding
 
 OVER_CAP = "not checked: the file is over its size cap (see handoff-structure)"  # a gate's word on a file it cannot read
 
@@ -31,6 +32,7 @@ class Context:
         self.range_spec = range_spec  # set under `gate check --range`: changes are those commits
         self.push = push  # at push time (`gate check --remote`, pre-push): the refs pushed (domain.push.Update)
         self.events: list[tuple[str, str]] = []  # (flag reason, message) to flag even on success
+        self.unjudged: dict[str, str] = {}  # gate: why it judged nothing this time (its flags stay as they are)
         self._scan: Scan | None = None
 
     def records_scan(self) -> Scan:
@@ -44,6 +46,12 @@ class Context:
     def records(self) -> tuple[list[Record], list[tuple[str, int, str]]]:
         """The records of the work tree, read once per check for every gate that needs them."""
         return self.records_scan().load()
+
+    def judged_nothing(self, gate: str, why: str) -> list[Finding]:
+        """What a gate returns when this check gave it nothing to judge: no finding, and no pass either, so its open
+        flags are neither resolved nor raised again; the summary line says so."""
+        self.unjudged[gate] = why
+        return []
 
     def staged(self, path: str) -> bool:
         """Whether the commit being made changes `path` (never true under --range: history has no index)."""

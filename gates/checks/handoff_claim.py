@@ -1,5 +1,8 @@
 """handoff-claim: a commit that changes the state file is denied while another live worktree holds its claim.
 
+A commit that leaves the state file alone passes when a commit of it would pass as the claims stand now (a
+denial's cause is gone), and otherwise judged nothing: its flags stay, since nothing was tried.
+
 With `claims.require: true`, a commit of the state file from a worktree that holds no claim, or
 whose own claim's TTL has run out, is denied too. An abandoned claim (its worktree gone, or its
 TTL expired) only warns. The claim is looked up by `claims.key()`, the state file's canonical
@@ -30,7 +33,19 @@ def check(ctx: Context) -> list[Finding]:
     state_rel = claims.key(ctx.repo, configured)
     record = claims.read(state.layout(ctx.repo), state_rel)
     staged = ctx.staged(state_rel) or ctx.staged(posixpath.normpath(configured))  # the file, or the link that names it
-    if (record is None and not require) or not staged:
+    found = _verdict(ctx, state_rel, record, require)
+    if staged:
+        return found
+    if any(finding.severity != WARNING for finding in found):  # a commit of the state file would still be denied
+        return ctx.judged_nothing(ID, f"this commit leaves {state_rel} alone")
+    return []  # a commit of it would pass now: a denial's cause is gone
+
+
+def _verdict(ctx: Context, state_rel: str, record: dict[str, object] | None, require: bool) -> list[Finding]:
+    """What the gate says of a commit that changes the state file, as the claims stand now."""
+    from gates.domain import claims
+
+    if record is None and not require:
         return []
     if record is None:
         return [Finding(state_rel, 1, ID, f"this commit changes {state_rel} but this worktree holds no claim "

@@ -45,6 +45,7 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[str], now: 
                   range_spec=range_spec, push=push)
     result = CheckResult(gates=list(gate_ids), files=[item.shown for item in loaded])
     result.range = (range_spec, len(found)) if range_spec else None
+    result.situation = changes.situation(range_spec, push, found)
     try:
         for gate_id in gate_ids:
             result.findings.extend(GATES[gate_id].check(ctx))
@@ -55,6 +56,7 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[str], now: 
         history.close()
     result.findings.sort(key=lambda f: (f.path, f.line, f.gate))  # stable: a gate's own order stands within a line
     result.events = ctx.events
+    result.unjudged = ctx.unjudged
     return result
 
 

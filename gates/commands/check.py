@@ -54,26 +54,42 @@ def _check(args: argparse.Namespace, run: Invocation) -> int:
     if fixed and args.format in ("text", "github"):
         print("\n".join(line for _, line in fixed))
     sys.stdout.write(_render(args.format, result, code, None))
+    watched = bool(fixed or result.errors) and _watched()  # only a run with something to flag asks
     for gate_id, line in fixed:  # resolved when that gate next passes: the fix was staged
-        run.fail("autofix-applied", line, gate=gate_id)
+        if not watched:
+            run.fail("autofix-applied", line, gate=gate_id)
     from gates.checks import flag_reason
 
     for gate_id in result.gates:
         lines = [f.render() for f in result.errors if f.gate == gate_id]
         if lines:
-            run.fail(flag_reason(gate_id), "\n".join(lines), gate=gate_id)
-        elif not any(fixer == gate_id for fixer, _ in fixed):
+            if not watched:
+                run.fail(flag_reason(gate_id), "\n".join(lines), gate=gate_id)
+        elif gate_id not in result.unjudged and not any(fixer == gate_id for fixer, _ in fixed):
             run.passed.append(gate_id)  # write_flags resolves its open flags in this worktree and scope
     from gates.infra.findings import ENVIRONMENT
 
     lines = [f.render() for f in result.errors if f.gate == ENVIRONMENT]
-    if lines:
+    if lines and not watched:
         run.fail("io-error", "\n".join(lines))  # a killed writer's temp file staged for the commit
     for reason, message in result.events:
         run.notice(reason, message)
     if result.files and not args.files and not args.range:  # the configured hand-over, as it is now
         _read_again(run)
     return code
+
+
+def _watched() -> bool:
+    """Whether a person runs this check at a terminal (stdin and stdout are one, and no CI says otherwise): they
+    read its findings now, so they leave no flag. A hook (git gives it no terminal on stdin; the pre-commit
+    framework reads its output), CI and an agent's tool call (its harness's variable is set, even in a terminal of
+    its own: gates/domain/loopwatch.py) leave flags, for the next session to hear of. A passing watched check
+    still resolves flags: what it judged holds."""
+    if "CI" in os.environ or not (os.isatty(0) and os.isatty(1)):
+        return False
+    from gates.domain.loopwatch import HARNESSES  # an agent's shell may give it a terminal: the model is no person
+
+    return not any(os.environ.get(harness[0]) for harness in HARNESSES)
 
 
 def _read_again(run: Invocation) -> None:
@@ -107,7 +123,6 @@ def _run_gates(run: Invocation, args: argparse.Namespace) -> tuple[CheckResult, 
             raise GateError(f"{given}: no such file — name an existing hand-over file, or none to check the "
                             "configured one", code=USAGE, reason="usage")
     fixed = check.fix(repo, config, gate_ids, invocation.now()) if args.fix else []  # what pre-commit fixers do
-    run.scope = changes.scope_of(repo, files, args.range, repo.path(config.section("handoff")["path"]))
     push = None
     if args.remote or args.pre_push or "handoff-claim-remote" in gate_ids and os.environ.get("PRE_COMMIT_TO_REF") \
             or "handoff-claim-remote" in args.only:  # at push time (issue 18)
@@ -117,6 +132,8 @@ def _run_gates(run: Invocation, args: argparse.Namespace) -> tuple[CheckResult, 
         if "handoff-claim-remote" not in gate_ids and "handoff-claim-remote" not in args.skip:
             gate_ids.append("handoff-claim-remote")
     result = check.run(repo, config, gate_ids, files, range_spec=args.range, push=push, fixed=bool(fixed))
+    run.scope = changes.scope_of(repo, files, args.range, repo.path(config.section("handoff")["path"]),
+                                 result.situation)
     return result, fixed
 
 

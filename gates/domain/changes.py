@@ -58,23 +58,50 @@ def in_range(repo: Repo, history: History, spec: str) -> list[Change]:
     return found
 
 
-def scope_of(repo: Repo, files: list[str], range_spec: str | None, default_file: str) -> dict[str, Any]:
-    """What a check judged: the hand-over files it read (the configured one when none is named) and its range:
-    the scope its flags are raised and resolved in (gates/domain/flags.py).
+SITUATIONS = ("commit", "work tree", "range", "push")  # what a check judged: its flags are keyed by it
+
+
+def situation(range_spec: str | None, push: object, found: list[Change]) -> str:
+    """What a check judges: a --range's commits, a push, the commit as it will be recorded (something is staged:
+    the index differs from HEAD), or else the work tree."""
+    if range_spec:
+        return "range"
+    if push is not None:
+        return "push"
+    return "commit" if found and found[0].new is None and found[0].changed() else "work tree"
+
+
+def scope_of(repo: Repo, files: list[str], range_spec: str | None, default_file: str,
+             judged: str | None = None) -> dict[str, Any]:
+    """What a check judged: the hand-over files it read (the configured one when none is named), its range and its
+    situation: the scope its flags are raised and resolved in (gates/domain/flags.py).
 
     `gate check HANDOFF.md` and `gate check` have the same scope; `gate check OTHER.md` and a
-    `--range` check have their own: a pass there says nothing about a failure here.
+    `--range` check have their own: a pass there says nothing about a failure here. So has the situation: a manual
+    check of the work tree says nothing about the commit a hook refused.
     """
     from gates.infra.paths import real_from
 
     top = repo.toplevel  # resolved: below it, one lstat a component (paths.real_from)
     paths = sorted({real_from(p, top, top) for p in files}) if files else [real_from(default_file, top, top)]
-    return {"files": paths, "range": range_spec}
+    return {"files": paths, "range": range_spec, "situation": judged}
+
+
+def keyed(gate: str, scope: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The scope `gate`'s flags are keyed by: a gate whose verdict does not depend on the situation (the catalog's
+    `situated`) is keyed without it, so that any check of the clone's state settles it."""
+    from gates.infra.catalog import CATALOG
+
+    entry = CATALOG.get(gate)
+    if scope is None or entry is None or entry.situated:
+        return scope
+    return {key: value for key, value in scope.items() if key != "situation"}
 
 
 def marker(gate: str, worktree: str, scope: dict[str, Any] | None) -> str:
     """The name of the marker (flags/open/<name>) that says `gate` has a flag open in `worktree` and `scope`."""
-    digest = sha256(jsonio.dumps([worktree, scope], sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
+    digest = sha256(jsonio.dumps([worktree, keyed(gate, scope)], sort_keys=True).encode("utf-8",
+                                                                                         "surrogatepass")).hexdigest()
     return f"{gate}.{digest[:24]}"
 
 

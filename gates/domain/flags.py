@@ -5,9 +5,11 @@ token, never from input text. Identical repeats (same reason, message and worktr
 into one flag with a count. Nothing is ever deleted; a flag leaves the open folder in one of two ways:
 
 - resolved: a flag raised because a gate failed (it names that `gate` and the `scope` of the
-  check: the files it read and its --range) moves to `flags/resolved/` with the time, command and
-  HEAD of the check that resolved it, when that gate next passes in a check of the same worktree
-  and the same scope. The move is journalled (`flags-resolved`).
+  check: the files it read, its --range and, for a gate whose verdict depends on it, its situation: the
+  commit as it will be, the work tree, a range or a push) moves to `flags/resolved/` with the time,
+  command and HEAD of the check that resolved it, when that gate next passes in a check of the same
+  worktree and the same scope. A gate that judged nothing (handoff-claim, when the commit leaves the
+  state file alone and another worktree still holds the claim) resolves nothing. The move is journalled (`flags-resolved`).
 - acknowledged: `gate flags --ack` moves any flag to `flags/acked/`. Event flags (a claim broken,
   a lock moved, an internal error...) leave only this way, but for one: a `closeout-missing` flag
   is resolved (as above, by `resolve_event`) by a `done` close-out verdict in its worktree, which
@@ -122,11 +124,12 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
     message = message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS] + "\n… (cut)"
     worktree = str(repo.toplevel)
     key = _key(reason, message, worktree)
+    scope = changes.keyed(gate, scope) if gate else None
     with _locked(directory):
         for path in _flag_files(directory, reason):
             record, _ = _load(path)
             if (record is not None and record.get("key") == key and record.get("reason") == reason
-                    and record.get("gate") == gate and record.get("scope") == (scope if gate else None)):
+                    and record.get("gate") == gate and record.get("scope") == scope):
                 record["count"] = int(record.get("count", 1)) + 1
                 record["last_seen"] = clock.utc_text(now)
                 record["seen_ns"] = max(seen_ns, int(record.get("seen_ns") or 0))
@@ -151,7 +154,7 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
             "exit_code": exit_code,
             "key": key,
             "gate": gate,
-            "scope": scope if gate else None,
+            "scope": scope,
             "seen_ns": seen_ns,
         }
         _write(repo, os.path.join(directory, f"{flag_id}.json"), record)
@@ -184,8 +187,9 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
             if _reason_of(os.path.basename(path)) not in reasons:
                 continue  # only the flags these gates can have raised are read
             record, _ = _load(path)
-            if record is None or record.get("gate") not in wanted or record.get("worktree") != worktree \
-                    or record.get("scope") != scope or not ID_PATTERN.match(str(record.get("id"))):
+            if (record is None or record.get("gate") not in wanted or record.get("worktree") != worktree
+                    or record.get("scope") != changes.keyed(str(record["gate"]), scope)
+                    or not ID_PATTERN.match(str(record.get("id")))):
                 continue
             gate = str(record["gate"])
             if int(record.get("seen_ns") or 0) > observed:

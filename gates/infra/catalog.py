@@ -15,7 +15,9 @@ class Gate(NamedTuple):
     runs it when the config does not say (the `gates:` defaults are made from this). For its surfaces: hook, the
     hook's description where it says more than the summary (None: the summary, as a sentence); fix, whether the hook
     runs `--fix`; push, a push-time gate (the hook's stages are pre-push's, not a commit's); note, why a gate off by
-    default is off (the comment of its `gates:` line)."""
+    default is off (the comment of its `gates:` line); situated, whether its verdict depends on the situation judged
+    (the commit as it will be, the work tree, a range, a push): its flags then resolve only in the same situation
+    (gates/domain/changes.py::keyed). A gate that reads only the work tree or the clone's state is not."""
 
     id: str
     summary: str
@@ -25,6 +27,7 @@ class Gate(NamedTuple):
     fix: bool = False
     push: bool = False
     note: str | None = None
+    situated: bool = True
 
 
 CATALOG: dict[str, Gate] = {gate.id: gate for gate in (
@@ -35,17 +38,17 @@ CATALOG: dict[str, Gate] = {gate.id: gate for gate in (
     Gate("handoff-fresh", "the Meta ref is HEAD or a recent ancestor, and the hand-over is not stale", None,
          hook="The Meta ref is HEAD or a recent first-parent ancestor; a staged hand-over names HEAD; not stale."),
     Gate("handoff-claim", "no commit of the state file while another live worktree holds its claim", "claim-denied",
-         hook="No commit of the state file while another live worktree holds its claim (gate claim)."),
+         hook="No commit of the state file while another live worktree holds its claim (gate claim).", situated=False),
     Gate("handoff-claim-remote", "no push of the state file while another clone holds its remote claim, or under a "
          "stale fence", None, False, push=True, note="runs at push time: `gate check --remote` and its pre-push hook",
          hook="At push, no change of the state file while another clone holds its remote claim or under a stale fence "
               "(needs claims.remote; reads the remote, so pre-commit.ci must skip it)."),
     Gate("git-stale-locks", "no stale git lock file wedges the repository", None,
-         hook="No stale git lock file wedges the repository; stale ones move into lost+found."),
+         hook="No stale git lock file wedges the repository; stale ones move into lost+found.", situated=False),
     Gate("append-only", "archive files only grow at their end", None),
     Gate("records-immutable", "closed records are never edited; records are valid; supersession is reciprocal", None),
     Gate("handoff-tables", "generated tables in the hand-over file match the records", None),
-    Gate("mailbox", "the work-package file is its sentinel line or a complete work package", None),
+    Gate("mailbox", "the work-package file is its sentinel line or a complete work package", None, situated=False),
     Gate("heartbeat", "a commit of other work also updates the hand-over file (or grows the journal file)", None, False,
          hook="A commit of other work also updates the hand-over file (enable it in .gate.yaml)."),
 )}

@@ -57,6 +57,8 @@ class CheckResult:
         self.events = events if events is not None else []
         self.fixed: list[str] = []  # what `--fix` changed before the gates ran (the run then exits 1)
         self.range: tuple[str, int] | None = None  # under --range: the range and how many commits it judged
+        self.situation: str | None = None  # what was judged (gates/domain/changes.py::situation)
+        self.unjudged: dict[str, str] = {}  # gate: why it had nothing to judge (it neither passed nor failed)
 
     @property
     def errors(self) -> list[Finding]:
@@ -65,11 +67,17 @@ class CheckResult:
 
 # The text renderer lives with the result: it is every commit's format, and the other renderers' module
 # (gates/infra/report.py) is then never loaded.
+_AS = {"commit": " as this commit will record it", "work tree": " in the work tree", "push": " at push"}
+
+
 def summary(result: CheckResult) -> str:
-    where = ", ".join(result.files)
+    """The one last line: the verdict, and what was judged: the files, in which situation, and the gates that had
+    nothing to judge."""
+    where = ", ".join(result.files) + _AS.get(str(result.situation), "")
     if result.range is not None:
         spec, count = result.range
         where += f" and {count} commit{'s' if count != 1 else ''} of {spec}"
+    where += "".join(f"; {gate} judged nothing: {why}" for gate, why in result.unjudged.items())
     gates = f"{len(result.gates)} gate{'s' if len(result.gates) != 1 else ''}"
     if result.fixed and not any(f.severity == ERROR for f in result.findings):
         count = len(result.fixed)

@@ -17,7 +17,7 @@ def test_fix_says_what_it_changed_and_why_it_exits_1(repo: Path) -> None:
     assert proc.stdout.splitlines() == [
         "fixed: moved 1 checked item(s) to ARCHIVE.md: finished thing — stage both files again",
         "gate check: fixed 1 problem and exits 1 so that the changed files are staged again; nothing else to fix "
-        "(1 gate on HANDOFF.md)",
+        "(1 gate on HANDOFF.md in the work tree)",
     ]
 
 
@@ -33,7 +33,7 @@ def test_fix_of_a_staged_hand_over_judges_the_fixed_file_and_says_to_stage_it(re
     assert proc.stdout.splitlines() == [
         "fixed: moved 1 checked item(s) to ARCHIVE.md: finished — stage both files again",
         "gate check: fixed 1 problem and exits 1 so that the changed files are staged again; nothing else to fix "
-        "(9 gates on HANDOFF.md)",
+        "(9 gates on HANDOFF.md as this commit will record it)",
     ], proc.stdout
     git(repo, "add", "HANDOFF.md", "ARCHIVE.md")
     again = run_gate(repo, "check")

@@ -20,7 +20,7 @@ def test_a_stale_table_is_detected_and_fixed_by_render(repo: Path) -> None:
     assert stale.stdout.splitlines() == [
         "HANDOFF.md:14: [handoff-tables] table 'decisions' is out of date (1 lines, 3 expected): line 15 is '_(none)_', "
         "expected '| ID | Title | Status | Date |' — run `gate render` (`gate render --diff` shows all)",
-        "gate check: failed: 1 error (handoff-tables: 1; 1 gate on HANDOFF.md)",
+        "gate check: failed: 1 error (handoff-tables: 1; 1 gate on HANDOFF.md in the work tree)",
     ]
     diff = run_gate(repo, "render", "--diff")
     assert f"+| {record_id} | A \\| pipe in the title | open |" in diff.stdout

@@ -20,7 +20,7 @@ def test_heartbeat_off_by_default_and_on_when_enabled(repo: Path) -> None:
     assert proc.stdout.splitlines() == [
         "HANDOFF.md:1: [heartbeat] the commit being made changes 1 file(s) (code.py…) but not HANDOFF.md: a session that "
         "leaves no written trace never happened — update the hand-over, or add to NOTES.md",
-        "gate check: failed: 1 error (heartbeat: 1; 10 gates on HANDOFF.md)",
+        "gate check: failed: 1 error (heartbeat: 1; 10 gates on HANDOFF.md as this commit will record it)",
     ]
     (repo / "NOTES.md").write_text("did code.py\n")
     git(repo, "add", "NOTES.md")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import run_gate
 
-PASSED = "gate check: passed (1 gate on HANDOFF.md)"
+PASSED = "gate check: passed (1 gate on HANDOFF.md in the work tree)"
 
 
 def test_no_file_the_sentinel_or_a_whole_package_pass_and_a_partial_one_is_named(repo: Path) -> None:
@@ -23,7 +23,7 @@ def test_no_file_the_sentinel_or_a_whole_package_pass_and_a_partial_one_is_named
     assert partial.stdout.splitlines() == [
         "WORKPACKAGE.md:1: [mailbox] neither the sentinel line ('No work package.') nor a work package: it has no "
         "'## Done when' section — add it, or clear the file with `gate mailbox take`",
-        "gate check: failed: 1 error (mailbox: 1; 1 gate on HANDOFF.md)",
+        "gate check: failed: 1 error (mailbox: 1; 1 gate on HANDOFF.md in the work tree)",
     ]
     box.write_text("# Work package\n\n## Goal\nShip.\n\n## Plan\n1. do it\n\n## Done when\nshipped\n")
     assert run_gate(repo, "check", "--only", "mailbox").stdout.splitlines() == [PASSED]
@@ -40,5 +40,5 @@ def test_the_configured_path_and_sections_are_the_ones_judged(repo: Path) -> Non
     assert proc.stdout.splitlines() == [
         "INBOX.md:1: [mailbox] neither the sentinel line ('No work package.') nor a work package: it has no "
         "'## Goal' section — add it, or clear the file with `gate mailbox take`",
-        "gate check: failed: 1 error (mailbox: 1; 1 gate on HANDOFF.md)",
+        "gate check: failed: 1 error (mailbox: 1; 1 gate on HANDOFF.md in the work tree)",
     ]

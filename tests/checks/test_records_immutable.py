@@ -68,7 +68,7 @@ def test_invalid_front_matter_is_named_at_its_line(repo: Path) -> None:
     assert proc.stdout.splitlines() == [
         f"{rel}:4: [records-immutable] status: 'maybe' is not one of ['open', 'closed', 'superseded']",
         f"{rel}:5: [records-immutable] unknown key 'owner' (allowed: date, id, status, superseded_by, supersedes, tags, title)",
-        "gate check: failed: 2 errors (records-immutable: 2; 1 gate on HANDOFF.md)",
+        "gate check: failed: 2 errors (records-immutable: 2; 1 gate on HANDOFF.md in the work tree)",
     ]
 
 
@@ -83,7 +83,8 @@ def test_a_closed_record_can_be_superseded_and_nothing_more(repo: Path) -> None:
     old.write_text(closed.replace("status: closed", f"status: superseded\nsuperseded_by: {new_id}", 1))
     git(repo, "add", "-A")
     proc = run_gate(repo, "check", "--only", "records-immutable")
-    assert (proc.returncode, proc.stdout) == (0, "gate check: passed (1 gate on HANDOFF.md)\n"), proc.stdout
+    passed = "gate check: passed (1 gate on HANDOFF.md as this commit will record it)\n"
+    assert (proc.returncode, proc.stdout) == (0, passed), proc.stdout
     old.write_text(old.read_text().replace("title: 'First idea'", "title: 'First idea, reworded'", 1))
     git(repo, "add", "-A")
     edit = run_gate(repo, "check", "--only", "records-immutable")

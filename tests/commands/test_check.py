@@ -79,7 +79,8 @@ def test_text_output_is_one_line_per_finding_then_a_summary(repo: Path) -> None:
     assert proc.stdout.splitlines() == [
         "HANDOFF.md:11: [handoff-no-checked-items] checked item 'done' — completed items move to ARCHIVE.md (`gate archive`)",
         "HANDOFF.md:15: [handoff-structure] missing section '## Verified' — add it before '## Assumed'",
-        "gate check: failed: 2 errors (handoff-no-checked-items: 1, handoff-structure: 1; 9 gates on HANDOFF.md)",
+        "gate check: failed: 2 errors (handoff-no-checked-items: 1, handoff-structure: 1; 9 gates on HANDOFF.md in the "
+        "work tree)",
     ]
     assert proc.stderr == ""
 
@@ -116,7 +117,7 @@ def test_only_and_skip_select_gates(repo: Path) -> None:
     everything = ",".join(GATES)
     skip = run_gate(repo, "check", "--skip", everything)
     assert skip.returncode == 0
-    assert skip.stdout == "gate check: passed (0 gates on HANDOFF.md)\n"
+    assert skip.stdout == "gate check: passed (0 gates on HANDOFF.md in the work tree)\n"
 
 
 def test_only_runs_a_gate_that_config_turned_off(repo: Path) -> None:
@@ -162,7 +163,7 @@ def test_github_annotations(repo: Path) -> None:
     assert proc.stdout.splitlines() == [  # the whole output: one annotation per finding, then the summary
         "::error file=HANDOFF.md,line=11,title=handoff-no-checked-items::"
         "checked item '100%25 done, ok: yes' — completed items move to ARCHIVE.md (`gate archive`)",
-        "gate check: failed: 1 error (handoff-no-checked-items: 1; 9 gates on HANDOFF.md)",
+        "gate check: failed: 1 error (handoff-no-checked-items: 1; 9 gates on HANDOFF.md in the work tree)",
     ]
     env = {**os.environ, "GITHUB_ACTIONS": "true"}
     assert run_gate(repo, "check", env=env).stdout == proc.stdout

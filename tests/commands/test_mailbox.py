@@ -17,7 +17,7 @@ def test_mailbox_take_prints_and_clears(repo: Path) -> None:
     assert bad.stdout.splitlines() == [
         *(f"WORKPACKAGE.md:1: [mailbox] neither the sentinel line ('No work package.') nor a work package: it has no "
           f"'## {section}' section — add it, or clear the file with `gate mailbox take`" for section in ("Plan", "Done when")),
-        "gate check: failed: 2 errors (mailbox: 2; 1 gate on HANDOFF.md)",
+        "gate check: failed: 2 errors (mailbox: 2; 1 gate on HANDOFF.md in the work tree)",
     ]
     package = "# Work package\n\n## Goal\nShip.\n\n## Plan\n1. do it\n\n## Done when\nshipped\n"
     box.write_text(package)

@@ -139,7 +139,7 @@ def test_only_a_check_that_ran_the_gate_on_the_same_files_resolves_it(repo: Path
     other.write_text(handoff_text(git(repo, "rev-parse", "HEAD"), threads="- [x] done"))
     assert run_gate(repo, "check", "OTHER.md").returncode == 1
     [raised] = flag_records(repo / ".git")
-    assert raised["scope"] == {"files": [str(other.resolve())], "range": None}
+    assert raised["scope"] == {"files": [str(other.resolve())], "range": None, "situation": "work tree"}
     assert run_gate(repo, "check").returncode == 0
     assert len(flag_records(repo / ".git")) == 1
     other.write_text(handoff_text(git(repo, "rev-parse", "HEAD")))
@@ -223,7 +223,7 @@ from pathlib import Path
 from gates.domain import changes, flags
 from gates.infra.git import discover
 repo = discover(Path({str(repo)!r}), {{}})
-scope = changes.scope_of(repo, [], None, {str(repo / "HANDOFF.md")!r})
+scope = changes.scope_of(repo, [], None, {str(repo / "HANDOFF.md")!r}, "work tree")
 for i in range(30):
     if sys.argv[1] == "fail":
         flags.raise_flag(repo, {GATE!r}, f"m{{sys.argv[2]}}-{{i % 3}}", command="gate check", exit_code=1,
@@ -303,7 +303,7 @@ def test_identical_repeats_coalesce_into_one_flag_with_a_count(repo: Path) -> No
     for _ in range(3):
         assert run_gate(repo, "check").returncode == 1
     found = discover(repo, {})
-    scope = changes.scope_of(found, [], None, str(repo / "HANDOFF.md"))  # what `gate check` judged
+    scope = changes.scope_of(found, [], None, str(repo / "HANDOFF.md"), "work tree")  # what `gate check` judged
     for _ in range(500):
         flags.raise_flag(found, "handoff-no-checked-items", flag_records(repo / ".git")[0]["message"],
                          command="gate check", exit_code=1, gate="handoff-no-checked-items", scope=scope)

@@ -181,7 +181,7 @@ def test_an_unsafe_state_dir_is_a_warning_in_check_and_a_fix_in_doctor(repo: Pat
     assert proc.stdout.splitlines() == [
         f"{folder}:1: [gate warning] state dir {folder}: {why}: commands that write (flags, claims, stamps, the "
         "journal) refuse it — `gate doctor` says what to fix",
-        "gate check: passed with warnings: 0 errors, 1 warning (gate: 1; 9 gates on HANDOFF.md)"]
+        "gate check: passed with warnings: 0 errors, 1 warning (gate: 1; 9 gates on HANDOFF.md in the work tree)"]
     document = json.loads(run_gate(repo, "check", "--format", "json").stdout)
     assert document["ok"] and [(f["gate"], f["severity"], f["path"]) for f in document["findings"]] == [
         ("gate", "warning", str(folder))]
@@ -210,6 +210,6 @@ def test_a_state_dir_writers_accept_is_no_warning(repo: Path, how: str) -> None:
     if how == "shared":
         git(repo, "config", "core.sharedRepository", "all")
     proc = run_gate(repo, "check")
-    assert proc.returncode == 0 and proc.stdout.splitlines() == ["gate check: passed (9 gates on HANDOFF.md)"]
+    assert proc.returncode == 0 and proc.stdout.splitlines() == ["gate check: passed (9 gates on HANDOFF.md in the work tree)"]
     assert "FIX   state dir" not in run_gate(repo, "doctor").stdout
     assert stat.S_IMODE(root.stat().st_mode) == (0o1777 if how == "sticky" else 0o2777)
