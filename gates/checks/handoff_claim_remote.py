@@ -3,8 +3,11 @@
 It runs at push time only (the pre-push hook, `gate check --remote`), and only with
 `claims.remote` set: it reads the claim from the remote itself. A push that changes the state
 file is refused when another clone holds the remote claim, when the pushed hand-over carries a
-Meta `fence` lower than the remote's (it was written under a claim that has since been taken
-over: a stale holder's late close-out), or, with `claims.require`, when this clone holds none.
+Meta `fence` lower than the remote's and would replace a hand-over written under a later fence
+(or one this clone cannot read: a new branch) — a stale holder's late close-out —, or, with
+`claims.require`, when this clone holds none. A lower fence whose push replaces only what was
+written under it or earlier (the file was claimed and released since, and nothing written)
+passes with a warning.
 When the remote cannot be read the push is refused (`claims.offline_push: allow` lets it pass
 with a `remote-unreachable` flag).
 """
@@ -66,6 +69,31 @@ def fence_at(repo: Repo, commit: str, state_rel: str, meta_section: str) -> int 
     return int(value) if int(value) <= MAX_FENCE else None
 
 
+def _named(repo: Repo, update: Update, target: remote.Remote) -> Update:
+    """A manual `gate check --remote` pushes HEAD nowhere in particular: it is judged as a push of the checked-out
+    branch to its namesake on the claims remote, whose value there (one ls-remote) is what the push replaces."""
+    from gates.infra import gitnet
+
+    branch = repo.branch()
+    if update.local_ref != "HEAD" or update.remote_ref or not branch:
+        return update
+    ref = f"refs/heads/{branch}"
+    there = gitnet.ls_remote(target.work, target.url, [ref]).get(ref)
+    return Update(update.local_ref, update.local_oid, ref, there) if there else update
+
+
+def _fence_replaced(ctx: Context, update: Update, state_rel: str) -> int | None:
+    """The fence of the hand-over the pushed ref holds now (its old value, when this clone has that commit): 0 when it
+    has no hand-over or no fence line; None when it cannot be told (a new branch, an old value not fetched)."""
+    if set(update.remote_oid) == {"0"} or not ctx.repo.resolve_commit(update.remote_oid):
+        return None
+    try:
+        fence = fence_at(ctx.repo, update.remote_oid, state_rel, ctx.config.section("handoff")["meta_section"])
+    except GateError:
+        return None
+    return 0 if fence is None else fence
+
+
 def check(ctx: Context) -> list[Finding]:
     push = ctx.push
     name = ctx.config.section("claims").get("remote")
@@ -86,6 +114,7 @@ def check(ctx: Context) -> list[Finding]:
                 heads.append(sorted(set(gitnet.ls_remote(target.work, target.url, ["refs/heads/*"]).values())))
             return heads[0]
 
+        push = [_named(ctx.repo, u, target) for u in push]
         changing = [u for u in push if _changes(ctx.repo, u, state_rel, remote_heads)]
         if not changing:
             return []
@@ -129,10 +158,19 @@ def _judge(ctx: Context, name: str, state_rel: str, changing: list[Update], seen
     for update in changing:
         fence = fence_at(ctx.repo, update.local_oid, state_rel, ctx.config.section("handoff")["meta_section"])
         short = update.local_oid[:12]
-        if fence is not None and fence < seen.fence:
+        overwritten = _fence_replaced(ctx, update, state_rel) if fence is not None and fence < seen.fence else None
+        if fence is not None and fence < seen.fence and overwritten is not None and overwritten <= fence:
+            found.append(Finding(state_rel, 1, ID, f"{state_rel} as pushed in {short} was written under fence {fence}; "
+                                 f"the claim on remote {name} has been taken since (fence {seen.fence}) but what this "
+                                 f"push replaces was written under fence {overwritten}, so no later holder's hand-over "
+                                 "is overwritten: let through", WARNING))
+        elif fence is not None and fence < seen.fence:
+            since = (f"the hand-over this push replaces was written under fence {overwritten}, a later claim"
+                     if overwritten is not None else "it was claimed again since (taken over, or claimed after your "
+                     "release), and what this push replaces is not in this clone to tell whether that claim wrote it")
             found.append(Finding(state_rel, 1, ID, f"{state_rel} as pushed in {short} was written under fence {fence}, "
-                                 f"but the claim on remote {name} is at fence {seen.fence}: it was taken over since "
-                                 "— this is a stale close-out; claim again, re-read the hand-over and fold your notes in"))
+                                 f"but the claim on remote {name} is at fence {seen.fence}: {since} — this is a stale "
+                                 "close-out; claim again, re-read the hand-over and fold your notes in"))
         elif fence is not None and fence > seen.fence and not seen.problem:
             found.append(Finding(state_rel, 1, ID, f"{state_rel} as pushed in {short} was written under fence {fence}, "
                                  f"but remote {name} shows fence {seen.fence} for it: the remote lost or hides its "

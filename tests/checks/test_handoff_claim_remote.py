@@ -46,9 +46,50 @@ def test_a_pushed_hand_over_under_a_stale_fence_is_refused_at_push(file_or_http:
     assert "handoff-claim-remote" in [f["reason"] for f in flag_records(a / ".git")]
     # pre-commit's way of saying what is pushed, and `--only`: the same verdict
     env = {**dict(__import__("os").environ), "PRE_COMMIT_TO_REF": git(a, "rev-parse", "HEAD"),
-           "PRE_COMMIT_FROM_REF": git(a, "rev-parse", "origin/main")}
+           "PRE_COMMIT_FROM_REF": git(b, "rev-parse", "HEAD")}  # the remote's main, b's close-out: a lacks it
     framework = run_gate(a, "check", "--only", "handoff-claim-remote", env=env)
     assert framework.returncode == 1 and "written under fence 1" in framework.stdout
+
+
+def _close_out_under_a_claim(tree: Path, note: str) -> None:
+    assert run_gate(tree, "claim").returncode == 0
+    (tree / "HANDOFF.md").write_text((tree / "HANDOFF.md").read_text().replace("## Open Threads\n",
+                                                                            f"## Open Threads\n- [ ] {note}\n", 1))
+    assert run_gate(tree, "stamp").returncode == 0
+    git(tree, "commit", "-q", "--no-verify", "-am", f"close-out: {note}")
+
+
+def test_a_push_after_a_normal_release_passes_when_no_later_claim_wrote_what_it_replaces(tmp_path: Path) -> None:
+    """Issue 27: a close-out pushed after a normal release was refused as "taken over" once another clone had claimed
+    and released the file in between, though that clone wrote nothing: what the push replaces was written under
+    this clone's own fence or earlier. It passes, with a warning that says so; a push that would replace a hand-over
+    written under a later fence is still refused."""
+    bare = seed_bare(tmp_path)
+    a, b = clone(f"file://{bare}", tmp_path / "a"), clone(f"file://{bare}", tmp_path / "b")
+    _close_out_under_a_claim(a, "a's notes")
+    assert "- fence: 1" in (a / "HANDOFF.md").read_text()
+    assert run_gate(a, "release").returncode == 0
+    assert run_gate(b, "claim").returncode == 0 and run_gate(b, "release").returncode == 0  # fence 2, nothing written
+    before = refs(bare)
+    pushed = run_gate(a, "check", "--remote", "--only", "handoff-claim-remote")
+    assert pushed.returncode == 0, pushed.stdout
+    assert ("written under fence 1; the claim on remote origin has been taken since (fence 2) but what this push "
+            "replaces was written under fence 0, so no later holder's hand-over is overwritten: let through"
+            ) in pushed.stdout
+    assert subprocess.run(["git", "push", "-q", "origin", "HEAD:main"], cwd=a, capture_output=True).returncode == 0
+    assert refs(bare)["refs/heads/main"] == git(a, "rev-parse", "HEAD") != before["refs/heads/main"]
+
+    # b writes under fence 3 and pushes; a, stale at fence 1, merges it keeping its own hand-over: refused
+    git(b, "pull", "-q", "--no-rebase", "origin", "main")
+    _close_out_under_a_claim(b, "b's notes")
+    assert subprocess.run(["git", "push", "-q", "origin", "HEAD:main"], cwd=b, capture_output=True).returncode == 0
+    assert run_gate(b, "release").returncode == 0
+    git(a, "fetch", "-q", "origin")
+    git(a, "merge", "-q", "--no-edit", "-s", "ours", "origin/main")  # a's hand-over wins the merge: b's notes lost
+    stale = run_gate(a, "check", "--remote", "--only", "handoff-claim-remote")
+    assert stale.returncode == 1, stale.stdout
+    assert ("was written under fence 1, but the claim on remote origin is at fence 3: the hand-over this push "
+            "replaces was written under fence 3, a later claim — this is a stale close-out") in stale.stdout
 
 
 def test_claims_require_refuses_a_push_without_a_remote_claim_and_offline_refuses(tmp_path: Path) -> None:
