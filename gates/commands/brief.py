@@ -285,22 +285,30 @@ def _other_clones(repo: Repo, config: Config) -> str:
 
 
 def _resolved_line(repo: Repo, config: Config, handoff_file: Callable[[], Loaded], now: datetime) -> str | None:
-    """The last close-out is the hand-over's Meta `updated` (what this worktree's close-out stamped), when valid."""
+    """The problems resolved since the session of the last close-out began: what the hand-over it wrote may not
+    tell (one fixed in that session before its close-out, or any since). The last close-out is the hand-over's
+    Meta `updated`, when valid; its session and what was resolved since are read from the journal
+    (sessions.closing_session), else the resolved flags are those resolved since `updated` itself."""
     try:
         updated = _meta(handoff_file(), config)[1]
     except (GateError, OSError):
         updated = None
     since = handoff.parse_utc(updated) if updated and handoff.updated_problem(updated, now) is None else None
-    records = flags.resolved_since(repo, since)
-    if not records:
+    closing = sessions.closing_session(repo, clock.utc_text(since)) if since is not None else None
+    if closing is not None:
+        reasons = [flags.reason_of_id(flag_id) for flag_id in closing.resolved]
+        when = f"{closing.harness} session {closing.session} began ({closing.began}; it made the last close-out)"
+    else:
+        reasons = [str(record.get("reason")) for record in flags.resolved_since(repo, since)]
+        when = f"the last close-out (updated {updated})" if since else "ever (no valid Meta updated time)"
+    if not reasons:
         return None
     counts: dict[str, int] = {}
-    for record in records:
-        counts[str(record.get("reason"))] = counts.get(str(record.get("reason")), 0) + 1
+    for reason in reasons:
+        counts[reason] = counts.get(reason, 0) + 1
     tally = ", ".join(f"{reason} ×{n}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-    when = f"updated {updated}" if since else "no valid Meta updated time, so ever"
-    return (f"Since the last close-out ({when}): {_plural(len(records), 'problem')} raised and resolved ({tally}); "
-            f"`gate flags --all` shows {'it' if len(records) == 1 else 'them'}.")
+    return (f"Since {when}: {_plural(len(reasons), 'problem')} resolved ({tally}); "
+            f"`gate flags --all` shows {'it' if len(reasons) == 1 else 'them'}.")
 
 
 def _meta(loaded: Loaded, config: Config) -> tuple[str | None, str | None]:

@@ -259,6 +259,11 @@ def _reason_of(name: str) -> str:
     return name[17:-14] if len(name) > 31 else ""
 
 
+def reason_of_id(flag_id: str) -> str:
+    """The reason part of a flag id `<time>-<reason>-<random>` (one ID_PATTERN matches)."""
+    return _reason_of(flag_id + ".json")
+
+
 def _write(repo: Repo, path: str, record: dict[str, Any]) -> None:
     state.write(repo, path, (jsonio.dumps(record, indent=2, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape"))
 
@@ -357,10 +362,10 @@ def every(repo: Repo) -> list[dict[str, Any]]:
 
 
 def resolved_since(repo: Repo, since: datetime | None) -> list[dict[str, Any]]:
-    """Resolved flags last seen at or after `since` (every resolved flag when None).
+    """Resolved flags resolved at or after `since` (every resolved flag when None).
 
-    A resolved flag's file name begins with its resolution time, never earlier than its last
-    sighting: only the files resolved since `since` are read.
+    A resolved flag's file name begins with its resolution time: only the files resolved since
+    `since` are read.
     """
     folder = state.layout(repo).flags_resolved
     if not os.path.isdir(folder):
@@ -371,7 +376,7 @@ def resolved_since(repo: Repo, since: datetime | None) -> list[dict[str, Any]]:
         if os.path.basename(path)[:16] < floor:
             continue
         record, _ = _load(path)
-        if record is not None and str(record.get("last_seen", "")) >= (clock.utc_text(since) if since else ""):
+        if record is not None:
             out.append(record)
     return _ordered(out)
 

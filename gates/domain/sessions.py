@@ -187,6 +187,43 @@ def session_start(repo: Repo, harness: str, session: str | None) -> Start | None
     return None
 
 
+class Closing(NamedTuple):
+    """The session that made the last close-out, and what was resolved since it began (from the journal)."""
+
+    harness: str
+    session: str
+    began: str  # the time of its first brief
+    resolved: list[str]  # the ids of the flags resolved after its first brief, in the journal's order
+
+
+def closing_session(repo: Repo, updated: str) -> Closing | None:
+    """The session that made the close-out whose Meta `updated` is `updated`: the session of the first close-out
+    verdict journalled in this worktree after the last `gate stamp` at or before that time, and the flags resolved
+    (in any worktree) after its first brief. Journal order, not the clock, says what came after: a fix in the
+    second of the session's start counts. None when the journal's tail cannot tell (no such stamp, no session's
+    verdict after it: a person's close-out, or one whose stop has not come yet; its first brief not in the tail)."""
+    entries = tail_entries(repo)
+    here = str(repo.toplevel)
+    stamps = [n for n, e in enumerate(entries) if e.get("worktree") == here and e.get("action") == "stamp"
+              and str(e.get("time", "")) <= updated]
+    if not stamps:
+        return None
+    closer = next((e for e in entries[stamps[-1] + 1:] if e.get("worktree") == here and e.get("action") == "closeout"
+                   and _session_of(e) is not None), None)
+    if closer is None:
+        return None
+    harness, session = closer["details"].get("harness"), _session_of(closer)
+    first = next((n for n, e in enumerate(entries) if e.get("worktree") == here and e.get("action") == "session-brief"
+                  and e["details"].get("harness") == harness and _session_of(e) == session), None)
+    if first is None or first > stamps[-1]:
+        return None
+    from gates.domain.flags import ID_PATTERN
+
+    ids = [flag_id for e in entries[first + 1:] if e.get("action") == "flags-resolved"
+           for flag_id in (e["details"].get("ids") or []) if isinstance(flag_id, str) and ID_PATTERN.match(flag_id)]
+    return Closing(excerpt(str(harness), 20), excerpt(str(session), 80), str(entries[first].get("time", "?")), ids)
+
+
 def own_work(repo: Repo, start: Start) -> Own:
     """How many of HEAD's first-parent commits came after the session's start; None when its start HEAD is not
     in HEAD's history (a reset, a rebase) or git cannot say: then no commit is taken for its own."""

@@ -96,12 +96,12 @@ def test_a_refused_commit_then_fixed_resolves_its_flag(repo: Path) -> None:
     section = brief[brief.index("## 1. Flags") + 1:brief.index("## 2. Tripwire: does the hand-over agree with git?")]
     assert [line for line in section if line] == [
         "No unacknowledged flags.",
-        f"Since the last close-out (updated {_updated(repo)}): 1 problem raised and resolved ({GATE} ×1); "
+        f"Since the last close-out (updated {_updated(repo)}): 1 problem resolved ({GATE} ×1); "
         "`gate flags --all` shows it.",
     ]
     time.sleep(1.1)  # a close-out after the problem: the line goes, the resolved flag stays
     assert run_gate(repo, "stamp").returncode == 0
-    assert "raised and resolved" not in run_gate(repo, "brief").stdout
+    assert "problem resolved" not in run_gate(repo, "brief").stdout
     assert len(flag_records(repo / ".git", "resolved")) == 1
 
 
