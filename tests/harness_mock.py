@@ -9,6 +9,8 @@ requests, retries and title generation cannot shift it):
   plain    : always "All done." (never touches the shell)
   work     : first, one shell call that commits work but never closes out; after it, "Work committed."
   obey     : as work, and when the last prompt is the gate's stop reason, one shell call doing the close-out
+  watch    : as work, its shell call also listing the names of the harness's variables its shell was given
+             (and whether its git runs hooks)
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ from typing import Any
 WORK = "echo hello > greeting.txt && git add greeting.txt && git commit -qm 'add greeting' && echo WORK-COMMITTED"
 CLOSE = ("gate check && gate stamp && git add HANDOFF.md && git commit -qm 'close-out: greeting added' "
          "&& gate closeout --format text; echo CLOSE-OUT-EXIT=$?")
+# the names (never the values) of the variables a harness's shell sets that gates/domain/loopwatch.py may read, and
+# HOOKS-OFF when the shell's git is told to run no hooks (a `core.hooksPath` given through GIT_CONFIG_KEY_n)
+ENV_NAMES = ("; env | grep -E '^(CLAUDECODE|CODEX_[A-Z_]*|GEMINI_[A-Z_]*|COPILOT_[A-Z_]*)=' | cut -d= -f1 | sort "
+             "| tr '\\n' ' '; env | grep -qE '^GIT_CONFIG_KEY_[0-9]+=core.hooksPath$' && echo HOOKS-OFF; "
+             "echo ENV-NAMES-END")
 STOP_REASON = "close-out is not done"  # words of the gate's block reason (Codex gets them XML-safe, still these)
 
 
@@ -52,6 +59,8 @@ def decide(script: str, turn: Turn) -> tuple[str, str]:
     """("shell", command) or ("text", words): what the scripted model does next."""
     if script in ("work", "obey") and turn.calls == 0:
         return "shell", WORK
+    if script == "watch" and turn.calls == 0:
+        return "shell", WORK + ENV_NAMES
     if script == "obey" and not turn.after_tool and STOP_REASON in turn.last_prompt:
         return "shell", CLOSE
     return "text", "Work committed." if turn.after_tool else "All done."

@@ -180,17 +180,17 @@ def _home(tmp_path: Path, name: str, url: str) -> Path:
     return home
 
 
-def _argv(name: str, binary: Path) -> list[str]:
+def _argv(name: str, binary: Path, trust: bool = True) -> list[str]:
     if name == "claude":
         return [str(binary), "-p", PROMPT, "--output-format", "stream-json", "--verbose", "--allowedTools", "Bash"]
     if name == "codex":  # --trust: the folder; the hook entries' own review is the user's step (docs/agents.md)
         return [str(binary), "exec", "--trust", "--dangerously-bypass-hook-trust", PROMPT]
     if name == "gemini":
         return [str(binary), "--yolo", "-p", PROMPT]
-    return [str(binary), "--allow-all-tools", "--trust-folder", "-p", PROMPT]
+    return [str(binary), "--allow-all-tools", *(["--trust-folder"] if trust else []), "-p", PROMPT]
 
 
-def _env(name: str, home: Path, url: str, path: str) -> dict[str, str]:
+def _env(name: str, home: Path, url: str, path: str, trust: bool = True) -> dict[str, str]:
     env = {"PATH": path, "HOME": str(home), "LANG": "C.UTF-8", "TERM": "dumb", "NO_COLOR": "1",
            "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.environ["GIT_CONFIG_GLOBAL"]}
     env.update({k: v for k, v in os.environ.items() if k.startswith(("GIT_AUTHOR_", "GIT_COMMITTER_"))})
@@ -200,8 +200,9 @@ def _env(name: str, home: Path, url: str, path: str) -> dict[str, str]:
     elif name == "codex":
         env.update({"CODEX_HOME": str(home / ".codex")})
     elif name == "gemini":
-        env.update({"GEMINI_CLI_HOME": str(home), "GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": "mock-key",
-                    "GEMINI_CLI_TRUST_WORKSPACE": "true"})
+        env.update({"GEMINI_CLI_HOME": str(home), "GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": "mock-key"})
+        if trust:
+            env["GEMINI_CLI_TRUST_WORKSPACE"] = "true"
     else:
         env.update({"COPILOT_HOME": str(home / ".copilot"), "COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_TYPE": "openai",
                     "COPILOT_PROVIDER_BASE_URL": f"{url}/v1", "COPILOT_PROVIDER_WIRE_API": "responses",
@@ -209,8 +210,9 @@ def _env(name: str, home: Path, url: str, path: str) -> dict[str, str]:
     return env
 
 
-def session(name: str, repo: Path, tmp_path: Path, script: str, *, with_gate: bool) -> Session:
-    """One headless session of CLI `name` in `repo`, its model the mock playing `script`, bounded in time."""
+def session(name: str, repo: Path, tmp_path: Path, script: str, *, with_gate: bool, trust: bool = True) -> Session:
+    """One headless session of CLI `name` in `repo`, its model the mock playing `script`, bounded in time; with
+    `trust`, the folder trusted for this session (Codex's --trust, Gemini's variable, Copilot's --trust-folder)."""
     home_for_install = tmp_path / "npm-home"
     home_for_install.mkdir(exist_ok=True)
     binary = installed(name, home_for_install)
@@ -224,9 +226,10 @@ def session(name: str, repo: Path, tmp_path: Path, script: str, *, with_gate: bo
             pytest.skip(f"a gate is installed in this machine's system folders ({probe.stdout.strip()}): no clone here lacks one")
     with MockModel(script) as mock:
         home = _home(tmp_path, name, mock.url)
-        argv = ["nice", "-n", "10", *_argv(name, binary)]
+        argv = ["nice", "-n", "10", *_argv(name, binary, trust)]
         try:
-            proc = subprocess.run(argv, cwd=repo, env=_env(name, home, mock.url, path), capture_output=True, text=True,
+            proc = subprocess.run(argv, cwd=repo, env=_env(name, home, mock.url, path, trust), capture_output=True,
+                                  text=True,
                                   timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
             code: int | str = proc.returncode
             output = proc.stdout + proc.stderr
@@ -327,3 +330,65 @@ def test_copilot_with_the_claude_hooks_installed_too_closes_out_once(tmp_path: P
     assert [e["details"]["verdict"] for e in entries if e.get("action") == "closeout"] == ["block", "done"]
     assert [t.reply["value"] for t in run.turns if t.reply["kind"] == "shell"] == [WORK, CLOSE]
     assert not list((b / ".git" / "gate" / "flags").glob("*-closeout-missing-*.json"))
+
+
+# the variable each CLI's shell sets, which gates/domain/loopwatch.py reads (None: it sets none the gate knows)
+LOOP_VARIABLE = {"claude": "CLAUDECODE", "codex": "CODEX_THREAD_ID", "gemini": "GEMINI_CLI", "copilot": None}
+# Gemini CLI 0.61.0 runs every shell command with git's hooks turned off (core.hooksPath set empty through
+# GIT_CONFIG_COUNT/KEY/VALUE, global and system config /dev/null): no git hook runs for its commits
+HOOKS_OFF = {"claude": False, "codex": False, "gemini": True, "copilot": False}
+
+
+@pytest.mark.parametrize("agent", list(CLIS))
+def test_a_loop_that_did_not_run_is_told_by_the_agents_commit(tmp_path: Path, agent: str) -> None:
+    """Issue 26: the harness hooks could not run (no gate on the harness's PATH) but this clone's git hook does: the
+    agent's commit, made in the CLI's own shell, carries the warning that the session loop is not running. It
+    holds the variables loopwatch reads to what the real CLI sets (Copilot sets none, so it is never judged), and
+    measures which CLI's shell runs git hooks at all (Gemini's does not: its commits are judged at the stop and
+    in CI only, docs/agents.md)."""
+    from gates.domain import loopwatch
+
+    b = fresh_clone(configured(tmp_path, agent), tmp_path / "b")
+    assert run_gate(b, "install-hooks").returncode == 0  # the native hook names this machine's interpreter
+    run = session(agent, b, tmp_path, "watch", with_gate=False)
+    assert run.returncode == 0, run.output[-3000:]
+    told = "\n".join(t.text for t in run.turns if t.after_tool)
+    assert "ENV-NAMES-END" in told, told[-3000:]
+    listed = told[:told.rindex("ENV-NAMES-END")].split("WORK-COMMITTED")[-1].split()  # the output, not the command
+    variable = LOOP_VARIABLE[agent]
+    assert (variable in listed) if variable else not {v[0] for v in loopwatch.HARNESSES} & set(listed), listed
+    assert ("HOOKS-OFF" in listed) == HOOKS_OFF[agent], listed
+    warned = "but the session loop is not running for it" in told
+    assert warned == (variable is not None and not HOOKS_OFF[agent]), told[-3000:]
+
+
+def _trust_recorded(agent: str, home: Path, folder: Path) -> None:
+    """What the CLI's own folder-trust prompt leaves in the user's config (measured): the folder trusted there."""
+    if agent == "gemini":
+        (home / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(folder.resolve()): "TRUST_FOLDER"}))
+    else:
+        (home / ".copilot").mkdir(parents=True, exist_ok=True)
+        (home / ".copilot" / "config.json").write_text(
+            "// User settings belong in settings.json.\n" + json.dumps({"trustedFolders": [str(folder.resolve())]}))
+
+
+@pytest.mark.parametrize("recorded", [True, False])
+@pytest.mark.parametrize("agent", ["gemini", "copilot"])
+def test_the_doctor_says_what_the_cli_does_with_the_folders_trust(tmp_path: Path, agent: str, recorded: bool) -> None:
+    """Issue 26: started with no per-session trust (no variable, no flag), the CLI runs the project's hooks exactly
+    when the user's config trusts the folder, and `gate doctor` reads that config to the same verdict."""
+    b = fresh_clone(configured(tmp_path, agent), tmp_path / "b")
+    home = _home(tmp_path, agent, "http://127.0.0.1:9")  # the session's home (no URL in these two CLIs' files)
+    if recorded:
+        _trust_recorded(agent, home, b)
+    env = {key: value for key, value in os.environ.items() if key not in ("GEMINI_CLI_TRUST_WORKSPACE",
+                                                                           "COPILOT_ALLOW_ALL")}
+    env.update({"HOME": str(home), "GEMINI_CLI_HOME": str(home)} if agent == "gemini" else
+               {"HOME": str(home), "COPILOT_HOME": str(home / ".copilot")})
+    name = {"gemini": "Gemini CLI", "copilot": "GitHub Copilot CLI"}[agent]
+    said = [line for line in run_gate(b, "doctor", env=env).stdout.splitlines() if name in line
+            and ("trusted" in line or "skip" in line or "not load" in line)]
+    run = session(agent, b, tmp_path, "plain", with_gate=True, trust=False)
+    briefed = bool(run.turns) and "# Session brief" in run.turns[0].text
+    assert briefed == recorded, run.output[-2000:]
+    assert len(said) == 1 and said[0].startswith("ok " if recorded else "warn "), said

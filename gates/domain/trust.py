@@ -7,16 +7,18 @@ says nothing. What the measured facts (docs/agents.md#a-loop-that-did-not-run) l
   `$CODEX_HOME/config.toml`, default `~/.codex/`) and each hook entry is (`[hooks.state."<top>/.codex/hooks.json:
   <event>:<group>:<handler>"] trusted_hash`). The hash covers the entry as it was reviewed, and how Codex computes
   it is not known here: a recorded trust is "cannot tell whether it still matches", never ok.
-- Gemini CLI and Copilot CLI load project hooks only in a trusted folder. Where they keep that is not among the
-  measured facts, so only the variables that trust it for a session started from this environment are read
-  (`GEMINI_CLI_TRUST_WORKSPACE=true`, `COPILOT_ALLOW_ALL=true`); otherwise: cannot tell.
+- Gemini CLI loads project hooks only in a trusted folder: the variables that decide it for this environment, the
+  user's `security.folderTrust.enabled`, else the longest matching rule of `~/.gemini/trustedFolders.json`
+  (`_gemini`). Copilot CLI likewise: `COPILOT_ALLOW_ALL=true`, else the `trustedFolders` of
+  `~/.copilot/config.json`, the folder or one above it (`_copilot`); `--trust-folder` is one session's.
 - Claude Code (and Gemini) read the project's settings only from the folder they were started in; an interactive
   Claude Code session runs their hooks only after its folder-trust prompt (stored where the facts do not say:
   cannot tell). Run from a subdirectory, the doctor says that a harness started there runs nothing.
 
-The one file read is the user's own Codex config: at most CONFIG_CAP bytes of a regular file (a FIFO or device is
-refused before it is opened), through a link only while the link stays within the folder it belongs to ($HOME,
-or $CODEX_HOME when set). Nothing of it is shown but yes/no and the names of the gate's own entries.
+The files read are the user's own harness config (Codex's, Gemini's settings and trusted folders, Copilot's): each
+at most CONFIG_CAP bytes of a regular file (a FIFO or device is refused before it is opened), through a link only
+while the link stays within the folder it belongs to ($HOME, or the harness's own home variable when set). Nothing
+of it is shown but yes/no, a trust level and the names of the gate's own entries.
 """
 
 from __future__ import annotations
@@ -51,10 +53,12 @@ def checks(repo: Repo, environ: Mapping[str, str], cwd: str) -> list[tuple[str, 
         if below and agent in ("claude", "gemini"):
             out.append((WARN, f"{name} started here ({below}/) reads no project settings, so none of its hooks runs: "
                               f"start it at the top of the work tree ({top})"))
-        if agent in BY_VARIABLE:
-            out += _by_variable(agent, environ)
+        if agent == "claude":
+            out += _claude()
+        elif agent == "codex":
+            out += _codex(repo, environ, positions)
         else:
-            out += _claude() if agent == "claude" else _codex(repo, environ, positions)
+            out += _gemini(repo, environ) if agent == "gemini" else _copilot(repo, environ)
     return out
 
 
@@ -70,23 +74,133 @@ def _claude() -> list[tuple[str, str]]:
                    "was here cannot be told")]
 
 
-# Gemini CLI and Copilot CLI: the variable that trusts the folder for a session started from this environment, and
-# what to say when it is not set (where they keep a folder's trust is not among the measured facts).
-BY_VARIABLE = {
-    "gemini": ("GEMINI_CLI_TRUST_WORKSPACE", "it loads the project's hooks only in a trusted one (an untrusted headless "
-               "run exits 55; `--skip-trust` runs with none, silently): trust it once in an interactive `gemini` here"),
-    "copilot": ("COPILOT_ALLOW_ALL", "in one that is not it runs no project hook and says nothing: start it with "
-                "`--trust-folder`"),
-}
+# Gemini CLI and Copilot CLI: the variable that trusts the folder for a session started from this environment
+BY_VARIABLE = {"gemini": "GEMINI_CLI_TRUST_WORKSPACE", "copilot": "COPILOT_ALLOW_ALL"}
+GEMINI_LEVELS = ("TRUST_FOLDER", "TRUST_PARENT", "DO_NOT_TRUST")
+GEMINI_HOW = ("trust it once in an interactive `gemini` at the top of the work tree, or set "
+              "GEMINI_CLI_TRUST_WORKSPACE=true")
+COPILOT_HOW = "start it with `--trust-folder`, accept its folder-trust prompt, or set COPILOT_ALLOW_ALL=true"
 
 
-def _by_variable(agent: str, environ: Mapping[str, str]) -> list[tuple[str, str]]:
-    variable, otherwise = BY_VARIABLE[agent]
-    name = NAMES[agent]
+def _by_variable(agent: str, environ: Mapping[str, str]) -> list[tuple[str, str]] | None:
+    variable = BY_VARIABLE[agent]
     if environ.get(variable) == "true":
-        return [(OK, f"{name}: {variable}=true trusts the folder for a session started from this environment (one "
-                     "started elsewhere may not be)")]
-    return [(WARN, f"{name}: cannot tell whether this folder is trusted, and {otherwise}, or set {variable}=true")]
+        return [(OK, f"{NAMES[agent]}: {variable}=true trusts the folder for a session started from this environment "
+                     "(one started elsewhere may not be)")]
+    return None
+
+
+def _gemini(repo: Repo, environ: Mapping[str, str]) -> list[tuple[str, str]]:
+    """Gemini CLI 0.61.0: GEMINI_RESTRICTED_MODE=true or GEMINI_CLI_TRUST_WORKSPACE=false distrust, =true trusts;
+    `security.folderTrust.enabled: false` in the user's settings trusts every folder; else the longest rule of
+    `trustedFolders.json` (`$GEMINI_CLI_TRUSTED_FOLDERS_PATH`, else ~/.gemini/, ~ being $GEMINI_CLI_HOME when
+    set) whose folder holds this one decides (TRUST_PARENT names a path whose parent is trusted), and none is
+    untrusted: a headless run exits 55, an interactive one asks."""
+    name = NAMES["gemini"]
+    if environ.get("GEMINI_RESTRICTED_MODE") == "true" or environ.get("GEMINI_CLI_TRUST_WORKSPACE") == "false":
+        variable = "GEMINI_RESTRICTED_MODE=true" if environ.get("GEMINI_RESTRICTED_MODE") == "true" else \
+            "GEMINI_CLI_TRUST_WORKSPACE=false"
+        return [(WARN, f"{name} runs none of this project's hooks from this environment: {variable} distrusts every "
+                       "folder")]
+    trusted = _by_variable("gemini", environ)
+    if trusted:
+        return trusted
+    home = environ.get("GEMINI_CLI_HOME") or environ.get("HOME") or os.path.expanduser("~")
+    settings = _user_file(os.path.join(home, ".gemini", "settings.json"), [home])
+    parsed = _jsonc(settings) if isinstance(settings, bytes) else None
+    security = parsed.get("security") if isinstance(parsed, dict) else None
+    folder_trust = security.get("folderTrust") if isinstance(security, dict) else None
+    if isinstance(folder_trust, dict) and folder_trust.get("enabled") is False:
+        return [(OK, f"{name}: folder trust is off in ~/.gemini/settings.json (security.folderTrust.enabled: false), "
+                     "so it loads the project's hooks in every folder")]
+    given = environ.get("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
+    path = given or os.path.join(home, ".gemini", "trustedFolders.json")
+    shown = "$GEMINI_CLI_TRUSTED_FOLDERS_PATH" if given else "~/.gemini/trustedFolders.json"
+    data = _user_file(path, [home] + ([os.path.dirname(given)] if given else []))
+    if data is None:
+        return [(WARN, f"{name} will not load this project's hooks: there is no {shown}, so no folder is trusted (a "
+                       f"headless run exits 55) — {GEMINI_HOW}")]
+    rules = _jsonc(data) if isinstance(data, bytes) else None
+    if not isinstance(rules, dict):
+        why = data if isinstance(data, str) else "is not a JSON object (Gemini CLI refuses to start)"
+        return [(WARN, f"{name}: cannot tell whether this folder is trusted: {shown} {why}")]
+    top = os.path.realpath(repo.toplevel)
+    best: tuple[int, str] | None = None
+    for rule, level in rules.items():
+        if level not in GEMINI_LEVELS or not isinstance(rule, str) or not os.path.isabs(rule):
+            continue
+        folder = os.path.dirname(rule) if level == "TRUST_PARENT" else rule
+        if paths.within(top, os.path.realpath(folder)) and (best is None or len(rule) > best[0]):
+            best = (len(rule), str(level))
+    if best is not None and best[1] != "DO_NOT_TRUST":
+        return [(OK, f"{name}: this folder is trusted in {shown} ({best[1]})")]
+    how = "marked DO_NOT_TRUST" if best is not None else "not trusted"
+    return [(WARN, f"{name} will not load this project's hooks: this folder is {how} in {shown} (a headless run "
+                   f"exits 55) — {GEMINI_HOW}")]
+
+
+def _copilot(repo: Repo, environ: Mapping[str, str]) -> list[tuple[str, str]]:
+    """GitHub Copilot CLI 1.0.102: COPILOT_ALLOW_ALL=true trusts; else the folder, or one above it, listed in the
+    `trustedFolders` of `$COPILOT_HOME/config.json` (default ~/.copilot/) is trusted (`settings.json` does not
+    count); `--trust-folder` trusts it for one session. Untrusted, it runs no project hook and says nothing."""
+    name = NAMES["copilot"]
+    trusted = _by_variable("copilot", environ)
+    if trusted:
+        return trusted
+    home = environ.get("HOME") or os.path.expanduser("~")
+    copilot_home = environ.get("COPILOT_HOME") or os.path.join(home, ".copilot")
+    shown = "$COPILOT_HOME/config.json" if environ.get("COPILOT_HOME") else "~/.copilot/config.json"
+    data = _user_file(os.path.join(copilot_home, "config.json"), [home, copilot_home])
+    parsed = _jsonc(data) if isinstance(data, bytes) else None
+    if isinstance(data, str) or (data is not None and not isinstance(parsed, dict)):
+        why = data if isinstance(data, str) else "is not a JSON object"
+        return [(WARN, f"{name}: cannot tell whether this folder is trusted: {shown} {why}")]
+    listed = parsed.get("trustedFolders") if isinstance(parsed, dict) else None
+    top = os.path.realpath(repo.toplevel)
+    if isinstance(listed, list) and any(isinstance(folder, str) and os.path.isabs(folder)
+                                        and paths.within(top, os.path.realpath(folder)) for folder in listed):
+        return [(OK, f"{name}: this folder is trusted in {shown} (trustedFolders; a session started with "
+                     "`--trust-folder` is trusted anyway)")]
+    return [(WARN, f"{name} will skip this project's hooks, silently, unless started with `--trust-folder`: this "
+                   f"folder is not in the trustedFolders of {shown} — {COPILOT_HOW}")]
+
+
+def _jsonc(data: bytes) -> Any:
+    """JSON with `//` and `/* */` comments (what Gemini CLI and Copilot CLI write and read), or None."""
+    from gates.infra import dataio
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    out, n, quoted = [], 0, False
+    while n < len(text):
+        char = text[n]
+        if quoted:
+            out.append(char)
+            if char == "\\":
+                out.append(text[n + 1:n + 2])
+                n += 1
+            elif char == '"':
+                quoted = False
+        elif char == '"':
+            quoted = True
+            out.append(char)
+        elif text.startswith("//", n):
+            end = text.find("\n", n)
+            n = len(text) if end < 0 else end
+            continue
+        elif text.startswith("/*", n):
+            end = text.find("*/", n + 2)
+            n = len(text) if end < 0 else end + 2
+            continue
+        else:
+            out.append(char)
+        n += 1
+    try:
+        return dataio.load_json("".join(out))
+    except dataio.DataError:
+        return None
 
 
 def _codex(repo: Repo, environ: Mapping[str, str], positions: list[tuple[str, int, int]]) -> list[tuple[str, str]]:

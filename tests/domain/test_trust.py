@@ -6,6 +6,7 @@ out of its folder."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -159,15 +160,75 @@ def test_a_config_that_cannot_be_read_is_cannot_tell(repo: Path, home: Path, kin
 
 
 @pytest.mark.parametrize("agent, variable", [("gemini", "GEMINI_CLI_TRUST_WORKSPACE"), ("copilot", "COPILOT_ALLOW_ALL")])
-def test_gemini_and_copilot_folder_trust_is_cannot_tell_unless_this_environment_trusts_it(
+def test_gemini_and_copilot_with_no_trust_recorded_are_said_to_skip_and_the_variable_trusts(
         repo: Path, agent: str, variable: str) -> None:
     _wire(repo, agent)
     name = {"gemini": "Gemini CLI", "copilot": "GitHub Copilot CLI"}[agent]
-    [line] = _about(_doctor(repo), f"{name}:")
-    assert line.startswith(f"warn  {name}: cannot tell whether this folder is trusted"), line
+    [line] = _about(_doctor(repo), name)
+    assert line.startswith(f"warn  {name} will ") and ("skip" in line or "not load" in line), line
     [line] = _about(_doctor(repo, None, **{variable: "true"}), f"{name}:")
     assert line.startswith(f"ok    {name}: {variable}=true trusts the folder for a session started from this "
                            "environment"), line
+
+
+def _gemini_rules(home: Path, rules: dict[str, str], text: str | None = None) -> None:
+    path = home / ".gemini" / "trustedFolders.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text if text is not None else "// written by gemini\n" + json.dumps(rules))
+
+
+@pytest.mark.parametrize("case, verdict", [
+    ("folder", "ok    Gemini CLI: this folder is trusted in ~/.gemini/trustedFolders.json (TRUST_FOLDER)"),
+    ("parent-rule", "ok    Gemini CLI: this folder is trusted in ~/.gemini/trustedFolders.json (TRUST_PARENT)"),
+    ("above", "ok    Gemini CLI: this folder is trusted in ~/.gemini/trustedFolders.json (TRUST_FOLDER)"),
+    ("distrusted-inside", "warn  Gemini CLI will not load this project's hooks: this folder is marked DO_NOT_TRUST"),
+    ("elsewhere", "warn  Gemini CLI will not load this project's hooks: this folder is not trusted in"),
+    ("broken", "warn  Gemini CLI: cannot tell whether this folder is trusted: ~/.gemini/trustedFolders.json is not a "
+               "JSON object"),
+])
+def test_gemini_folder_trust_is_read_as_gemini_reads_it(repo: Path, home: Path, tmp_path: Path, case: str,
+                                                        verdict: str) -> None:
+    """Measured in Gemini CLI 0.61.0 (tests/test_harness_clis.py holds the doctor to what the CLI does): the longest
+    rule whose folder holds the work tree decides; TRUST_PARENT names a path whose parent is trusted."""
+    _wire(repo, "gemini")
+    top = str(repo.resolve())
+    rules = {"folder": {top: "TRUST_FOLDER"}, "parent-rule": {f"{top}/README": "TRUST_PARENT"},
+             "above": {str(repo.resolve().parent): "TRUST_FOLDER"},
+             "distrusted-inside": {str(repo.resolve().parent): "TRUST_FOLDER", top: "DO_NOT_TRUST"},
+             "elsewhere": {str(tmp_path / "other"): "TRUST_FOLDER"}, "broken": {}}[case]
+    _gemini_rules(home, rules, "[1, 2]" if case == "broken" else None)
+    [line] = _about(_doctor(repo), "Gemini CLI")
+    assert line.startswith(verdict), line
+    assert top not in line.replace(f"({top})", "")  # the file's rules are never echoed
+
+
+def test_gemini_with_folder_trust_switched_off_or_distrusted_by_the_environment(repo: Path, home: Path) -> None:
+    _wire(repo, "gemini")
+    (home / ".gemini").mkdir(parents=True, exist_ok=True)
+    (home / ".gemini" / "settings.json").write_text('{"security": {"folderTrust": {"enabled": false}}} // off\n')
+    [line] = _about(_doctor(repo), "Gemini CLI")
+    assert line.startswith("ok    Gemini CLI: folder trust is off in ~/.gemini/settings.json"), line
+    [line] = _about(_doctor(repo, None, GEMINI_CLI_TRUST_WORKSPACE="false"), "Gemini CLI")
+    assert line == ("warn  Gemini CLI runs none of this project's hooks from this environment: "
+                    "GEMINI_CLI_TRUST_WORKSPACE=false distrusts every folder"), line
+
+
+@pytest.mark.parametrize("where, trusted", [("config.json", True), ("settings.json", False)])
+def test_copilot_folder_trust_is_its_config_json_trusted_folders(repo: Path, home: Path, where: str,
+                                                                 trusted: bool) -> None:
+    """Measured in Copilot CLI 1.0.102: a folder (or one above it) in `trustedFolders` of ~/.copilot/config.json runs
+    the project's hooks headless; the same list in settings.json does not."""
+    _wire(repo, "copilot")
+    (home / ".copilot").mkdir(parents=True, exist_ok=True)
+    (home / ".copilot" / where).write_text("// User settings belong in settings.json.\n/* managed */\n"
+                                          + json.dumps({"trustedFolders": [str(repo.resolve().parent)]}))
+    [line] = _about(_doctor(repo), "GitHub Copilot CLI")
+    if trusted:
+        assert line.startswith("ok    GitHub Copilot CLI: this folder is trusted in ~/.copilot/config.json"), line
+    else:
+        assert line.startswith("warn  GitHub Copilot CLI will skip this project's hooks, silently, unless started "
+                               "with `--trust-folder`: this folder is not in the trustedFolders of "
+                               "~/.copilot/config.json"), line
 
 
 def test_claude_and_gemini_started_in_a_subdirectory_run_nothing(repo: Path, capsys: pytest.CaptureFixture[str],
