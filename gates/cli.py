@@ -1,4 +1,5 @@
-"""The `gate` command line: the parser, and the one error boundary that turns every failure into an exit code.
+"""The `gate` command line: the parser, and its command run inside the one error boundary (invocation.guarded)
+under the command line's policy, which turns every failure into an exit code.
 
 Each command's arguments and body live in its module under gates/commands/; this module builds only the
 selected command's parser and runs it. Nothing below here prints a traceback or exits.
@@ -10,9 +11,10 @@ import sys
 
 from gates import __version__
 from gates.commands import COMMANDS as _TABLE
+from gates.commands.invocation import fail, failed, guarded
 from gates.infra.argspec import Spec
-from gates.infra.console import StdoutError, say, silence_stdout
-from gates.infra.errors import INTERNAL, INTERRUPTED, USAGE, GateError
+from gates.infra.console import StdoutError
+from gates.infra.errors import USAGE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -86,7 +88,8 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
 
 
 def run(argv: list[str], run: Invocation) -> int:
-    """Parse `argv` and run its command: every exception becomes an exit code and, but for usage, a flag."""
+    """Parse `argv` and run its command inside the boundary (invocation.guarded) under the command line's policy:
+    every exception becomes an exit code and, but for usage, a flag."""
     first = next((a for a in argv if not a.startswith("-")), None)
     try:
         args = _plain(argv) or build_parser(first if first in COMMANDS else None).parse_args(argv)
@@ -94,19 +97,8 @@ def run(argv: list[str], run: Invocation) -> int:
         return exc.code if isinstance(exc.code, int) else USAGE
     except StdoutError as exc:  # --help or --version to a closed or full stdout
         return failed(exc, run)
-    try:
-        code = int(args.func(args, run))
-    except GateError as exc:
-        code = failed(exc, run)
-    except KeyboardInterrupt:
-        say("gate: interrupted")
-        return INTERRUPTED
-    except BrokenPipeError as exc:  # a pipe written past the guard: the same io-error
-        silence_stdout()
-        code = failed(StdoutError(exc), run)
-    except Exception as exc:  # the boundary: a bug, reported short and flagged
-        code = _internal_error(exc, run)
-    return code
+    code, failure = guarded(lambda: int(args.func(args, run)))
+    return fail(failure, run) if failure is not None else int(code or 0)
 
 
 def _plain(argv: list[str]) -> Any:
@@ -123,26 +115,6 @@ def _plain(argv: list[str]) -> Any:
         return None
     namespace: Any = type(sys.implementation)  # types.SimpleNamespace, without importing types
     return namespace(command=argv[0], func=module.run, **values)
-
-
-def failed(exc: GateError, run: Invocation) -> int:
-    """An expected failure: one line on stderr, a flag unless it is a usage error, its exit code."""
-    message = exc.render()
-    if isinstance(exc, StdoutError) and run.done:
-        message += f" (the output is lost; done before it: {'; '.join(run.done)})"
-    say(f"gate: {message}")
-    if exc.code != USAGE:
-        run.fail(exc.reason, message)
-    return exc.code
-
-
-def _internal_error(exc: Exception, run: Invocation) -> int:
-    import traceback
-
-    frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4)
-    say("gate: internal error (a bug in handoff-gate; please report it):\n" + "".join(frames).rstrip("\n"))
-    run.fail("internal-error", f"internal error: {type(exc).__name__}: {exc}")
-    return INTERNAL
 
 
 def __getattr__(name: str) -> Any:

@@ -56,7 +56,7 @@ def leave(code: int) -> NoReturn:
 def main(argv: list[str] | None = None) -> int:
     """The `gate` command line, in-process: its exit code."""
     from gates import cli
-    from gates.commands.invocation import Invocation
+    from gates.commands.invocation import Invocation, failed
     from gates.infra.console import CleanStream, GuardedStdout, StdoutError, say
     from gates.infra.errors import CANNOT_RUN
 
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 sys.stdout.flush()  # here, not at the interpreter's exit: a full disk or closed pipe is our exit 3
             except StdoutError as exc:
-                code = cli.failed(exc, run)
+                code = failed(exc, run)
         finally:
             sys.stdout = real_stdout
         return run.write_flags(code)

@@ -111,3 +111,33 @@ def test_a_near_miss_names_what_was_meant(repo: Path, argv: list[str], said: str
 
 def test_init_help_says_it_never_overwrites(repo: Path) -> None:
     assert "never overwrites" in " ".join(run_gate(repo, "init", "--help").stdout.split())
+
+
+def test_one_boundary_two_policies_the_same_bug_in_the_cli_the_stop_hook_and_the_start_hook(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 28: one error boundary (invocation.guarded) sorts a failure; the command line's policy exits 4 with a
+    flag, the harness hooks' let-through policy exits 0, says why where the harness reads it, and flags it. The
+    same bug (the close-out's one definition of closed out raising) meets all three."""
+    import io
+    import json
+
+    from gates.domain import sessions
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr(sessions, "closure", broken)
+    code, out, err = call_gate(repo, "closeout", "--format", "text", capsys=capsys, monkeypatch=monkeypatch)
+    assert (code, out) == (4, "") and err.startswith("gate: internal error (a bug in handoff-gate")
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps({"session_id": "s-1", "stop_hook_active": False})))
+    code, out, err = call_gate(repo, "closeout", "--format", "claude", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0 and "stop unchecked: internal error: ZeroDivisionError: boom" in json.loads(out)["systemMessage"]
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps({"session_id": "s-1", "source": "startup"})))
+    code, out, err = call_gate(repo, "brief", "--format", "claude", capsys=capsys, monkeypatch=monkeypatch)
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert code == 0 and context == ("# Session brief\n\nThe gate cannot run here: internal error: ZeroDivisionError: "
+                                     "boom\n")
+    assert "ZeroDivisionError" in err
+    records = flag_records(repo / ".git")
+    assert sorted((r["reason"], r["count"]) for r in records) == [("closeout-missing", 1), ("internal-error", 2)]

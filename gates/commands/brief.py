@@ -25,6 +25,7 @@ import os
 import sys
 import time
 
+from gates.commands.invocation import flag_reason, guarded
 from gates.domain import claims, flags, handoff, harness, journal, lockscan, sessions
 from gates.domain.handoff import Loaded, load_handoff
 from gates.infra import clock, jsonio, state
@@ -48,26 +49,38 @@ COMPACTED = ("The context was compacted: this brief re-injects the hand-over. Tr
 
 def command(args: argparse.Namespace, run: Invocation) -> int:
     """Exit 0 whatever it finds; in text or json, non-zero when it cannot run at all, after printing what it could
-    (a harness format exits 0 even then, with the reason in the context: a harness ignores a failed start hook)."""
-    from gates.infra.console import say
-
+    (the command line's policy). A harness format runs inside the boundary under the let-through policy: it exits 0
+    even then, with the reason in the envelope, and flags it (a harness ignores a failed start hook)."""
     fmt = args.format
     hook = harness.read_stdin() if fmt in harness.HOOK_START_FORMATS else harness.HookInput({})
     session = hook.session or os.environ.get("GATE_SESSION") or None
+    if fmt not in harness.HOOK_START_FORMATS:
+        return _brief(run, fmt, hook, session, [])
+    delivered: list[bool] = []  # the envelope is written once: a failure after it is flagged, not said twice
+    code, failure = guarded(lambda: _brief(run, fmt, hook, session, delivered))
+    if failure is None:
+        return int(code or 0)
+    from gates.infra.console import say
+
+    if not delivered:  # the session still learns why
+        sys.stdout.write(harness.start_envelope(fmt, f"# Session brief\n\nThe gate cannot run here: "
+                                                     f"{failure.message}\n") + "\n")
+    say(f"gate: {failure.message}" + (f"\n{failure.frames}" if failure.frames else ""))
+    if failure.error is None or failure.error.reason != "not-a-repository":
+        run.notice(flag_reason(failure), failure.message)
+    return OK
+
+
+def _brief(run: Invocation, fmt: str, hook: harness.HookInput, session: str | None, delivered: list[bool]) -> int:
+    from gates.infra.console import say
+
     try:
         repo = run.repo()
         config = run.config()
     except GateError as exc:
-        text = f"# Session brief\n\nThe gate cannot run here: {exc.render()}\n"
         if fmt not in harness.HOOK_START_FORMATS:
-            sys.stdout.write(text)
-            raise
-        # A harness reads a start hook's stdout only when it exits 0: the session still learns why, and a flag stays.
-        sys.stdout.write(harness.start_envelope(fmt, text) + "\n")
-        say(f"gate: {exc.render()}")
-        if exc.reason != "not-a-repository":
-            run.notice(exc.reason, exc.render())
-        return OK
+            sys.stdout.write(f"# Session brief\n\nThe gate cannot run here: {exc.render()}\n")
+        raise
     now = clock.now()
     own = _own(repo, fmt, session)
     parts, work = sections(repo, config, now, own)
@@ -97,6 +110,7 @@ def command(args: argparse.Namespace, run: Invocation) -> int:
         pointer = f"the full brief is in {_save(repo, full)} (or run `gate brief`)"
         text = harness.within(fmt, budget, lambda limit: fit(parts, header, limit, pointer))
         sys.stdout.write(harness.start_envelope(fmt, text) + "\n")
+        delivered.append(True)
     else:
         sys.stdout.write(full)
     if hook.problem:

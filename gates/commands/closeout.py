@@ -21,12 +21,10 @@ let-through included (`_judged_already`).
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import time
-from types import FrameType
 
-from gates.commands.invocation import Invocation
+from gates.commands.invocation import Invocation, guarded
 from gates.domain import ancestry, claims, handoff, harness, journal, sessions
 from gates.infra import dataio, fsio, jsonio, state
 from gates.infra.console import say
@@ -258,33 +256,16 @@ def _errors(run: Invocation) -> list[str]:
     return [f.render() for f in result.errors]
 
 
-class _Timeout(Exception):
-    pass
-
-
-def _alarm(signum: int, frame: FrameType | None) -> None:
-    raise _Timeout()
-
-
 def command(args: argparse.Namespace, run: Invocation) -> int:
     fmt = args.format
     hook = harness.read_stdin() if fmt != "text" else harness.HookInput({})
     session = hook.session or os.environ.get("GATE_SESSION") or None
     if fmt == "text":
         return _text(run, session)
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, TIMEOUT)
-    try:
-        out = _hook(run, fmt, hook, session)
-    except _Timeout:
-        out = _let_through(run, fmt, hook, session, f"the close-out check took longer than {TIMEOUT:.0f}s")
-    except GateError as exc:
-        out = _let_through(run, fmt, hook, session, exc.render())
-    except Exception as exc:  # the boundary: a bug must not wedge the session
-        out = _let_through(run, fmt, hook, session, f"internal error: {type(exc).__name__}: {exc}")
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    out, failure = guarded(lambda: _hook(run, fmt, hook, session), timeout=TIMEOUT)  # the let-through policy:
+    if failure is not None:  # whatever fails, the session is never wedged; the next one hears of it
+        why = f"the close-out check took longer than {TIMEOUT:.0f}s" if failure.kind == "timeout" else failure.message
+        out = _let_through(run, fmt, hook, session, why)
     if out:
         sys.stdout.write(out + "\n")
     return OK

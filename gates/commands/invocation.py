@@ -1,6 +1,12 @@
-"""One invocation of `gate`: the repository once found, the failure reasons and events to flag at the end.
+"""One invocation of `gate`: the repository once found, the failure reasons and events to flag at the end, and
+the one error boundary (`guarded`).
 
 Every command's `run(args, run)` is given one; `gates.cli.main` makes it and writes its flags when it ends.
+
+The boundary sorts whatever a body raises into one `Failure`; what is done with it is the caller's policy, and
+there are two: `fail` (the command line, gates/cli.py: one line on stderr, a flag, the documented exit code) and
+let through (a harness hook, which must never wedge or fail the session: the stop hook lets the stop through and
+says why, the start hook hands the model the reason in its envelope; both exit 0 and flag it).
 """
 
 from __future__ import annotations
@@ -10,12 +16,15 @@ import time
 
 from gates.commands import COMMANDS
 from gates.infra.console import say
-from gates.infra.errors import CANNOT_RUN, INTERNAL, VIOLATION, GateError
+from gates.infra.errors import CANNOT_RUN, INTERNAL, INTERRUPTED, VIOLATION, GateError
 from gates.infra.git import Early, Repo
+from gates.infra.plain import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable, TypeVar
+
+    T = TypeVar("T")
 
     from gates.infra.clock import datetime
     from gates.infra.config import Config
@@ -148,6 +157,93 @@ class Invocation:
             except OSError as exc:
                 say(f"gate: could not write the {reason} flag: {exc}")
         return code
+
+
+class Failure(NamedTuple):
+    """What the boundary caught: `error`, a GateError (an expected failure: `error` holds it); `interrupted`
+    (Ctrl-C); `timeout` (past the boundary's time bound); `bug`, any other exception (`frames`: its last ones)."""
+
+    kind: str
+    message: str  # one line, as every policy says it
+    error: GateError | None = None
+    frames: str = ""
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum: int, frame: object) -> None:
+    raise _Timeout()
+
+
+def guarded(body: Callable[[], T], timeout: float | None = None) -> tuple[T | None, Failure | None]:
+    """The one error boundary: `body()`'s value and None, or None and what it raised, sorted (a broken pipe is the
+    stdout error it is; stdout is silenced first). With `timeout`, a body still running after that many seconds
+    is stopped by SIGALRM and is a `timeout`."""
+    from gates.infra.console import StdoutError, silence_stdout
+
+    previous = None
+    if timeout is not None:
+        import signal
+
+        previous = signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        return body(), None
+    except _Timeout:
+        return None, Failure("timeout", f"it took longer than {timeout:.0f}s")
+    except GateError as exc:
+        return None, Failure("error", exc.render(), exc)
+    except KeyboardInterrupt:
+        return None, Failure("interrupted", "interrupted")
+    except BrokenPipeError as exc:  # a pipe written past the guard: the same io-error as a closed stdout
+        silence_stdout()
+        error = StdoutError(exc)
+        return None, Failure("error", error.render(), error)
+    except Exception as exc:  # the boundary: a bug, reported short
+        import traceback
+
+        frames = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4)).rstrip("\n")
+        return None, Failure("bug", f"internal error: {type(exc).__name__}: {exc}", None, frames)
+    finally:
+        if timeout is not None:
+            import signal
+
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+
+def fail(failure: Failure, run: Invocation) -> int:
+    """The command line's policy: one line on stderr (a bug's last frames too), a flag unless it is a usage error or
+    an interruption, the documented exit code."""
+    if failure.kind == "interrupted":
+        say("gate: interrupted")
+        return INTERRUPTED
+    if failure.error is not None:
+        return failed(failure.error, run)
+    say("gate: internal error (a bug in handoff-gate; please report it):\n" + failure.frames)
+    run.fail("internal-error", failure.message)
+    return INTERNAL
+
+
+def failed(exc: GateError, run: Invocation) -> int:
+    """An expected failure: one line on stderr, a flag unless it is a usage error, its exit code."""
+    from gates.infra.console import StdoutError
+    from gates.infra.errors import USAGE
+
+    message = exc.render()
+    if isinstance(exc, StdoutError) and run.done:
+        message += f" (the output is lost; done before it: {'; '.join(run.done)})"
+    say(f"gate: {message}")
+    if exc.code != USAGE:
+        run.fail(exc.reason, message)
+    return exc.code
+
+
+def flag_reason(failure: Failure) -> str:
+    """The flag reason a let-through policy raises for `failure`."""
+    return failure.error.reason if failure.error is not None else "internal-error"
 
 
 def now() -> datetime:
