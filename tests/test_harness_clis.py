@@ -62,7 +62,7 @@ CLIS = {
 # Where the CLI's own output shows the user the not-installed notice (a hook's `systemMessage`) in a headless run:
 # Claude Code's event stream (plain `claude -p` prints the result alone) and Gemini's output do; `codex exec` prints
 # "hook: Stop Completed" and no message, `copilot -p` neither a hook's output nor its stderr (the model is told in
-# every one; the interactive screens are not run here).
+# every one; the interactive Codex screen shows it: test_the_codex_screen_tells_the_user_the_gate_is_not_installed).
 SHOWS_NOTICE = {"claude": True, "codex": False, "gemini": True, "copilot": False}
 _INSTALLED: dict[str, str] = {}  # name -> "" (ready) or why it cannot be installed
 
@@ -392,3 +392,62 @@ def test_the_doctor_says_what_the_cli_does_with_the_folders_trust(tmp_path: Path
     briefed = bool(run.turns) and "# Session brief" in run.turns[0].text
     assert briefed == recorded, run.output[-2000:]
     assert len(said) == 1 and said[0].startswith("ok " if recorded else "warn "), said
+
+
+def _screen(session_name: str) -> str:
+    return subprocess.run(["tmux", "capture-pane", "-t", session_name, "-p", "-J", "-S", "-300"], capture_output=True,
+                          text=True).stdout
+
+
+def _wait_for(session_name: str, words: str, seconds: float = 40) -> str:
+    import time
+
+    deadline = time.monotonic() + seconds
+    screen = _screen(session_name)
+    while words not in screen and time.monotonic() < deadline:
+        time.sleep(0.5)
+        screen = _screen(session_name)
+    return screen
+
+
+def test_the_codex_screen_tells_the_user_the_gate_is_not_installed(tmp_path: Path) -> None:
+    """Issue 26: `codex exec` shows the user no hook message, but the interactive Codex (the TUI a person runs, under
+    tmux here) shows both: at the first prompt the start hook's line, at the stop the close-out's. The folder and
+    the hooks are trusted on screen as a user does once."""
+    import time
+
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed: the interactive screen cannot be driven")
+    binary = installed("codex", tmp_path / "npm-home")
+    b = fresh_clone(configured(tmp_path, "codex"), tmp_path / "b")
+    name = f"gate-codex-{os.getpid()}"
+    with MockModel("plain") as mock:
+        home = _home(tmp_path, "codex", mock.url)
+        env = " ".join(f"{k}={v}" for k, v in {"HOME": home, "CODEX_HOME": home / ".codex", "TERM": "xterm-256color",
+                                                "PATH": system_path()}.items())
+        subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "200", "-y", "50",
+                        f"cd {b} && env -i {env} {binary} --disable daemon_auto_start; sleep 30"], check=True)
+        try:
+            if "Trust this folder" in _wait_for(name, "Trust this folder"):
+                subprocess.run(["tmux", "send-keys", "-t", name, "Enter"], check=True)
+            if "Hooks need review" in _wait_for(name, "Hooks need review"):
+                subprocess.run(["tmux", "send-keys", "-t", name, "Down"], check=True)  # 2. Trust all and continue
+                subprocess.run(["tmux", "send-keys", "-t", name, "Enter"], check=True)
+            _wait_for(name, "Ask Codex")
+            time.sleep(1)  # the composer takes keys a moment after it is drawn
+            subprocess.run(["tmux", "send-keys", "-t", name, "-l", "Say hello"], check=True)
+            time.sleep(1)  # typed text and Enter in one burst reads as a paste: the prompt would stay in the composer
+            subprocess.run(["tmux", "send-keys", "-t", name, "Enter"], check=True)
+            screen = _wait_for(name, "so this stop was not checked")
+        finally:
+            subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+            for pid_file in (home / ".codex" / "app-server-daemon").glob("*.pid"):
+                try:
+                    os.kill(int(pid_file.read_text().strip()), 15)
+                except (ValueError, OSError):
+                    pass
+    said = [line for line in screen.splitlines() if "Hook" in line and "handoff-gate is not installed here" in line]
+    assert len(said) == 2, screen[-3000:]
+    assert "not installed here: install it" in said[0] and "so this stop was not checked" in said[1], said
+    assert "until then no brief is given" in " ".join(screen.split()), screen[-3000:]  # its wrapped rest
+    assert verdicts(b, "codex") == []

@@ -18,7 +18,6 @@ from gates.commands import COMMANDS
 from gates.infra.console import say
 from gates.infra.errors import CANNOT_RUN, INTERNAL, INTERRUPTED, VIOLATION, GateError
 from gates.infra.git import Early, Repo
-from gates.infra.plain import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -159,14 +158,18 @@ class Invocation:
         return code
 
 
-class Failure(NamedTuple):
+class Failure:
     """What the boundary caught: `error`, a GateError (an expected failure: `error` holds it); `interrupted`
-    (Ctrl-C); `timeout` (past the boundary's time bound); `bug`, any other exception (`frames`: its last ones)."""
+    (Ctrl-C); `timeout` (past the boundary's time bound); `bug`, any other exception (`frames`: its last ones).
+    A plain class: it is made on every run's import, and a NamedTuple's class costs more to make."""
 
-    kind: str
-    message: str  # one line, as every policy says it
-    error: GateError | None = None
-    frames: str = ""
+    __slots__ = ("kind", "message", "error", "frames")
+
+    def __init__(self, kind: str, message: str, error: GateError | None = None, frames: str = "") -> None:
+        self.kind = kind
+        self.message = message  # one line, as every policy says it
+        self.error = error
+        self.frames = frames
 
 
 class _Timeout(Exception):
