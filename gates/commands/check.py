@@ -66,7 +66,7 @@ def _check(args: argparse.Namespace, run: Invocation) -> int:
             if not watched:
                 run.fail(flag_reason(gate_id), "\n".join(lines), gate=gate_id)
         elif gate_id not in result.unjudged and not any(fixer == gate_id for fixer, _ in fixed):
-            run.passed.append(gate_id)  # write_flags resolves its open flags in this worktree and scope
+            run.passes(gate_id)  # write_flags resolves its open flags in this worktree and scope
     from gates.infra.findings import ENVIRONMENT
 
     lines = [f.render() for f in result.errors if f.gate == ENVIRONMENT]
@@ -132,8 +132,8 @@ def _run_gates(run: Invocation, args: argparse.Namespace) -> tuple[CheckResult, 
         if "handoff-claim-remote" not in gate_ids and "handoff-claim-remote" not in args.skip:
             gate_ids.append("handoff-claim-remote")
     result = check.run(repo, config, gate_ids, files, range_spec=args.range, push=push, fixed=bool(fixed))
-    run.scope = changes.scope_of(repo, files, args.range, repo.path(config.section("handoff")["path"]),
-                                 result.situation)
+    run.judged(changes.scope_of(repo, files, args.range, repo.path(config.section("handoff")["path"]),
+                                result.situation))
     return result, fixed
 
 

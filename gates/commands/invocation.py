@@ -1,7 +1,9 @@
 """One invocation of `gate`: the repository once found, the failure reasons and events to flag at the end, and
 the one error boundary (`guarded`).
 
-Every command's `run(args, run)` is given one; `gates.cli.main` makes it and writes its flags when it ends.
+Every command's `run(args, run)` is given one; `gates.cli.main` makes it and writes its flags when it ends. A
+command reports through its methods alone (fail, deny, notice, announce: what to flag; judged, passes: what a check
+settled; did: what was changed); none writes a field of it.
 
 The boundary sorts whatever a body raises into one `Failure`; what is done with it is the caller's policy, and
 there are two: `fail` (the command line, gates/cli.py: one line on stderr, a flag, the documented exit code) and
@@ -36,13 +38,14 @@ class Invocation:
         self.argv = argv
         self._repo: Repo | None = None
         self._config: Config | None = None
-        self.reasons: list[tuple[str, str]] = []
-        self.events: list[tuple[str, str]] = []
+        # What the command reported, through the methods below only (no command writes these): read at the end.
+        self._reasons: list[tuple[str, str]] = []
+        self._events: list[tuple[str, str]] = []
         self.started_ns = time.time_ns()  # a flag raised by a run begun later is not this run's to resolve
-        self.gate_of: dict[tuple[str, str], str] = {}  # (reason, message) -> the gate whose failure it is
-        self.scope: dict[str, Any] | None = None  # what this check judged (changes.scope_of)
-        self.passed: list[str] = []  # gates that ran in this check and found no error
-        self.done: list[str] = []  # what this run changed, said again if its output is lost
+        self._gate_of: dict[tuple[str, str], str] = {}  # (reason, message) -> the gate whose failure it is
+        self._scope: dict[str, Any] | None = None  # what this check judged (changes.scope_of)
+        self._passed: list[str] = []  # gates that ran in this check and found no error
+        self._done: list[str] = []  # what this run changed, said again if its output is lost
         # A command declared `early` (COMMANDS) asks git where the repository is now and reads the answer in repo();
         # it is stopped at the end if unread.
         entry = COMMANDS.get(argv[0]) if argv else None
@@ -79,13 +82,25 @@ class Invocation:
 
     def fail(self, reason: str, message: str, *, gate: str | None = None) -> None:
         """A reason this run failed: flagged when it ends with exit 1, 3 or 4; with `gate`, resolved by its next pass."""
-        self.reasons.append((reason, message))
+        self._reasons.append((reason, message))
         if gate is not None:
-            self.gate_of[(reason, message)] = gate
+            self._gate_of[(reason, message)] = gate
 
     def notice(self, reason: str, message: str) -> None:
         """An event the next session must hear of even though the run succeeds (a claim broken, say)."""
-        self.events.append((reason, message))
+        self._events.append((reason, message))
+
+    def judged(self, scope: dict[str, Any]) -> None:
+        """What this check judged (changes.scope_of): its gates' flags are raised and resolved in this scope."""
+        self._scope = scope
+
+    def passes(self, gate: str) -> None:
+        """`gate` ran in this check and found no error: its open flags in this worktree and scope resolve at the end."""
+        self._passed.append(gate)
+
+    def did(self, what: str) -> None:
+        """Something this run changed, said again if its output is lost (a stamp, say)."""
+        self._done.append(what)
 
     def deny(self, reason: str, message: str, *, gate: str | None = None) -> int:
         """A request refused: say why on stdout, flag it, exit 1; with `gate`, the flag resolves as that gate's."""
@@ -98,13 +113,13 @@ class Invocation:
         from gates.domain import changes
 
         handoff = self.repo().path(self.config().section("handoff")["path"])
-        self.scope = changes.scope_of(self.repo(), [], None, handoff)
+        self._scope = changes.scope_of(self.repo(), [], None, handoff)
 
     def judged_as_check(self, gate: str) -> None:
         """This run settled what `gate` judges in a plain `gate check` of this worktree: the flags its failures
         raised (and denials tagged with it) resolve when the run ends, as they do when that gate passes."""
         self.scoped_as_check()
-        self.passed.append(gate)
+        self._passed.append(gate)
 
     def announce(self, reason: str, message: str) -> None:
         """Something the next session must hear of, said now and flagged."""
@@ -120,18 +135,18 @@ class Invocation:
 
     def write_flags(self, code: int) -> int:
         """Resolve the flags of the gates that passed in this check, then flag this run's failures and events."""
-        if self.passed and self.scope is not None and self._repo is not None and _open_here(self._repo, self):
+        if self._passed and self._scope is not None and self._repo is not None and _open_here(self._repo, self):
             from gates.domain import flags
 
             try:
-                flags.resolve(self._repo, self.passed, self.scope, command=self.command, observed_ns=self.started_ns)
+                flags.resolve(self._repo, self._passed, self._scope, command=self.command, observed_ns=self.started_ns)
             except GateError as exc:
                 print(f"gate: could not resolve flags: {exc.render()}", file=sys.stderr)
             except OSError as exc:
                 print(f"gate: could not resolve flags: {exc}", file=sys.stderr)
-        pending = list(self.events)
+        pending = list(self._events)
         if code in (VIOLATION, CANNOT_RUN, INTERNAL):
-            pending += self.reasons
+            pending += self._reasons
         if not pending:
             return code
         if self._repo is None:
@@ -145,10 +160,10 @@ class Invocation:
         from gates.domain import flags, journal
 
         for reason, message in pending:
-            gate = self.gate_of.get((reason, message))
+            gate = self._gate_of.get((reason, message))
             try:
                 flags.raise_flag(self._repo, reason, message, command=self.command, exit_code=code, gate=gate,
-                                 scope=self.scope if gate else None, observed_ns=self.started_ns)
+                                 scope=self._scope if gate else None, observed_ns=self.started_ns)
             except journal.NotJournalled as exc:
                 say(f"gate: raised the {reason} flag, but the journal could not record it: {exc.cause.render()}")
             except GateError as exc:
@@ -236,8 +251,8 @@ def failed(exc: GateError, run: Invocation) -> int:
     from gates.infra.errors import USAGE
 
     message = exc.render()
-    if isinstance(exc, StdoutError) and run.done:
-        message += f" (the output is lost; done before it: {'; '.join(run.done)})"
+    if isinstance(exc, StdoutError) and run._done:
+        message += f" (the output is lost; done before it: {'; '.join(run._done)})"
     say(f"gate: {message}")
     if exc.code != USAGE:
         run.fail(exc.reason, message)
@@ -265,4 +280,4 @@ def _open_here(repo: Repo, run: Invocation) -> bool:
     theirs to resolve)."""
     from gates.domain import changes
 
-    return bool(changes.open_markers(repo, run.passed, run.scope))
+    return bool(changes.open_markers(repo, run._passed, run._scope))

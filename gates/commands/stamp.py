@@ -31,7 +31,7 @@ def run(args: argparse.Namespace, run: Invocation) -> int:
     check_expect(args.expect)  # before the repository is even looked at
     shown, digest, not_journalled, notes = stamp(run.repo(), run.config(), invocation.now(), args.expect)
     said = f"stamped {shown}: ref {run.repo().head}, sha256 {digest}"
-    run.done.append(said)
+    run.did(said)
     print(said)  # the new hash, whatever failed after the write: a caller is never told the file is unchanged
     for note in notes:
         print(f"  {note}")
