@@ -1,7 +1,9 @@
 """handoff-claim: a commit that changes the state file is denied while another live worktree holds its claim.
 
 A commit that leaves the state file alone passes when a commit of it would pass as the claims stand now (a
-denial's cause is gone), and otherwise judged nothing: its flags stay, since nothing was tried.
+denial's cause is gone), and otherwise judged nothing: its flags stay, since nothing was tried. A check with
+nothing staged (of the work tree) judges nothing either, and warns when the state file has uncommitted changes
+that a commit would have refused.
 
 With `claims.require: true`, a commit of the state file from a worktree that holds no claim, or
 whose own claim's TTL has run out, is denied too. An abandoned claim (its worktree gone, or its
@@ -36,9 +38,23 @@ def check(ctx: Context) -> list[Finding]:
     found = _verdict(ctx, state_rel, record, require)
     if staged:
         return found
-    if any(finding.severity != WARNING for finding in found):  # a commit of the state file would still be denied
+    denied = [finding for finding in found if finding.severity != WARNING]
+    if not denied:
+        return []  # a commit of it would pass now: a denial's cause is gone
+    if any(change.changed() for change in ctx.changes):  # a commit is being made: of other files
         return ctx.judged_nothing(ID, f"this commit leaves {state_rel} alone")
-    return []  # a commit of it would pass now: a denial's cause is gone
+    ctx.judged_nothing(ID, "nothing is staged")  # a check of the work tree: no commit to deny, but an edit to warn of
+    if not _edited(ctx, state_rel):
+        return []
+    return [Finding(state_rel, 1, ID, f"{state_rel} has uncommitted changes, and a commit of them would be refused: "
+                    f"{denied[0].message}", WARNING)]
+
+
+def _edited(ctx: Context, state_rel: str) -> bool:
+    """Whether the work tree's state file differs from HEAD's (a question git cannot answer counts as yes)."""
+    if ctx.repo.head is None:
+        return True
+    return ctx.repo.git("diff", "--quiet", "HEAD", "--", state_rel).returncode != 0
 
 
 def _verdict(ctx: Context, state_rel: str, record: dict[str, object] | None, require: bool) -> list[Finding]:

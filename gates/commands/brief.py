@@ -258,7 +258,7 @@ def _flags(repo: Repo, config: Config, handoff_file: Callable[[], Loaded], now: 
     out = [f"{_plural(len(pending), 'unacknowledged flag')} for {_plural(len(groups), 'reason')}, oldest first {INFO}. "
            "Deal with each, then `gate flags --ack ID` (`gate flags` lists each one verbatim)."] if pending else [
            "No unacknowledged flags."]
-    resolved = _resolved_line(repo, config, handoff_file, now)
+    resolved = _resolved_line(repo, config, now)
     if resolved:
         out.append(resolved)
     for reason, records in groups.items():
@@ -298,15 +298,13 @@ def _other_clones(repo: Repo, config: Config) -> str:
     return remote_flags.brief_text(repo, config)
 
 
-def _resolved_line(repo: Repo, config: Config, handoff_file: Callable[[], Loaded], now: datetime) -> str | None:
+def _resolved_line(repo: Repo, config: Config, now: datetime) -> str | None:
     """The problems resolved since the session of the last close-out began: what the hand-over it wrote may not
-    tell (one fixed in that session before its close-out, or any since). The last close-out is the hand-over's
-    Meta `updated`, when valid; its session and what was resolved since are read from the journal
-    (sessions.closing_session), else the resolved flags are those resolved since `updated` itself."""
-    try:
-        updated = _meta(handoff_file(), config)[1]
-    except (GateError, OSError):
-        updated = None
+    tell (one fixed in that session before its close-out, or any since). The last close-out is the Meta `updated`
+    of the hand-over as HEAD holds it (a stamp whose commit was refused is none), when valid; its session and what
+    was resolved since are read from the journal (sessions.closing_session), else the resolved flags are those
+    resolved since `updated` itself."""
+    updated = _committed_updated(repo, config)
     since = handoff.parse_utc(updated) if updated and handoff.updated_problem(updated, now) is None else None
     closing = sessions.closing_session(repo, clock.utc_text(since)) if since is not None else None
     if closing is not None:
@@ -323,6 +321,22 @@ def _resolved_line(repo: Repo, config: Config, handoff_file: Callable[[], Loaded
     tally = ", ".join(f"{reason} ×{n}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
     return (f"Since {when}: {_plural(len(reasons), 'problem')} resolved ({tally}); "
             f"`gate flags --all` shows {'it' if len(reasons) == 1 else 'them'}.")
+
+
+def _committed_updated(repo: Repo, config: Config) -> str | None:
+    """The Meta `updated` of the hand-over as HEAD holds it, or None (no commit, no such file, no such line)."""
+    cfg = config.section("handoff")
+    if repo.head is None:
+        return None
+    try:
+        data = repo.blob_at(repo.head, os.path.normpath(cfg["path"]))
+        if data is None:
+            return None
+        doc = handoff.parse(handoff.Source.decode(data[: int(cfg["max_bytes"])], cfg["path"]).lines, cfg["path"])
+    except (GateError, OSError):
+        return None
+    entry = doc.meta_value(cfg["meta_section"], "updated")
+    return entry.value if entry else None
 
 
 def _meta(loaded: Loaded, config: Config) -> tuple[str | None, str | None]:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from gates.infra.findings import CheckResult
+    from gates.infra.git import Repo
 
 
 FORMATS = ("text", "json", "github", "sarif", "junit")  # the renderers of gates/infra/report.py, held equal by its test
@@ -80,12 +81,13 @@ def _check(args: argparse.Namespace, run: Invocation) -> int:
 
 
 def _watched() -> bool:
-    """Whether a person runs this check at a terminal (stdin and stdout are one, and no CI says otherwise): they
+    """Whether a person runs this check at a terminal (stdin and stdout are one, and no CI says otherwise: `CI` set to
+    anything but empty, 0 or false): they
     read its findings now, so they leave no flag. A hook (git gives it no terminal on stdin; the pre-commit
     framework reads its output), CI and an agent's tool call (its harness's variable is set, even in a terminal of
     its own: gates/domain/loopwatch.py) leave flags, for the next session to hear of. A passing watched check
     still resolves flags: what it judged holds."""
-    if "CI" in os.environ or not (os.isatty(0) and os.isatty(1)):
+    if os.environ.get("CI", "").lower() not in ("", "0", "false") or not (os.isatty(0) and os.isatty(1)):
         return False
     from gates.domain.loopwatch import HARNESSES  # an agent's shell may give it a terminal: the model is no person
 
@@ -132,9 +134,41 @@ def _run_gates(run: Invocation, args: argparse.Namespace) -> tuple[CheckResult, 
         if "handoff-claim-remote" not in gate_ids and "handoff-claim-remote" not in args.skip:
             gate_ids.append("handoff-claim-remote")
     result = check.run(repo, config, gate_ids, files, range_spec=args.range, push=push, fixed=bool(fixed))
-    run.judged(changes.scope_of(repo, files, args.range, repo.path(config.section("handoff")["path"]),
-                                result.situation))
+    scope = changes.scope_of(repo, files, args.range, repo.path(config.section("handoff")["path"]), result.situation)
+    run.judged(scope)
+    if args.format in ("text", "github") and not fixed:
+        for line in _unsettled(repo, result, scope):
+            print(line)
     return result, fixed
+
+
+# A passing check of one situation leaves a flag of the other open: what to do to settle it
+OTHER = {"commit": ("work tree", "the work tree", "the commit as it will be recorded",
+                    "run `gate check` with nothing staged"),
+         "work tree": ("commit", "the commit as it will be recorded (a hook's)", "the work tree",
+                       "stage the fix and run `gate check`, or commit")}
+
+
+def _unsettled(repo: Repo, result: CheckResult, scope: dict[str, Any]) -> list[str]:
+    """A note for each gate that passed here with a flag still open from a check of the other situation (the
+    hook's check of the commit, a check of the work tree): a pass of one says nothing of the other. One listdir
+    when no flag is open at all."""
+    if result.situation not in OTHER:
+        return []
+    from gates.infra import state
+
+    try:
+        if not os.listdir(state.layout(repo).flags_open):
+            return []
+    except OSError:
+        return []
+    from gates.domain import changes
+
+    other, there, here, how = OTHER[result.situation]
+    failed = {finding.gate for finding in result.errors}
+    passed = [gate for gate in result.gates if gate not in failed and gate not in result.unjudged]
+    return [f"gate check: note: {gate} has a flag open from a check of {there}; this check of {here} does not "
+            f"settle it — {how}" for gate in changes.open_markers(repo, passed, {**scope, "situation": other})]
 
 
 def _render(fmt: str, result: Any, code: int, error: GateError | None) -> str:

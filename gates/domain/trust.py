@@ -155,7 +155,13 @@ def _copilot(repo: Repo, environ: Mapping[str, str]) -> list[tuple[str, str]]:
     if isinstance(data, str) or (data is not None and not isinstance(parsed, dict)):
         why = data if isinstance(data, str) else "is not a JSON object"
         return [(WARN, f"{name}: cannot tell whether this folder is trusted: {shown} {why}")]
+    if data is None:
+        return [(WARN, f"{name} will skip this project's hooks, silently, unless started with `--trust-folder`: "
+                       f"there is no {shown}, so no folder is trusted — {COPILOT_HOW}")]
     listed = parsed.get("trustedFolders") if isinstance(parsed, dict) else None
+    if listed is not None and not isinstance(listed, list):
+        return [(WARN, f"{name}: cannot tell whether this folder is trusted: the trustedFolders of {shown} is not a "
+                       "list")]
     top = os.path.realpath(repo.toplevel)
     if isinstance(listed, list) and any(isinstance(folder, str) and os.path.isabs(folder)
                                         and paths.within(top, os.path.realpath(folder)) for folder in listed):

@@ -39,7 +39,10 @@ def test_a_refused_commit_is_not_resolved_by_a_check_of_the_work_tree(repo: Path
     assert _open(repo) == [("handoff-fresh", "commit")]
     git(repo, "reset", "-q")  # nothing staged: the work tree's Meta ref is a recent ancestor, which passes there
     manual = run_gate(repo, "check")
-    assert manual.returncode == 0 and manual.stdout == "gate check: passed (9 gates on HANDOFF.md in the work tree)\n"
+    assert manual.returncode == 0 and manual.stdout == (
+        "gate check: note: handoff-fresh has a flag open from a check of the commit as it will be recorded (a "
+        "hook's); this check of the work tree does not settle it — stage the fix and run `gate check`, or commit\n"
+        "gate check: passed (9 gates on HANDOFF.md in the work tree)\n")
     assert _open(repo) == [("handoff-fresh", "commit")]  # before issue 27 this pass resolved the commit's flag
     assert run_gate(repo, "stamp").returncode == 0
     git(repo, "add", "HANDOFF.md")
@@ -133,3 +136,42 @@ def test_an_agent_at_a_terminal_of_its_own_still_leaves_flags(repo: Path) -> Non
     code, out = _at_a_terminal(repo, "check", CLAUDECODE="1")
     assert code == 1 and "[handoff-fresh]" in out
     assert [r["count"] for r in flag_records(repo / ".git")] == [2]  # the same finding, counted again
+
+
+def test_a_check_of_the_work_tree_under_another_claim_warns_of_an_edit_it_would_refuse(trees: list[Path]) -> None:
+    """A new user's trial: with nothing staged, the summary said "this commit leaves HANDOFF.md alone" though no
+    commit was being made and HANDOFF.md had edits the claim would refuse. Nothing staged is said so, and an edit
+    of the claimed file is a warning naming the holder; the denial's flag stays."""
+    main, other, _ = trees
+    assert run_gate(other, "claim").returncode == 0
+    stage_handoff(main)
+    assert run_gate(main, "check").returncode == 1
+    git(main, "reset", "-q")  # the edit stays in the work tree, unstaged
+    edited = run_gate(main, "check")
+    assert edited.returncode == 0, edited.stdout
+    assert edited.stdout.splitlines()[-1] == ("gate check: passed with warnings: 0 errors, 1 warning (handoff-claim: 1; "
+                                              "9 gates on HANDOFF.md in the work tree; handoff-claim judged nothing: "
+                                              "nothing is staged)")
+    assert ("HANDOFF.md:1: [handoff-claim warning] HANDOFF.md has uncommitted changes, and a commit of them would be "
+            "refused: HANDOFF.md is claimed by worktree ") in edited.stdout
+    git(main, "checkout", "--", "HANDOFF.md")
+    clean = run_gate(main, "check")
+    assert clean.stdout == ("gate check: passed (9 gates on HANDOFF.md in the work tree; handoff-claim judged nothing: "
+                            "nothing is staged)\n")
+    assert _open(main) == [("claim-denied", None)]
+
+
+def test_the_same_finding_in_two_situations_is_two_flags_and_the_listing_says_which(repo: Path) -> None:
+    """A new user's trial: two flags with the same message looked identical in `gate flags`."""
+    assert run_gate(repo, "stamp").returncode == 0  # the staged hand-over names HEAD: only the checked item fails
+    with (repo / "HANDOFF.md").open("a") as out:
+        out.write("- [x] done\n")
+    git(repo, "add", "HANDOFF.md")
+    assert run_gate(repo, "check").returncode == 1  # the hook's check of the commit
+    git(repo, "reset", "-q")
+    assert run_gate(repo, "check").returncode == 1  # a scripted check of the work tree
+    assert sorted(_open(repo)) == [("handoff-no-checked-items", "commit"), ("handoff-no-checked-items", "work tree")]
+    listing = [line for line in run_gate(repo, "flags").stdout.splitlines() if line.startswith("== flag")]
+    assert len(listing) == 2, listing
+    assert sorted("judging the commit as it will be recorded in " in line for line in listing) == [False, True]
+    assert sorted("judging the work tree in " in line for line in listing) == [False, True]

@@ -86,7 +86,8 @@ def test_a_refused_commit_then_fixed_resolves_its_flag(repo: Path) -> None:
     listing = run_gate(repo, "flags", "--all").stdout.splitlines()
     assert listing == [
         f"== flag {raised['id']} [{GATE}] first {raised['first_seen']} last {raised['last_seen']} by `gate check` "
-        f"in {repo.resolve()} (resolved {resolved['resolved']['time']} by `gate check`)",
+        f"judging the commit as it will be recorded in {repo.resolve()} (resolved {resolved['resolved']['time']} by "
+        "`gate check`)",
         MESSAGE,
     ]
     as_json = json.loads(run_gate(repo, "flags", "--all", "--format", "json").stdout)
@@ -101,6 +102,8 @@ def test_a_refused_commit_then_fixed_resolves_its_flag(repo: Path) -> None:
     ]
     time.sleep(1.1)  # a close-out after the problem: the line goes, the resolved flag stays
     assert run_gate(repo, "stamp").returncode == 0
+    assert "problem resolved" in run_gate(repo, "brief").stdout  # a stamp is no close-out until it is committed
+    assert _commit(repo, "close-out").returncode == 0
     assert "problem resolved" not in run_gate(repo, "brief").stdout
     assert len(flag_records(repo / ".git", "resolved")) == 1
 

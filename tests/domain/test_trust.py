@@ -225,10 +225,24 @@ def test_copilot_folder_trust_is_its_config_json_trusted_folders(repo: Path, hom
     [line] = _about(_doctor(repo), "GitHub Copilot CLI")
     if trusted:
         assert line.startswith("ok    GitHub Copilot CLI: this folder is trusted in ~/.copilot/config.json"), line
-    else:
+    else:  # settings.json holds the list; there is no config.json
         assert line.startswith("warn  GitHub Copilot CLI will skip this project's hooks, silently, unless started "
-                               "with `--trust-folder`: this folder is not in the trustedFolders of "
-                               "~/.copilot/config.json"), line
+                               "with `--trust-folder`: there is no ~/.copilot/config.json, so no folder is trusted"), \
+            line
+
+
+@pytest.mark.parametrize("listed, verdict", [
+    (["/elsewhere"], "warn  GitHub Copilot CLI will skip this project's hooks, silently, unless started with "
+                     "`--trust-folder`: this folder is not in the trustedFolders of ~/.copilot/config.json"),
+    ("oops", "warn  GitHub Copilot CLI: cannot tell whether this folder is trusted: the trustedFolders of "
+             "~/.copilot/config.json is not a list"),
+])
+def test_copilot_a_list_without_the_folder_or_not_a_list(repo: Path, home: Path, listed: object, verdict: str) -> None:
+    _wire(repo, "copilot")
+    (home / ".copilot").mkdir(parents=True, exist_ok=True)
+    (home / ".copilot" / "config.json").write_text(json.dumps({"trustedFolders": listed}))
+    [line] = _about(_doctor(repo), "GitHub Copilot CLI")
+    assert line.startswith(verdict), line
 
 
 def test_claude_and_gemini_started_in_a_subdirectory_run_nothing(repo: Path, capsys: pytest.CaptureFixture[str],
