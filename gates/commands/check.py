@@ -165,8 +165,11 @@ def _unsettled(repo: Repo, result: CheckResult, scope: dict[str, Any]) -> list[s
     from gates.domain import changes
 
     other, there, here, how = OTHER[result.situation]
+    from gates.infra.catalog import CATALOG
+
     failed = {finding.gate for finding in result.errors}
-    passed = [gate for gate in result.gates if gate not in failed and gate not in result.unjudged]
+    passed = [gate for gate in result.gates if gate not in failed and gate not in result.unjudged
+              and CATALOG[gate].situated]  # a gate keyed without a situation settles its flags here and now
     return [f"gate check: note: {gate} has a flag open from a check of {there}; this check of {here} does not "
             f"settle it — {how}" for gate in changes.open_markers(repo, passed, {**scope, "situation": other})]
 
