@@ -27,6 +27,7 @@ from conftest import GATE_BIN, commit_all, git, init_repo, run_gate, write_targe
 from harness_mock import CLOSE, STOP_REASON, WORK, MockModel, Turn
 
 from gates.domain.agents import NOT_INSTALLED
+from gates.domain.harness import NOTICE_FORMATS, RELAY
 
 pytestmark = [pytest.mark.harness, pytest.mark.slow]
 
@@ -296,6 +297,8 @@ def test_a_clone_without_the_gate_is_told_once_and_not_wedged(tmp_path: Path, ag
     assert run.returncode == 0, run.output[-3000:]
     assert run.turns, f"the CLI asked the mock nothing: {run.output[-2000:]}"
     assert run.turns[0].text.count(NOT_INSTALLED["brief"]) == 1, run.turns[0].text[:3000]
+    # a CLI that shows no hook message to the user on any screen (Copilot) has its model asked to say the line
+    assert (RELAY.strip() in run.turns[0].text) == (agent not in NOTICE_FORMATS), agent
     assert not run.reasons and len(run.turns) <= 3, [t.last_prompt[:300] for t in run.turns]
     assert "Traceback" not in run.output
     assert ("handoff-gate is not installed here" in run.output) == SHOWS_NOTICE[agent], run.output[-3000:]

@@ -236,8 +236,8 @@ def missing_envelope(kind: str, fmt: str, message: str) -> tuple[str, str | None
         document = jsonio.loads(start_envelope(fmt, message))
         document["systemMessage"] = message
         return jsonio.dumps(document, ensure_ascii=False), None
-    if kind == "brief":
-        return start_envelope(fmt, message), message
+    if kind == "brief":  # no systemMessage here: the model is the one who can tell the user
+        return start_envelope(fmt, message + RELAY), message
     if fmt in NOTICE_FORMATS:
         return jsonio.dumps({"systemMessage": message}, ensure_ascii=False), None
     return allow_envelope(fmt), message
@@ -246,6 +246,10 @@ def missing_envelope(kind: str, fmt: str, message: str) -> tuple[str, str | None
 # ---- stop ------------------------------------------------------------------------------------------------
 
 NOTICE_FORMATS = ("claude", "codex", "gemini")  # whose stop output may carry a `systemMessage` shown to the user
+# To the model of a harness that shows a hook's output to the user nowhere (Copilot CLI 1.0.102, measured on both
+# its screens): the not-installed line reaches the user through it
+RELAY = (" This harness shows hook messages to nobody but you: tell the user this line, in these words, in your "
+         "first reply.")
 
 
 def block_bound(fmt: str, configured: int) -> int:
