@@ -204,10 +204,10 @@ def test_without_the_gate_each_hook_says_so_once_and_never_blocks(tmp_path: Path
             assert schemas.validate(harness.schema(schema), document, {}) == []
             assert "decision" not in document and "followup_message" not in document
             relayed = kind == "brief" and agent not in harness.NOTICE_FORMATS  # its model tells the user
-            said = [document.get("systemMessage"), (_context(document) or "").removesuffix(harness.RELAY) or None,
+            said = [document.get("systemMessage"), str(_context(document) or "").removesuffix(harness.RELAY) or None,
                     proc.stderr.strip() or None]
             assert {s for s in said if s} == {agents.NOT_INSTALLED[kind]}, (kind, document, proc.stderr)
-            assert (_context(document) or "").endswith(harness.RELAY) == relayed, document
+            assert str(_context(document) or "").endswith(harness.RELAY) == relayed, document
             assert agents.NOT_INSTALLED[kind].startswith("handoff-gate is not installed here")
             assert agents.INSTALL_LINE in agents.NOT_INSTALLED[kind]
     assert not (b / ".git" / "gate" / "journal.jsonl").exists()
