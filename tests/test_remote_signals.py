@@ -152,6 +152,7 @@ def test_sigkill_during_network_work_leaves_no_git_behind(tmp_path: Path) -> Non
         stop.set()
 
 
+@pytest.mark.slow  # a torture test: twelve claims killed at random points
 def test_a_claim_killed_anywhere_leaves_no_local_claim_without_the_remote_one(tmp_path: Path) -> None:
     bare = seed_bare(tmp_path, CONFIG)
     tree = clone(f"file://{bare}", tmp_path / "a")

@@ -185,6 +185,7 @@ def test_race_16_clones_over_git_daemon_exactly_one_winner(tmp_path: Path, daemo
     _race(tmp_path, daemon.url("remote.git"), 16, 5, budget=240)  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow  # a big race: the slow set's, with the 16-clone ones
 def test_race_6_clones_3_rounds_over_smart_http_exactly_one_winner(tmp_path: Path) -> None:
     seed_bare(tmp_path)
     server = HttpServer(tmp_path / "srv")
