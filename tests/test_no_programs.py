@@ -287,3 +287,27 @@ def test_a_clean_filter_named_by_the_repository_never_runs_on_a_stat_dirty_file(
         touch()
         run_gate(repo, *argv)
         assert not canary.fired(), (argv, canary.fired())
+
+
+def test_the_claim_gates_look_at_an_edited_state_file_runs_no_filter_the_repository_names(tmp_path: Path) -> None:
+    """A check of the work tree under another worktree's claim asks whether the state file has uncommitted edits
+    (to warn that a commit of them would be refused): that question reads the work-tree file, which a diff passes
+    through its clean filter. It must be asked as the brief asks it, with the repository's filters off."""
+    canary = Canaries(tmp_path)
+    repo = init_repo(tmp_path / "repo")
+    (repo / ".gitattributes").write_text("HANDOFF.md filter=evil\n")
+    head = commit_all(repo, "first")
+    (repo / "HANDOFF.md").write_text(handoff_text(head))
+    commit_all(repo, "handoff")
+    git(repo, "config", "filter.evil.clean", canary("filter-clean", drain=True))
+    other = tmp_path / "other"
+    git(repo, "worktree", "add", "-q", "-b", "other", str(other))
+    assert run_gate(other, "claim").returncode == 0
+    with (repo / "HANDOFF.md").open("a") as out:
+        out.write("- [ ] an edit under the other worktree's claim — next: x\n")
+    _quietly(repo, "diff", "--quiet", "HEAD", "--", "HANDOFF.md")
+    assert canary.fired()  # plain git runs it: the test can fail
+    canary.clear()
+    proc = run_gate(repo, "check")
+    assert not canary.fired(), canary.fired()
+    assert "[handoff-claim warning] HANDOFF.md has uncommitted changes" in proc.stdout, proc.stdout

@@ -44,17 +44,24 @@ def check(ctx: Context) -> list[Finding]:
     if any(change.changed() for change in ctx.changes):  # a commit is being made: of other files
         return ctx.judged_nothing(ID, f"this commit leaves {state_rel} alone")
     ctx.judged_nothing(ID, "nothing is staged")  # a check of the work tree: no commit to deny, but an edit to warn of
-    if not _edited(ctx, state_rel):
+    edited = _edited(ctx, state_rel)
+    if edited == "":
         return []
-    return [Finding(state_rel, 1, ID, f"{state_rel} has uncommitted changes, and a commit of them would be refused: "
+    return [Finding(state_rel, 1, ID, f"{state_rel} {edited}, and a commit of them would be refused: "
                     f"{denied[0].message}", WARNING)]
 
 
-def _edited(ctx: Context, state_rel: str) -> bool:
-    """Whether the work tree's state file differs from HEAD's (a question git cannot answer counts as yes)."""
-    if ctx.repo.head is None:
-        return True
-    return ctx.repo.git("diff", "--quiet", "HEAD", "--", state_rel).returncode != 0
+def _edited(ctx: Context, state_rel: str) -> str:
+    """'has uncommitted changes' when `git status` lists the state file, '' when it does not, or why it cannot be
+    told (never an all-clear). Asked as the brief asks it, Repo.uncommitted, with the repository's own filters off:
+    a diff of the work tree would run a clean filter the repository names."""
+    from gates.infra.git import StatusFailed
+
+    try:
+        listed = ctx.repo.uncommitted("--porcelain=v1", "-z", "--untracked-files=no", "--", state_rel)
+    except StatusFailed as exc:
+        return f"may have uncommitted changes ({exc.message})"
+    return "has uncommitted changes" if listed else ""
 
 
 def _verdict(ctx: Context, state_rel: str, record: dict[str, object] | None, require: bool) -> list[Finding]:

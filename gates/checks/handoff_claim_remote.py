@@ -52,16 +52,7 @@ def fence_at(repo: Repo, commit: str, state_rel: str, meta_section: str) -> int 
     """The Meta `fence` of the hand-over as committed in `commit`, or None when it has none."""
     from gates.domain import handoff
 
-    data = repo.blob_at(commit, state_rel)  # a blob the repository lacks is an error, never "no fence"
-    if data is None:
-        return None
-    data = data[: 1 << 20]
-    try:
-        doc = handoff.parse(handoff.Source.decode(data, state_rel).lines, state_rel)
-    except GateError:
-        return None
-    entry = doc.meta_value(meta_section, "fence")
-    value = entry.value.strip().strip("`") if entry else ""
+    value = handoff.committed_meta(repo, commit, state_rel, meta_section, "fence") or ""
     if not value or value.strip("0123456789") or len(value) > 19:  # ASCII digits only ('²'.isdigit() is true)
         return None
     from gates.domain.remote import MAX_FENCE

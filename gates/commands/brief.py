@@ -304,7 +304,7 @@ def _resolved_line(repo: Repo, config: Config, now: datetime) -> str | None:
     of the hand-over as HEAD holds it (a stamp whose commit was refused is none), when valid; its session and what
     was resolved since are read from the journal (sessions.closing_session), else the resolved flags are those
     resolved since `updated` itself."""
-    updated = _committed_updated(repo, config)
+    updated, none = _committed_updated(repo, config)
     since = handoff.parse_utc(updated) if updated and handoff.updated_problem(updated, now) is None else None
     closing = sessions.closing_session(repo, clock.utc_text(since)) if since is not None else None
     if closing is not None:
@@ -312,7 +312,7 @@ def _resolved_line(repo: Repo, config: Config, now: datetime) -> str | None:
         when = f"{closing.harness} session {closing.session} began ({closing.began}; it made the last close-out)"
     else:
         reasons = [str(record.get("reason")) for record in flags.resolved_since(repo, since)]
-        when = f"the last close-out (updated {updated})" if since else "ever (no valid Meta updated time)"
+        when = f"the last close-out (updated {updated})" if since else f"ever ({none})"
     if not reasons:
         return None
     counts: dict[str, int] = {}
@@ -323,20 +323,18 @@ def _resolved_line(repo: Repo, config: Config, now: datetime) -> str | None:
             f"`gate flags --all` shows {'it' if len(reasons) == 1 else 'them'}.")
 
 
-def _committed_updated(repo: Repo, config: Config) -> str | None:
-    """The Meta `updated` of the hand-over as HEAD holds it, or None (no commit, no such file, no such line)."""
-    cfg = config.section("handoff")
+def _committed_updated(repo: Repo, config: Config) -> tuple[str | None, str]:
+    """The Meta `updated` of the hand-over as HEAD holds it (None: no commit, no such file, no such line), and
+    why there is none, as the brief says it."""
     if repo.head is None:
-        return None
-    try:
-        data = repo.blob_at(repo.head, os.path.normpath(cfg["path"]))
-        if data is None:
-            return None
-        doc = handoff.parse(handoff.Source.decode(data[: int(cfg["max_bytes"])], cfg["path"]).lines, cfg["path"])
-    except (GateError, OSError):
-        return None
-    entry = doc.meta_value(cfg["meta_section"], "updated")
-    return entry.value if entry else None
+        return None, "no commit yet"
+    cfg = config.section("handoff")
+    try:  # at the state file's canonical path: a link in the tree is a blob of its target's name
+        value = handoff.committed_meta(repo, repo.head, claims.key(repo, cfg["path"]), cfg["meta_section"],
+                                       "updated")
+    except GateError as exc:
+        return None, f"the committed hand-over cannot be read: {exc.message}"
+    return value, "no valid Meta updated time in the committed hand-over"
 
 
 def _meta(loaded: Loaded, config: Config) -> tuple[str | None, str | None]:

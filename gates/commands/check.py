@@ -81,12 +81,11 @@ def _check(args: argparse.Namespace, run: Invocation) -> int:
 
 
 def _watched() -> bool:
-    """Whether a person runs this check at a terminal (stdin and stdout are one, and no CI says otherwise: `CI` set to
-    anything but empty, 0 or false): they
-    read its findings now, so they leave no flag. A hook (git gives it no terminal on stdin; the pre-commit
-    framework reads its output), CI and an agent's tool call (its harness's variable is set, even in a terminal of
-    its own: gates/domain/loopwatch.py) leave flags, for the next session to hear of. A passing watched check
-    still resolves flags: what it judged holds."""
+    """Whether a person runs this check at a terminal (stdin and stdout are one, and no CI says otherwise: `CI` set
+    to anything but empty, 0 or false): they read its findings now, so they leave no flag. A hook (git gives it no
+    terminal on stdin; the pre-commit framework reads its output), CI and an agent's tool call (its harness's
+    variable is set, even in a terminal of its own: gates/domain/loopwatch.py) leave flags, for the next session
+    to hear of. A passing watched check still resolves flags: what it judged holds."""
     if os.environ.get("CI", "").lower() not in ("", "0", "false") or not (os.isatty(0) and os.isatty(1)):
         return False
     from gates.domain.loopwatch import HARNESSES  # an agent's shell may give it a terminal: the model is no person
@@ -142,11 +141,9 @@ def _run_gates(run: Invocation, args: argparse.Namespace) -> tuple[CheckResult, 
     return result, fixed
 
 
-# A passing check of one situation leaves a flag of the other open: what to do to settle it
-OTHER = {"commit": ("work tree", "the work tree", "the commit as it will be recorded",
-                    "run `gate check` with nothing staged"),
-         "work tree": ("commit", "the commit as it will be recorded (a hook's)", "the work tree",
-                       "stage the fix and run `gate check`, or commit")}
+# A passing check of one situation leaves a flag of the other open: that other, and what settles it
+OTHER = {"commit": ("work tree", "run `gate check` with nothing staged"),
+         "work tree": ("commit", "stage the fix and run `gate check`, or commit")}
 
 
 def _unsettled(repo: Repo, result: CheckResult, scope: dict[str, Any]) -> list[str]:
@@ -162,16 +159,17 @@ def _unsettled(repo: Repo, result: CheckResult, scope: dict[str, Any]) -> list[s
             return []
     except OSError:
         return []
-    from gates.domain import changes
-
-    other, there, here, how = OTHER[result.situation]
+    from gates.domain.changes import SITUATIONS, open_markers
     from gates.infra.catalog import CATALOG
 
+    other, how = OTHER[result.situation]
+    there = SITUATIONS[other] + (" (a hook's)" if other == "commit" else "")
     failed = {finding.gate for finding in result.errors}
     passed = [gate for gate in result.gates if gate not in failed and gate not in result.unjudged
               and CATALOG[gate].situated]  # a gate keyed without a situation settles its flags here and now
-    return [f"gate check: note: {gate} has a flag open from a check of {there}; this check of {here} does not "
-            f"settle it — {how}" for gate in changes.open_markers(repo, passed, {**scope, "situation": other})]
+    return [f"gate check: note: {gate} has a flag open from a check of {there}; this check of "
+            f"{SITUATIONS[result.situation]} does not settle it — {how}"
+            for gate in open_markers(repo, passed, {**scope, "situation": other})]
 
 
 def _render(fmt: str, result: Any, code: int, error: GateError | None) -> str:

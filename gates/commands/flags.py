@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gates.commands import invocation
 from gates.commands.invocation import Invocation
+from gates.domain.changes import SITUATIONS
 from gates.infra.console import emit_json
 from gates.infra.errors import OK, USAGE, GateError
 
@@ -12,10 +13,6 @@ if TYPE_CHECKING:
     import argparse
 
     pass
-
-# What a gate's flag was raised judging (its scope's situation, gates/domain/changes.py::situation), as listed
-SITUATION_SHOWN = {"commit": "judging the commit as it will be recorded", "work tree": "judging the work tree",
-                   "range": "judging a range of commits", "push": "judging a push"}
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -56,10 +53,10 @@ def _flags(args: argparse.Namespace, run: Invocation) -> int:
             resolved = record.get("resolved") if record["status"] == "resolved" else None
             status = (f" (resolved {resolved.get('time')} by `{resolved.get('command')}`)" if isinstance(resolved, dict)
                       else f" ({record['status']})")
-        scope = record.get("scope")
-        judged = SITUATION_SHOWN.get(str(scope.get("situation"))) if isinstance(scope, dict) else None
+        scope = record.get("scope")  # what the check that raised it judged (gates/domain/changes.py::situation)
+        judged = SITUATIONS.get(str(scope.get("situation"))) if isinstance(scope, dict) else None
         print(f"== flag {record.get('id')} [{record.get('reason')}]{count} first {record.get('first_seen')} "
-              f"last {record.get('last_seen')} by `{record.get('command', '?')}`{f' {judged}' if judged else ''} "
+              f"last {record.get('last_seen')} by `{record.get('command', '?')}`{f' judging {judged}' if judged else ''} "
               f"in {record.get('worktree', '?')}{status}")
         print(record["message"])
     return OK

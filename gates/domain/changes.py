@@ -58,7 +58,9 @@ def in_range(repo: Repo, history: History, spec: str) -> list[Change]:
     return found
 
 
-SITUATIONS = ("commit", "work tree", "range", "push")  # what a check judged: its flags are keyed by it
+# What a check judged, as `situation` names it (its flags are keyed by it), and as a message says it
+SITUATIONS = {"commit": "the commit as it will be recorded", "work tree": "the work tree",
+              "range": "a range of commits", "push": "a push"}
 
 
 def situation(range_spec: str | None, push: object, found: list[Change]) -> str:

@@ -515,3 +515,23 @@ def load_handoff(repo: Repo, config: Config, path: str, staged: list[Change] | N
     if isinstance(data, int):
         return Loaded(shown, data, None)
     return Loaded(shown, len(data), parse(Source.decode(data, shown).lines, shown))
+
+
+COMMITTED_CAP = 1 << 20  # what of a committed hand-over is read for one Meta value
+
+
+def committed_meta(repo: Repo, commit: str, path: str, section: str, key: str) -> str | None:
+    """The Meta `key` of the hand-over as `commit` holds it (its first COMMITTED_CAP bytes), stripped of
+    backticks; None when the commit has no such file, it is no hand-over, or it has no such line. A blob the
+    repository lacks is an error (GateError), never "no such value"."""
+    from gates.infra.errors import GateError
+
+    data = repo.blob_at(commit, path)
+    if data is None:
+        return None
+    try:
+        doc = parse(Source.decode(data[:COMMITTED_CAP], path).lines, path)
+    except GateError:
+        return None
+    entry = doc.meta_value(section, key)
+    return entry.value.strip().strip("`") if entry else None

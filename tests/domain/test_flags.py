@@ -356,3 +356,13 @@ def test_when_a_flag_cannot_be_written_the_reason_goes_to_stderr_and_the_exit_st
     assert "could not write the handoff-no-checked-items flag" in proc.stderr
     assert "not a plain directory" in proc.stderr
     assert list(outside.iterdir()) == []
+
+
+def test_the_flag_schema_names_every_situation_a_check_can_judge() -> None:
+    """One list of situations (changes.SITUATIONS): what the schema lets a flag's scope hold is what a check makes."""
+    from gates.domain import changes
+    from gates.infra import schemas
+
+    scope = schemas.load("flag")["properties"]["scope"]["oneOf"][1]
+    assert scope["properties"]["situation"]["enum"] == [*changes.SITUATIONS, None]
+    assert {changes.situation("A..B", None, []), changes.situation(None, [], [])} == {"range", "push"}
