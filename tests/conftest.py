@@ -155,14 +155,14 @@ def call_gate(cwd: Path, *args: str, capsys: pytest.CaptureFixture[str], monkeyp
 
 def flag_records(common_dir: Path, sub: str = "") -> list[dict[str, Any]]:
     """Every flag in the folder; each must follow the shipped flag schema."""
-    from gates.infra import schemas
+    from gates.infra import schemas, validation
 
     folder = common_dir / "gate" / "flags" / sub
     if not folder.is_dir():
         return []
     records = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
     for record in records:
-        assert schemas.validate(schemas.load("flag"), record, {}) == [], record
+        assert validation.validate(schemas.load("flag"), record, {}) == [], record
     return records
 
 

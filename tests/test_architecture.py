@@ -228,12 +228,12 @@ def test_every_gate_and_command_has_its_test_module_and_no_test_module_is_an_orp
 
 GIT_DOOR = {"gates.infra.git", "gates.infra.gitnet"}  # the door and its network half, which a check never loads
 # git; `ps`, where /proc is not there; and this interpreter again, bounding a committed schema's work
-SUBPROCESS_DOORS = {*GIT_DOOR, "gates.domain.procscan", "gates.infra.schemas"}
+SUBPROCESS_DOORS = {*GIT_DOOR, "gates.domain.procscan", "gates.infra.validation"}
 
 
 def test_one_door_to_git() -> None:
     """Only infra/git.py and its network half run git (subprocess and GitPython); procscan alone runs another
-    program (`ps`), and infra/schemas the gate's own interpreter (a project schema's bounded validation)."""
+    program (`ps`), and infra/validation the gate's own interpreter (a project schema's bounded validation)."""
     for module, source in sources().items():
         for node in ast.walk(ast.parse(source)):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else (

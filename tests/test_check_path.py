@@ -32,11 +32,13 @@ from conftest import (
 # parsed by gates/cli.py), subprocess (git by posix_spawn), hashlib (OpenSSL: gates/infra/digest.py), copy,
 # json (the C scanner and encoder: gates/infra/jsonio.py), datetime's Python half (gates/infra/clock.py),
 # shlex (gates/infra/text.shell_quote), pathlib (paths are str), re with the enum and functools it loads
-# (string methods, or infra/text.Pattern on first use), collections and contextlib; and gates/infra/surfaces.py,
-# the development tool that renders the catalog's surfaces.
+# (string methods, or infra/text.Pattern on first use), collections and contextlib; gates/infra/surfaces.py,
+# the development tool that renders the catalog's surfaces; and the gate's own YAML reader and validator
+# (gates/infra/dataio.py, gates/infra/validation.py), needed only for a `.gate.yaml` or a record not seen before.
 HEAVY = ("dataclasses", "inspect", "jsonschema", "ruamel.yaml", "git", "pre_commit", "gates.infra.surfaces",
          "typing", "argparse", "shutil", "subprocess", "hashlib", "copy", "json", "datetime", "shlex",
-         "pathlib", "re", "enum", "functools", "collections", "contextlib", "fnmatch", "urllib")
+         "pathlib", "re", "enum", "functools", "collections", "contextlib", "fnmatch", "urllib",
+         "gates.infra.dataio", "gates.infra.validation")
 PROBE = f"""
 import sys
 already = set(sys.modules)

@@ -188,7 +188,7 @@ def test_no_module_writes_past_the_cleaning_streams() -> None:
     """stdout and stderr are reached only through sys.stdout and sys.stderr, which main() points at the cleaning
     streams (gates/infra/console.py): no module writes to the interpreter's own streams, their byte buffers or the
     descriptors themselves (console.py silences a broken stdout, main.py flushes at the end: neither writes; the
-    child interpreter of schemas.bounded answers its parent on a pipe, in ASCII JSON, never on a terminal)."""
+    child interpreter of validation.bounded answers its parent on a pipe, in ASCII JSON, never on a terminal)."""
     root = Path(__file__).resolve().parent.parent / "gates"
     bypasses = ("sys.__stdout__", "sys.__stderr__", ".buffer.write", "stdout.buffer", "stderr.buffer", "os.write(1",
                 "os.write(2", "os.fdopen(1", "os.fdopen(2", "open(1,", "open(2,", "/dev/stdout", "/dev/stderr", "/dev/tty")

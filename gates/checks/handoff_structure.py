@@ -180,13 +180,13 @@ def _placeholders(ctx: Context, doc: Document, at: At) -> Iterator[Finding]:
 
 
 def _project_schema(ctx: Context, doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:
-    from gates.infra import schemas
+    from gates.infra import validation
 
     schema = load_project_schema(ctx, cfg["schema"])
     model, lines = doc.to_json(cfg["meta_section"])
     try:
-        problems = schemas.bounded(schema, model, lines)  # checked too: a committed schema is hostile input
-    except schemas.Unusable as exc:
+        problems = validation.bounded(schema, model, lines)  # checked too: a committed schema is hostile input
+    except validation.Unusable as exc:
         raise schema_error(cfg["schema"], exc.message) from None
     for line, message in problems:
         yield at(line, f"schema {cfg['schema']}: {message}")

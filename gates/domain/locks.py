@@ -18,7 +18,7 @@ import os
 import stat
 
 from gates.domain.lockscan import FRESH, INELIGIBLE, LIVE, STALE, Lock, admin_dirs
-from gates.infra import clock, dataio, fsio, jsonio, paths, state
+from gates.infra import clock, fsio, jsonio, paths, state
 from gates.infra.clock import datetime
 from gates.infra.digest import sha256
 from gates.infra.errors import USAGE, VIOLATION, GateError
@@ -294,6 +294,8 @@ def restore(repo: Repo, evidence_id: str) -> list[str]:
         if not os.path.isfile(manifest_path):
             raise _denied(f"no quarantine {evidence_id}: nothing restored ({where})")
         data = fsio.read_state_file(manifest_path, 1 << 20) or b"{}"
+        from gates.infra import dataio  # a restore is rare: a commit that holds index.lock never loads the reader
+
         try:
             manifest = dataio.load_json(fsio.decode_text(data, manifest_path))
         except dataio.DataError as exc:

@@ -12,7 +12,7 @@ import os
 import stat
 import time
 
-from gates.infra import clock, dataio, fsio, paths, schemas
+from gates.infra import clock, fsio, paths, schemas
 from gates.infra.clock import datetime
 from gates.infra.config import Config
 from gates.infra.digest import sha256
@@ -56,7 +56,10 @@ class RecordError(Exception):
 
 
 def parse(data: bytes, shown: str) -> Record:
-    """A record's front matter as data, with lines; RecordError when it has none or it is not YAML data."""
+    """A record's front matter as data, with lines; RecordError when it has none or it is not YAML data. (The YAML
+    reader is imported here: an unchanged records folder is judged from the cache without it.)"""
+    from gates.infra import dataio
+
     try:
         text = fsio.decode_text(data, shown)
     except GateError as exc:
@@ -79,7 +82,9 @@ def parse(data: bytes, shown: str) -> Record:
 def problems(record: Record) -> list[tuple[int, str]]:
     """Where the front matter breaks the record schema, as (line, message)."""
     if record.checked is None:
-        record.checked = schemas.validate(schemas.load("record"), record.meta, record.lines)
+        from gates.infra import validation
+
+        record.checked = validation.validate(schemas.load("record"), record.meta, record.lines)
     return record.checked
 
 
@@ -312,6 +317,8 @@ def slug(title: str) -> str:
 
 
 def new(repo: Repo, config: Config, title: str, now: datetime) -> str:
+    from gates.infra import dataio
+
     title = " ".join(title.split())
     if not title or len(title) > 200 or dataio.unsafe_text(title):
         raise GateError("a record title is 1-200 characters of plain text (no control, NUL or bidi characters)",

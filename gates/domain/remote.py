@@ -154,9 +154,9 @@ def parse_record(data: bytes | None) -> tuple[dict[str, Any] | None, str | None]
         return None, f"{RECORD} is not UTF-8"
     except dataio.DataError as exc:
         return None, f"{RECORD}: {exc.message}"
-    from gates.infra import schemas
+    from gates.infra import schemas, validation
 
-    found = schemas.validate(schemas.load("remote-claim"), record, {})
+    found = validation.validate(schemas.load("remote-claim"), record, {})
     if found:
         return None, f"{RECORD}: {found[0][1]} (schemas/remote-claim.schema.json)"
     return record, None

@@ -1,14 +1,15 @@
 """The effective configuration: the embedded defaults, overlaid by an optional `.gate.yaml`.
 
-The file is data described by `schemas/config.schema.json`; ruamel.yaml and jsonschema are
-imported only when the file exists.
+The file is data described by `schemas/config.schema.json`. It is parsed and validated once per content (a cache
+keyed by its hash): the YAML reader and the validator are imported only on a miss, never by a commit whose
+`.gate.yaml` was seen before.
 """
 
 from __future__ import annotations
 
 import os
 
-from gates.infra import dataio, fsio, jsonio, paths, schemas
+from gates.infra import fsio, jsonio, paths, schemas
 from gates.infra.catalog import CATALOG
 from gates.infra.clock import timedelta
 from gates.infra.errors import CANNOT_RUN, USAGE, GateError
@@ -142,6 +143,8 @@ def _canonical(repo: Repo, config: Config, where: tuple[object, ...], relative: 
 
 
 def _line_of(config: Config, where: tuple[object, ...]) -> int | None:
+    from gates.infra import dataio
+
     if config.raw is None:
         return None
     try:
@@ -152,6 +155,8 @@ def _line_of(config: Config, where: tuple[object, ...]) -> int | None:
 
 
 def _parse_and_validate(data: bytes, shown: str) -> tuple[dict[str, Any], dict[tuple[object, ...], int]]:
+    from gates.infra import dataio, validation
+
     try:
         text = fsio.decode_text(data, shown)
         parsed, lines = dataio.load_yaml(text)
@@ -161,7 +166,7 @@ def _parse_and_validate(data: bytes, shown: str) -> tuple[dict[str, Any], dict[t
         raise _bad(exc.message, shown, exc.line or None) from None
     if parsed is None:
         parsed = {}
-    problems = schemas.validate(schemas.load("config"), parsed, lines)
+    problems = validation.validate(schemas.load("config"), parsed, lines)
     if problems:
         line, message = problems[0]
         more = "".join(f"; line {n}: {m}" for n, m in problems[1:])

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import commit_all, flag_records, git, handoff_text, run_gate
 
-from gates.infra import schemas
+from gates.infra import validation
 
 EVIL_TEXT = "a" * 41 + "!"  # ~2^41 steps for ^(a|a)*$ in Python's backtracking re: hours
 
@@ -70,14 +70,14 @@ def test_the_bound_holds_in_process_and_leaves_no_child(tmp_path: Path) -> None:
     """`bounded` itself: the same hostile pattern, a short bound, an Unusable naming the bound, and the child that
     was still matching is gone (killed and reaped, not left spinning)."""
     started = time.monotonic()
-    with pytest.raises(schemas.Unusable, match=r"took more than 1 s"):
-        schemas.bounded(_redos(), {"sections": [{"items": [{"text": EVIL_TEXT}]}]}, {}, seconds=1)
+    with pytest.raises(validation.Unusable, match=r"took more than 1 s"):
+        validation.bounded(_redos(), {"sections": [{"items": [{"text": EVIL_TEXT}]}]}, {}, seconds=1)
     assert time.monotonic() - started < 30
     children = []
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                if b"gates.infra.schemas import serve" in handle.read():
+                if b"gates.infra.validation import serve" in handle.read():
                     children.append(entry)
         except OSError:
             continue
@@ -90,6 +90,6 @@ def test_an_ordinary_schema_is_applied_as_before(tmp_path: Path) -> None:
               "$defs": {"n": {"type": "integer"}}}
     instance = {"a": "y", "b": "two"}
     lines: dict[tuple[object, ...], int] = {("a",): 3, ("b",): 5}
-    assert schemas.bounded(schema, instance, lines) == schemas.validate(schema, instance, lines) != []
-    with pytest.raises(schemas.Unusable, match=r"\$ref 'file:///x' names a document outside the schema"):
-        schemas.bounded({"$ref": "file:///x"}, {}, {})
+    assert validation.bounded(schema, instance, lines) == validation.validate(schema, instance, lines) != []
+    with pytest.raises(validation.Unusable, match=r"\$ref 'file:///x' names a document outside the schema"):
+        validation.bounded({"$ref": "file:///x"}, {}, {})

@@ -19,7 +19,7 @@ from conftest import GATE_BIN, ROOT, commit_all, git, handoff_text, init_repo, r
 
 from gates.domain import agents, harness
 from gates.domain.hooks import ENTRY
-from gates.infra import schemas
+from gates.infra import validation
 
 HARNESSES = ("claude", "codex", "gemini", "copilot", "cursor")
 START = {"claude": "SessionStart", "codex": "SessionStart", "gemini": "SessionStart", "copilot": "sessionStart"}
@@ -131,13 +131,13 @@ def test_a_clone_runs_the_committed_hooks_with_the_gate_installed_elsewhere(tmp_
         start = _as_the_harness(b, hooks["brief"], {"session_id": "s-1", "source": "startup"}, path)
         assert start.returncode == 0, start.stderr
         document = json.loads(start.stdout)
-        assert schemas.validate(harness.schema(harness.START_SCHEMA[agent]), document, {}) == []
+        assert validation.validate(harness.schema(harness.START_SCHEMA[agent]), document, {}) == []
         assert f"# Session brief: {b}" in _context(document)  # type: ignore[operator]
     _work(b)
     stop = _as_the_harness(b, hooks["closeout"], {"session_id": "s-1", "stop_hook_active": False}, path)
     assert stop.returncode == 0, stop.stderr
     document = json.loads(stop.stdout)
-    assert schemas.validate(harness.schema(harness.STOP_SCHEMA[agent]), document, {}) == []
+    assert validation.validate(harness.schema(harness.STOP_SCHEMA[agent]), document, {}) == []
     reason = document.get("reason") or document.get("followup_message")
     assert document.get("decision", "block") in ("block", "deny") and "add the feature" in reason, document
     journal = (b / ".git" / "gate" / "journal.jsonl").read_text()
@@ -201,7 +201,7 @@ def test_without_the_gate_each_hook_says_so_once_and_never_blocks(tmp_path: Path
             assert proc.returncode == 0, proc.stderr
             document = json.loads(proc.stdout)
             schema = (harness.START_SCHEMA if kind == "brief" else harness.STOP_SCHEMA)[agent]
-            assert schemas.validate(harness.schema(schema), document, {}) == []
+            assert validation.validate(harness.schema(schema), document, {}) == []
             assert "decision" not in document and "followup_message" not in document
             relayed = kind == "brief" and agent not in harness.NOTICE_FORMATS  # its model tells the user
             said = [document.get("systemMessage"), str(_context(document) or "").removesuffix(harness.RELAY) or None,
@@ -292,7 +292,7 @@ def test_claude_fork_cap_units_and_the_let_through_said_to_the_user(tmp_path: Pa
                for n in range(9)]
     assert [json.loads(o).get("decision") for o in outputs[:8]] == ["block"] * 8
     let_through = json.loads(outputs[8])
-    assert schemas.validate(harness.schema("claude-stop"), let_through, {}) == []
+    assert validation.validate(harness.schema("claude-stop"), let_through, {}) == []
     assert "decision" not in let_through and "capped at 8 for claude" in let_through["systemMessage"]
     assert list((b / ".git" / "gate" / "flags").glob("*-closeout-missing-*.json"))
 
@@ -328,7 +328,7 @@ def test_copilot_session_start_hands_the_brief_to_the_model(tmp_path: Path) -> N
     start = _as_the_harness(b, listed[0]["bash"], payload, f"{_venv(tmp_path / 'elsewhere')}:{_system_path()}")
     assert start.returncode == 0 and start.stdout.count("\n") == 1, start.stderr
     document = json.loads(start.stdout)
-    assert schemas.validate(harness.schema("copilot-session-start"), document, {}) == []
+    assert validation.validate(harness.schema("copilot-session-start"), document, {}) == []
     assert list(document) == ["additionalContext"] and "## 4. Hand-over" in document["additionalContext"]
     assert len(document["additionalContext"]) <= (harness.START_BUDGET["copilot"] or 0)
     journal = [json.loads(line) for line in (b / ".git" / "gate" / "journal.jsonl").read_text().splitlines()]
@@ -468,7 +468,7 @@ def test_the_short_command_does_nothing_and_exits_0_without_a_script_of_its_own(
     assert (stop.returncode, stop.stdout) == (0, ""), stop.stderr
     start = _as_the_harness(b, hooks["brief"], {"session_id": "s", "source": "startup"}, path)
     document = json.loads(start.stdout)
-    assert start.returncode == 0 and schemas.validate(harness.schema(harness.START_SCHEMA["claude"]), document, {}) == []
+    assert start.returncode == 0 and validation.validate(harness.schema(harness.START_SCHEMA["claude"]), document, {}) == []
     said = agents.SCRIPT_MISSING.format(script=SCRIPT, fmt="claude")
     assert _context(document) == said and document.get("systemMessage") == said
     assert not marker.exists()

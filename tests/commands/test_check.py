@@ -12,7 +12,7 @@ from conftest import ROOT, call_gate, commit_all, flag_records, git, handoff_tex
 from helpers import break_with_punctuation
 
 from gates.checks import CATALOG, GATES
-from gates.infra import schemas
+from gates.infra import schemas, validation
 
 
 def test_range_judges_every_commit_and_names_the_bad_one(repo: Path) -> None:
@@ -90,7 +90,7 @@ def test_json_output_follows_its_schema(repo: Path) -> None:
     proc = run_gate(repo, "check", "--format", "json")
     assert proc.returncode == 1
     document = json.loads(proc.stdout)
-    assert schemas.validate(schemas.load("check-result"), document, {}) == []
+    assert validation.validate(schemas.load("check-result"), document, {}) == []
     assert document["exit_code"] == 1 and document["ok"] is False
     assert document["counts"] == {"error": 2, "warning": 0}
     assert document["findings"][0] == {
@@ -104,7 +104,7 @@ def test_json_output_when_the_check_cannot_run(repo: Path) -> None:
     proc = run_gate(repo, "check", "--format", "json")
     assert proc.returncode == 3
     document = json.loads(proc.stdout)
-    assert schemas.validate(schemas.load("check-result"), document, {}) == []
+    assert validation.validate(schemas.load("check-result"), document, {}) == []
     allowed = "append_only, archive, claims, closeout, fresh, gates, handoff, heartbeat, locks, mailbox, records, version"
     assert document["error"] == {"reason": "config-invalid",
                                  "message": f".gate.yaml:1: unknown key 'bogus' (allowed: {allowed})"}

@@ -15,7 +15,7 @@ from conftest import GATE_BIN, git, run_gate
 from helpers import break_with_punctuation, entries
 
 from gates.domain import agents, harness
-from gates.infra import schemas
+from gates.infra import validation
 
 EXISTING = {
     "claude": ('{\n  "$schema": "https://json.schemastore.org/claude-code-settings.json",\n  "permissions": {\n'
@@ -60,7 +60,7 @@ def test_merge_twice_then_uninstall_to_the_original_bytes(repo: Path, agent: str
     else:
         before, after = json.loads(original), json.loads(installed)
         schema = harness.schema(CONFIG_SCHEMA[agent])
-        assert schemas.validate(schema, after, {}) == []
+        assert validation.validate(schema, after, {}) == []
         for key, value in before.items():  # unrelated keys kept
             if key != "hooks":
                 assert after[key] == value
@@ -105,7 +105,7 @@ def test_new_files_are_created_and_removed_with_their_folders(repo: Path) -> Non
     assert "config.toml" in proc.stdout and not (repo / ".codex" / "config.toml").exists()
     assert "not judged again by the other" in proc.stdout  # Copilot beside .claude/settings.json
     for agent, name in CONFIG_SCHEMA.items():
-        assert schemas.validate(harness.schema(name), json.loads((repo / agents.FILES[agent]).read_text()), {}) == []
+        assert validation.validate(harness.schema(name), json.loads((repo / agents.FILES[agent]).read_text()), {}) == []
     doctor = run_gate(repo, "doctor", env={**os.environ, "PATH": f"{Path(str(GATE_BIN)).parent}:{os.environ['PATH']}"})
     for agent in agents.AGENTS:
         assert f"ok    {agents.FILES[agent]}" in doctor.stdout

@@ -17,7 +17,7 @@ import pytest
 from conftest import GATE_BIN, call_gate, flag_records, git, handoff_text, run_gate, run_processes
 
 from gates.domain import changes, flags
-from gates.infra import schemas
+from gates.infra import schemas, validation
 from gates.infra.git import discover
 
 GATE = "handoff-no-checked-items"
@@ -291,7 +291,7 @@ def test_a_violation_writes_a_flag_with_everything_the_next_session_needs(repo: 
     assert record["head"] == git(repo, "rev-parse", "HEAD")
     assert record["command"] == "gate check --only handoff-no-checked-items"
     assert record["exit_code"] == 1
-    assert schemas.validate(schemas.load("flag"), record, {}) == []
+    assert validation.validate(schemas.load("flag"), record, {}) == []
     [path] = (repo / ".git" / "gate" / "flags").glob("*.json")
     assert NAME.match(path.name) and path.stem == record["id"]
 

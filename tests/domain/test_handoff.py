@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gates.domain import handoff
-from gates.infra import schemas
+from gates.infra import schemas, validation
 
 DOC = """# Handoff
 
@@ -45,7 +45,7 @@ def test_sections_items_and_meta_carry_their_lines() -> None:
 def test_the_model_as_json_follows_the_shipped_schema() -> None:
     doc = handoff.parse(DOC.splitlines(), "HANDOFF.md")
     model, lines = doc.to_json("Meta")
-    assert schemas.validate(schemas.load("handoff"), model, lines) == []
+    assert validation.validate(schemas.load("handoff"), model, lines) == []
     assert model["meta"] == {"ref": "abc1234", "updated": "2026-11-30T08:00:00Z"}
     assert model["sections"][2]["items"][0]["children"][0]["checked"] is True
     assert lines[("sections", 2, "items", 0, "children", 0)] == 12
@@ -53,7 +53,7 @@ def test_the_model_as_json_follows_the_shipped_schema() -> None:
 
 def test_schemas_are_valid_against_their_metaschema() -> None:
     for name in schemas.NAMES:
-        assert schemas.check_schema(schemas.load(name)) is None, name
+        assert validation.check_schema(schemas.load(name)) is None, name
 
 
 LINE = st.one_of(
@@ -71,5 +71,5 @@ def test_the_parser_takes_any_text(lines: list[str]) -> None:
         assert 1 <= item.line <= item.end_line <= len(lines)
     model, lines_of = doc.to_json("Meta")
     # Only the Meta values are free text the schema constrains; the rest of the model always fits.
-    problems = schemas.validate(schemas.load("handoff"), model, lines_of)
+    problems = validation.validate(schemas.load("handoff"), model, lines_of)
     assert all(message.startswith("meta.") for _, message in problems), problems

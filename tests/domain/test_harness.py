@@ -14,13 +14,13 @@ import pytest
 from conftest import git
 
 from gates.domain import agents, harness
-from gates.infra import schemas
+from gates.infra import validation
 
 
 def _valid(name: str, document: object) -> None:
     schema = harness.schema(name)
-    assert schemas.check_schema(schema) is None
-    assert schemas.validate(schema, document, {}) == [], (name, document)
+    assert validation.check_schema(schema) is None
+    assert validation.validate(schema, document, {}) == [], (name, document)
 
 
 def test_golden_start_envelopes() -> None:
@@ -32,8 +32,8 @@ def test_golden_start_envelopes() -> None:
     assert harness.start_envelope("copilot", "hi") == '{"additionalContext": "hi"}'
     for fmt, name in harness.START_SCHEMA.items():
         _valid(name, json.loads(harness.start_envelope(fmt, "x" * 5000)))
-    assert schemas.validate(harness.schema("codex-session-start"), {"continue": True}, {})  # the shape Codex rejects
-    assert schemas.validate(harness.schema("claude-session-start"), json.loads(
+    assert validation.validate(harness.schema("codex-session-start"), {"continue": True}, {})  # the shape Codex rejects
+    assert validation.validate(harness.schema("claude-session-start"), json.loads(
         harness.start_envelope("claude", "x" * 10001)), {})  # over the cap
 
 
@@ -50,8 +50,8 @@ def test_golden_stop_envelopes() -> None:
         _valid(name, json.loads(harness.block_envelope(fmt, "step 1")))
         _valid(name, json.loads(harness.allow_envelope(fmt) or "{}"))
     bad = {"decision": "block", "reason": "x", "hookSpecificOutput": {"hookEventName": "Stop"}}
-    assert schemas.validate(harness.schema("claude-stop"), bad, {})
-    assert schemas.validate(harness.schema("codex-stop"), {"decision": "block", "reason": " "}, {})
+    assert validation.validate(harness.schema("claude-stop"), bad, {})
+    assert validation.validate(harness.schema("codex-stop"), {"decision": "block", "reason": " "}, {})
 
 
 def _stdin(data: bytes | None, **kw: object) -> harness.HookInput:

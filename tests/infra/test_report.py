@@ -30,7 +30,7 @@ from conftest import GATE_BIN, ROOT, call_gate, git, handoff_text
 
 from gates import __version__
 from gates.domain.handoff import PLACEHOLDER
-from gates.infra import schemas
+from gates.infra import schemas, validation
 from gates.infra.report import RENDERERS
 
 GOLDEN = ROOT / "tests" / "data" / "golden"
@@ -93,7 +93,7 @@ def compare_golden(name: str, actual: str) -> None:
 def check_parses(fmt: str, output: str) -> None:
     """Beyond the golden: the machine formats parse, and JSON and SARIF follow their schemas."""
     if fmt == "json":
-        assert schemas.validate(schemas.load("check-result"), json.loads(output), {}) == []
+        assert validation.validate(schemas.load("check-result"), json.loads(output), {}) == []
     elif fmt == "sarif":
         from jsonschema import Draft4Validator
 

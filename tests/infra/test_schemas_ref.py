@@ -113,11 +113,11 @@ def test_a_broken_or_looping_reference_is_the_config_error(repo: Path) -> None:
 
 
 def test_one_helper_makes_every_validator() -> None:
-    """Only gates/infra/schemas.py imports jsonschema or referencing, and it makes validators in one place
+    """Only gates/infra/validation.py imports jsonschema or referencing, and it makes validators in one place
     (`_validator`, with a registry that retrieves nothing)."""
     imports = ("from jsonschema", "import jsonschema", "from referencing", "import referencing")
     for path in (ROOT / "gates").rglob("*.py"):
-        if path != ROOT / "gates" / "infra" / "schemas.py":
+        if path != ROOT / "gates" / "infra" / "validation.py":
             assert not [line for line in path.read_text().splitlines() if line.strip().startswith(imports)], path
-    text = (ROOT / "gates" / "infra" / "schemas.py").read_text()
+    text = (ROOT / "gates" / "infra" / "validation.py").read_text()
     assert text.count("cls(") == 1 and "cls(schema, format_checker=cls.FORMAT_CHECKER, registry=Registry())" in text
