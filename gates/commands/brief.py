@@ -115,8 +115,7 @@ def _brief(run: Invocation, fmt: str, hook: harness.HookInput, session: str | No
     else:
         sys.stdout.write(full)
     if hook.problem:
-        run.notice("input-unreadable", harness.unreadable_input("brief", fmt, hook.problem,
-                                                                "the brief was delivered without it"))
+        run.notice("input-unreadable", harness.unreadable_input("brief", fmt, hook.problem, "the brief was delivered without it"))
     try:
         sessions.record_brief(repo, fmt, session, hook.source, len(text) < len(full), hook.problem,
                               len(work.paths) if work.status_error is None else None)
@@ -138,8 +137,7 @@ def _own(repo: Repo, fmt: str, session: str | None) -> sessions.Own | None:
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--format", choices=harness.START_FORMATS, default="text",
-                       help="claude, codex, gemini, copilot: exactly the JSON that harness's session-start hook "
-                       "expects")
+                        help="claude, codex, gemini, copilot: exactly the JSON that harness's session-start hook expects")
 
 
 # -- the brief's sections --
@@ -156,8 +154,7 @@ class Section(NamedTuple):
         return f"## {self.title}\n{self.body.rstrip()}\n"
 
 
-def _guard(title: str, build: Callable[[], str], droppable: Callable[[list[str]], tuple[int, ...]] | None = None,
-           ) -> Section:
+def _guard(title: str, build: Callable[[], str], droppable: Callable[[list[str]], tuple[int, ...]] | None = None) -> Section:
     """The section `build` makes, `clean`ed; `droppable` names its lines that a cut may drop."""
     try:
         body = clean(build())
@@ -183,9 +180,8 @@ def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None
         return _closure(repo, config, handoff_file)
 
     parts = [
-        _guard(FLAGS, lambda: _flags(repo, config, handoff_file, now) + _other_clones(repo, config), _flag_details),
-        _guard("2. Tripwire: does the hand-over agree with git?", lambda: _tripwire(repo, handoff_file(), config,
-                                                                                    work())),
+        _guard(FLAGS, lambda: _flags(repo, config, now) + _other_clones(repo, config), _flag_details),
+        _guard("2. Tripwire: does the hand-over agree with git?", lambda: _tripwire(repo, handoff_file(), config, work())),
         _guard("3. Claim and locks", lambda: _claim_and_locks(repo, config, now)),
         *_salvage(repo, config, work().before(own) if own else work()),
         _guard(HANDOFF, lambda: _handoff(handoff_file(), config, now, work()), _after_first),
@@ -199,7 +195,7 @@ FLAGS, SALVAGE, HANDOFF = "1. Flags", "3a. Salvage: the last session did not clo
 
 def _closure(repo: Repo, config: Config, handoff_file: Callable[[], Loaded]) -> sessions.Closure:
     try:
-        ref = _meta(handoff_file(), config)[0]
+        ref = _meta(handoff_file(), config, "ref")
     except (GateError, OSError):
         ref = None
     try:
@@ -220,7 +216,7 @@ def _salvage(repo: Repo, config: Config, work: sessions.Closure) -> list[Section
     return [Section(SALVAGE, shown, _after_first(shown.split("\n")))]
 
 
-def _flags(repo: Repo, config: Config, handoff_file: Callable[[], Loaded], now: datetime) -> str:
+def _flags(repo: Repo, config: Config, now: datetime) -> str:
     """Open flags grouped by reason (count, first and last seen, the latest message verbatim), oldest group first,
     and one line for the problems raised and resolved since the last close-out. A flag about a file that is gone
     is resolved first (flags.resolve_vanished): it speaks of nothing that is wrong now."""
@@ -305,25 +301,19 @@ def _committed_updated(repo: Repo, config: Config) -> tuple[str | None, str]:
         return None, "no commit yet"
     cfg = config.section("handoff")
     try:  # at the state file's canonical path: a link in the tree is a blob of its target's name
-        value = handoff.committed_meta(repo, repo.head, claims.key(repo, cfg["path"]), cfg["meta_section"],
-                                       "updated")
+        value = handoff.committed_meta(repo, repo.head, claims.key(repo, cfg["path"]), cfg["meta_section"], "updated")
     except GateError as exc:
         return None, f"the committed hand-over cannot be read: {exc.message}"
     return value, "no valid Meta updated time in the committed hand-over"
 
 
-def _meta(loaded: Loaded, config: Config) -> tuple[str | None, str | None]:
-    cfg = config.section("handoff")
-    if loaded.doc is None:
-        return None, None
-    ref = loaded.doc.meta_value(cfg["meta_section"], "ref")
-    updated = loaded.doc.meta_value(cfg["meta_section"], "updated")
-    return (ref.value if ref else None), (updated.value if updated else None)
+def _meta(loaded: Loaded, config: Config, key: str) -> str | None:
+    entry = loaded.doc.meta_value(config.section("handoff")["meta_section"], key) if loaded.doc is not None else None
+    return entry.value if entry else None
 
 
 def _tripwire(repo: Repo, loaded: Loaded, config: Config, work: sessions.Closure) -> str:
-    _, updated = _meta(loaded, config)
-    ref = work.ref
+    updated, ref = _meta(loaded, config, "updated"), work.ref
     try:
         log = [excerpt(line, 120) for line in repo.log_oneline(3)] if repo.head else ["(no commits yet)"]
     except GitFailed as exc:  # never shown as "no commits"
@@ -333,8 +323,7 @@ def _tripwire(repo: Repo, loaded: Loaded, config: Config, work: sessions.Closure
     if not ref:
         lines.append("Verdict: UNKNOWN — the hand-over names no commit. Trust git, not the hand-over.")
     elif work.history_error is not None or work.found is None:
-        lines.append(f"Verdict: UNKNOWN — {work.history_error}. Trust nothing the hand-over says until git can be "
-                     "read.")
+        lines.append(f"Verdict: UNKNOWN — {work.history_error}. Trust nothing the hand-over says until git can be read.")
     else:
         lines.append(f"Verdict: {work.found.verdict()}")
         if work.found.kind != "current":
@@ -343,8 +332,7 @@ def _tripwire(repo: Repo, loaded: Loaded, config: Config, work: sessions.Closure
     if work.status_error is not None:
         lines.append(f"Work tree: unknown — {work.status_error} (see Salvage).")
     elif work.paths:
-        said = ", ".join(f"{n} {kind}" for n, kind in zip(work.counts(), ("staged", "unstaged", "untracked"), strict=True)
-                         if n)
+        said = ", ".join(f"{n} {kind}" for n, kind in zip(work.counts(), ("staged", "unstaged", "untracked"), strict=True) if n)
         lines.append(f"Work tree: NOT committed — {said} (paths in Salvage); the work is not closed out.")
     return "\n".join(lines)
 
@@ -442,12 +430,9 @@ def fit(parts: list[Section], header: str, limit: int, pointer: str) -> str:
         return text
     budget = limit - len(pointer) - 200
     titles = [p.title for p in parts]
-    for title in (HANDOFF, SALVAGE, FLAGS):
-        if title not in titles:
-            continue
-        index = titles.index(title)
+    for index in [titles.index(title) for title in (HANDOFF, SALVAGE, FLAGS) if title in titles]:
         others = len(render([p for i, p in enumerate(parts) if i != index], header))
-        parts[index] = _cut(parts[index], max(0, budget - others - len(title) - 10), pointer)
+        parts[index] = _cut(parts[index], max(0, budget - others - len(titles[index]) - 10), pointer)
         text = render(parts, header)
         if len(text) <= limit:
             return text

@@ -97,9 +97,8 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
     changed = [(code, name) for code, name in others if code != "??"]
     untracked = [(code, name) for code, name in others if code == "??"]
     if changed:
-        steps.append(f"Commit the work: {len(changed)} path(s) have uncommitted changes ({_shown(changed)}). Commit "
-                     "what is the session's work and undo what is not (`git restore`): a close-out leaves nothing "
-                     "uncommitted.")
+        steps.append(f"Commit the work: {len(changed)} path(s) have uncommitted changes ({_shown(changed)}). Commit what is "
+                     "the session's work and undo what is not (`git restore`): a close-out leaves nothing uncommitted.")
         summary.append(f"{len(changed)} path(s) have uncommitted changes")
     if untracked:
         steps.append(f"Deal with {len(untracked)} untracked path(s) git does not ignore ({_shown(untracked)}): commit "
@@ -115,8 +114,7 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
                      f"Ends, Verified) so the next session can continue from them:{listed}{more}")
         summary.append(f"{found.behind} commit(s) after the Meta ref are not closed out")
     elif found is not None and found.kind == "elsewhere":
-        steps.append(f"{path}'s Meta ref {ref[:12]} is not in this history: bring the hand-over up to date "
-                     f"with git.")
+        steps.append(f"{path}'s Meta ref {ref[:12]} is not in this history: bring the hand-over up to date with git.")
         summary.append("the Meta ref is not in this history")
     elif work.ref is None:
         steps.append(f"{path} names no commit in its Meta ref: describe the work in it.")
@@ -277,21 +275,18 @@ def _hook(run: Invocation, fmt: str, hook: harness.HookInput, session: str | Non
     configured = int(config.section("closeout")["max_blocks"])
     bound = harness.block_bound(fmt, configured)
     decision = decide(repo, fmt, hook, session, not verdict.steps, bound)
-    details = {"harness": fmt, "session": session, "verdict": decision.verdict, "blocks": decision.blocks,
-               "reasons": verdict.summary, "head": repo.head}
     if decision.verdict != "twin":
-        _journal(repo, details)
+        _journal(repo, {"harness": fmt, "session": session, "verdict": decision.verdict, "blocks": decision.blocks,
+                        "reasons": verdict.summary, "head": repo.head})
     if decision.verdict == "done":
         _resolve_missing(run)
     if decision.verdict == "block":
         return harness.block_envelope(fmt, reason_text(verdict.steps, _runner()))
     if decision.verdict == "let-through":
+        capped = f", capped at {bound} for {fmt}, which ends the turn itself after {bound + 1}" if bound != configured else ""
         message = (f"session {session or '(no id)'} ({fmt}) stopped without closing out after {decision.blocks} "
-                   f"consecutive blocked stops (closeout.max_blocks is {configured}"
-                   + (f", capped at {bound} for {fmt}, which ends the turn itself after {bound + 1}" if bound != configured
-                      else "") + "): "
-                   + "; ".join(verdict.summary)
-                   + " — the next session must salvage its work: read the brief's Salvage section")
+                   f"consecutive blocked stops (closeout.max_blocks is {configured}{capped}): {'; '.join(verdict.summary)}"
+                   " — the next session must salvage its work: read the brief's Salvage section")
         run.notice("closeout-missing", message)
         say(f"gate: {message}")
         return harness.allow_envelope(fmt, f"handoff-gate: {message}")
@@ -362,8 +357,7 @@ def _text(run: Invocation, session: str | None) -> int:
                     "head": repo.head}, "closeout-preview")
     if not verdict.steps:
         _resolve_missing(run)
-        print("close-out done: the hand-over passes its gates and describes every commit, and nothing is left "
-              "uncommitted")
+        print("close-out done: the hand-over passes its gates and describes every commit, and nothing is left uncommitted")
         return OK
     print(reason_text(verdict.steps))
     return VIOLATION

@@ -214,8 +214,7 @@ def _here(path: str, worktree: str) -> dict[str, Any] | None:
     return record
 
 
-def _move_resolved(repo: Repo, path: str, record: dict[str, Any], resolved_dir: str, command: str,
-                   now: datetime) -> str:
+def _move_resolved(repo: Repo, path: str, record: dict[str, Any], resolved_dir: str, command: str, now: datetime) -> str:
     """Move the open flag at `path` to `resolved_dir`, with the time, command and HEAD that resolved it; its id."""
     record["resolved"] = {"time": clock.utc_text(now), "command": command, "head": repo.head}
     _write(repo, os.path.join(resolved_dir, f"{clock.name_text(now)}-{record['id']}.json"), record)
@@ -307,8 +306,7 @@ def resolve_vanished(repo: Repo, *, command: str, observed_ns: int, now: datetim
         if moved:
             fsio.fsync_dir(lay.flags)
     if moved:
-        journal.append(repo, "flags-resolved", {"ids": moved, "why": "the files they judged are gone",
-                                                "command": command}, now)
+        journal.append(repo, "flags-resolved", {"ids": moved, "why": "the files they judged are gone", "command": command}, now)
     return moved
 
 

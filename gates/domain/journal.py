@@ -80,8 +80,7 @@ def _append_locked(repo: Repo, path: str, action: str, details: dict[str, Any], 
     entry["hash"] = entry_hash(entry)
     line = ("\n" if torn else "") + jsonio.dumps(entry, ensure_ascii=False) + "\n"
     modes = state.shared_modes(repo) if not os.path.lexists(path) else None
-    fsio.append_line(path, line.encode("utf-8", "surrogateescape"), reason="journal-broken",
-                     mode=modes[0] if modes else None)
+    fsio.append_line(path, line.encode("utf-8", "surrogateescape"), reason="journal-broken", mode=modes[0] if modes else None)
     return entry
 
 
@@ -187,8 +186,7 @@ def verify(repo: Repo) -> Verdict:
                 continue
             return Verdict(False, seq, f"line {number} is not a journal entry (edited, or torn by a crash)", number)
         if entry.get("hash") != entry_hash(entry):
-            return Verdict(False, seq, f"entry {entry.get('seq')} at line {number} was edited (its hash does not match)",
-                           number)
+            return Verdict(False, seq, f"entry {entry.get('seq')} at line {number} was edited (its hash does not match)", number)
         if entry.get("prev") != prev or entry.get("seq") != seq + 1:
             return Verdict(False, seq, f"entry {entry.get('seq')} at line {number} does not follow entry {seq} "
                            "(one was removed, or they were reordered)", number)
