@@ -354,15 +354,14 @@ def _claim_and_locks(repo: Repo, config: Config, now: datetime) -> str:
 
         threshold = parse_duration(config.section("locks")["threshold"], "locks.threshold").total_seconds()
         locks.judge(repo, found, threshold, locks.filesystem_now(state.layout(repo)))
-        out += [f"Git lock {lock.shown}: {lock.verdict} — {lock.reason}{_lock_step(lock)}" for lock in found
+        out += [f"Git lock {lock.shown}: {lock.verdict} — {lock.reason}{LOCK_STEPS.get(lock.verdict, '')}" for lock in found
                 if not lock.companion]
     return "\n".join(out)
 
 
-def _lock_step(lock: lockscan.Lock) -> str:
-    """The one command for a lock in the way (git itself dies before any hook runs, so no commit moves it)."""
-    return {lockscan.STALE: " — `gate locks --quarantine` moves it aside (kept as evidence in lost+found)",
-            lockscan.LIVE: " — let its git finish; `gate locks` says again whether it is still held"}.get(lock.verdict, "")
+# The one command for a lock in the way (git itself dies before any hook runs, so no commit moves it).
+LOCK_STEPS = {lockscan.STALE: " — `gate locks --quarantine` moves it aside (kept as evidence in lost+found)",
+              lockscan.LIVE: " — let its git finish; `gate locks` says again whether it is still held"}
 
 
 def _handoff(loaded: Loaded, config: Config, now: datetime, work: sessions.Closure) -> str:

@@ -114,24 +114,11 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
                     _set_marker(repo, lay, changes.marker(gate, worktree, scope))
                 return str(record["id"])
         flag_id = f"{clock.name_text(now)}-{reason}-{os.urandom(4).hex()}"
-        record = {
-            "version": 1,
-            "id": flag_id,
-            "reason": reason,
-            "message": message,
-            "first_seen": clock.utc_text(now),
-            "created_ns": time.time_ns(),  # orders flags raised within one second
-            "last_seen": clock.utc_text(now),
-            "count": 1,
-            "worktree": worktree,
-            "head": repo.head,
-            "command": command,
-            "exit_code": exit_code,
-            "key": key,
-            "gate": gate,
-            "scope": scope,
-            "seen_ns": seen_ns,
-        }
+        # created_ns orders the flags raised within one second
+        record = {"version": 1, "id": flag_id, "reason": reason, "message": message,
+                  "first_seen": clock.utc_text(now), "created_ns": time.time_ns(), "last_seen": clock.utc_text(now), "count": 1,
+                  "worktree": worktree, "head": repo.head, "command": command, "exit_code": exit_code,
+                  "key": key, "gate": gate, "scope": scope, "seen_ns": seen_ns}
         _write(repo, os.path.join(directory, f"{flag_id}.json"), record)
         if gate is not None:  # after the flag: a marker may outlive its flags, never the other way round
             _set_marker(repo, lay, changes.marker(gate, worktree, scope))
