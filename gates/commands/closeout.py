@@ -97,9 +97,8 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
     changed = [(code, name) for code, name in others if code != "??"]
     untracked = [(code, name) for code, name in others if code == "??"]
     if changed:
-        steps.append(f"Commit the work: {len(changed)} path(s) have uncommitted changes ({_shown(changed)}). Commit "
-                     "what is the session's work and undo what is not (`git restore`): a close-out leaves nothing "
-                     "uncommitted.")
+        steps.append(f"Commit the work: {len(changed)} path(s) have uncommitted changes ({_shown(changed)}). Commit what is "
+                     "the session's work and undo what is not (`git restore`): a close-out leaves nothing uncommitted.")
         summary.append(f"{len(changed)} path(s) have uncommitted changes")
     if untracked:
         steps.append(f"Deal with {len(untracked)} untracked path(s) git does not ignore ({_shown(untracked)}): commit "
@@ -115,8 +114,7 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
                      f"Ends, Verified) so the next session can continue from them:{listed}{more}")
         summary.append(f"{found.behind} commit(s) after the Meta ref are not closed out")
     elif found is not None and found.kind == "elsewhere":
-        steps.append(f"{path}'s Meta ref {ref[:12]} is not in this history: bring the hand-over up to date "
-                     f"with git.")
+        steps.append(f"{path}'s Meta ref {ref[:12]} is not in this history: bring the hand-over up to date with git.")
         summary.append("the Meta ref is not in this history")
     elif work.ref is None:
         steps.append(f"{path} names no commit in its Meta ref: describe the work in it.")
@@ -140,12 +138,10 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
 def _meta_ref(repo: Repo, config: Config) -> str | None:
     cfg = config.section("handoff")
     try:
-        _, shown, data = handoff.read(repo, config, repo.path(cfg["path"]))
-        if isinstance(data, int):
-            return None
-        entry = handoff.parse(handoff.Source.decode(data, shown).lines, shown).meta_value(cfg["meta_section"], "ref")
+        doc = handoff.load_handoff(repo, config, repo.path(cfg["path"])).doc
     except GateError:
         return None  # the gates have said why
+    entry = doc.meta_value(cfg["meta_section"], "ref") if doc is not None else None
     return entry.value if entry else None
 
 
@@ -171,14 +167,14 @@ def reason_text(steps: list[str], runner: str | None = None) -> str:
 
 # ---- the consecutive-block counter -----------------------------------------------------------------------
 
-def _counter_path(repo: Repo, session: str | None) -> Any:
+def _counter_path(repo: Repo, session: str | None) -> tuple[str, str]:
     lay = state.layout(repo)
     folder = state.ensure_dir(lay, os.path.join(lay.root, "closeout"))
     key = sha256(f"{repo.toplevel}\0{session or ''}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
     return folder, os.path.join(folder, f"{key}.json")
 
 
-def _read_counter(path: Any) -> dict[str, Any]:
+def _read_counter(path: str) -> dict[str, Any]:
     try:
         data = fsio.read_state_file(path, 1 << 16)
         loaded = dataio.load_json(data.decode("utf-8", "replace")) if data else {}
@@ -213,14 +209,15 @@ def decide(repo: Repo, fmt: str, hook: harness.HookInput, session: str | None, d
     with fsio.locked(folder):
         record = _read_counter(path)
         now_ns = time.time_ns()
+        counted = int(record["blocks"]) if isinstance(record.get("blocks"), int) else 0
         if _twin(record, fmt, hook.event_ms, repo.head, now_ns):
-            return Decision("twin", int(record.get("blocks") or 0) if isinstance(record.get("blocks"), int) else 0)
+            return Decision("twin", counted)
         if fmt == "cursor" and hook.loop_count is not None:
             before = hook.loop_count
         elif hook.stop_hook_active is False:
             before = 0
         else:
-            before = int(record.get("blocks") or 0) if isinstance(record.get("blocks"), int) else 0
+            before = counted
         if done:
             verdict, after = "done", 0
         elif before >= bound:
@@ -233,13 +230,12 @@ def decide(repo: Repo, fmt: str, hook: harness.HookInput, session: str | None, d
     return Decision(verdict, before)
 
 
-def journal_verdict(repo: Repo, details: dict[str, Any], action: str = "closeout") -> str | None:
-    """Journal the verdict. Returns the warning to say when it was reached but could not be recorded, else None."""
+def _journal(repo: Repo, details: dict[str, Any], action: str = "closeout") -> None:
+    """Journal the verdict; when it was reached but could not be recorded, say so."""
     try:
         journal.append(repo, action, details)
     except journal.NotJournalled as exc:
-        return f"gate: the close-out verdict is not journalled: {exc.cause.render()}"
-    return None
+        say(f"gate: the close-out verdict is not journalled: {exc.cause.render()}")
 
 
 # -- the command --
@@ -256,7 +252,7 @@ def _errors(run: Invocation) -> list[str]:
     return [f.render() for f in result.errors]
 
 
-def command(args: argparse.Namespace, run: Invocation) -> int:
+def run(args: argparse.Namespace, run: Invocation) -> int:
     fmt = args.format
     hook = harness.read_stdin() if fmt != "text" else harness.HookInput({})
     session = hook.session or os.environ.get("GATE_SESSION") or None
@@ -279,21 +275,18 @@ def _hook(run: Invocation, fmt: str, hook: harness.HookInput, session: str | Non
     configured = int(config.section("closeout")["max_blocks"])
     bound = harness.block_bound(fmt, configured)
     decision = decide(repo, fmt, hook, session, not verdict.steps, bound)
-    details = {"harness": fmt, "session": session, "verdict": decision.verdict, "blocks": decision.blocks,
-               "reasons": verdict.summary, "head": repo.head}
     if decision.verdict != "twin":
-        _journal(repo, details)
+        _journal(repo, {"harness": fmt, "session": session, "verdict": decision.verdict, "blocks": decision.blocks,
+                        "reasons": verdict.summary, "head": repo.head})
     if decision.verdict == "done":
         _resolve_missing(run)
     if decision.verdict == "block":
         return harness.block_envelope(fmt, reason_text(verdict.steps, _runner()))
     if decision.verdict == "let-through":
+        capped = f", capped at {bound} for {fmt}, which ends the turn itself after {bound + 1}" if bound != configured else ""
         message = (f"session {session or '(no id)'} ({fmt}) stopped without closing out after {decision.blocks} "
-                   f"consecutive blocked stops (closeout.max_blocks is {configured}"
-                   + (f", capped at {bound} for {fmt}, which ends the turn itself after {bound + 1}" if bound != configured
-                      else "") + "): "
-                   + "; ".join(verdict.summary)
-                   + " — the next session must salvage its work: read the brief's Salvage section")
+                   f"consecutive blocked stops (closeout.max_blocks is {configured}{capped}): {'; '.join(verdict.summary)}"
+                   " — the next session must salvage its work: read the brief's Salvage section")
         run.notice("closeout-missing", message)
         say(f"gate: {message}")
         return harness.allow_envelope(fmt, f"handoff-gate: {message}")
@@ -345,16 +338,10 @@ def _let_through(run: Invocation, fmt: str, hook: harness.HookInput, session: st
     return harness.allow_envelope(fmt, f"handoff-gate: {message}")
 
 
-def _journal(repo: Repo, details: dict[str, Any]) -> None:
-    warning = journal_verdict(repo, details)
-    if warning:
-        say(warning)
-
-
 def _resolve_missing(run: Invocation) -> None:
     """A `done` verdict found the work closed out: this worktree's `closeout-missing` flags raised before this run
     began have no cause left (a later session salvaged the work, or the same one closed out after all)."""
-    from gates.domain import flags, sessions
+    from gates.domain import flags
 
     try:
         flags.resolve_event(run.repo(), sessions.CLOSEOUT_MISSING, command=run.command, observed_ns=run.started_ns)
@@ -366,23 +353,16 @@ def _text(run: Invocation, session: str | None) -> int:
     """The preview (a model's own check, a script's): said and journalled as `closeout-preview`, never a stop."""
     repo, config = run.repo(), run.config()
     verdict = judge(repo, config, session, _errors(run))
-    warning = journal_verdict(repo, {"session": session, "verdict": "not-done" if verdict.steps else "done",
-                                              "reasons": verdict.summary, "head": repo.head}, "closeout-preview")
-    if warning:
-        say(warning)
+    _journal(repo, {"session": session, "verdict": "not-done" if verdict.steps else "done", "reasons": verdict.summary,
+                    "head": repo.head}, "closeout-preview")
     if not verdict.steps:
         _resolve_missing(run)
-        print("close-out done: the hand-over passes its gates and describes every commit, and nothing is left "
-              "uncommitted")
+        print("close-out done: the hand-over passes its gates and describes every commit, and nothing is left uncommitted")
         return OK
     print(reason_text(verdict.steps))
     return VIOLATION
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
-    parser.add_argument("--format", choices=harness.STOP_FORMATS,
-                              default="text", help="a harness's stop-hook envelope; text: the steps, exit 1 until done")
-
-
-def run(args: argparse.Namespace, run: Invocation) -> int:
-    return command(args, run)
+    parser.add_argument("--format", choices=harness.STOP_FORMATS, default="text",
+                        help="a harness's stop-hook envelope; text: the steps, exit 1 until done")

@@ -46,26 +46,10 @@ if TYPE_CHECKING:
 
 # Reasons that are not gate ids. A gate's violations are flagged under its catalog flag_reason, or its id.
 EVENT_REASONS = frozenset({
-    "config-invalid",
-    "input-unreadable",
-    "io-error",
-    "state-unsafe",
-    "internal-error",
-    "claim-denied",
-    "release-denied",
-    "claim-broken",
-    "claim-taken-over",
-    "stale-lock-quarantined",
-    "lock-held-live",
-    "lock-quarantine-failed",
-    "lock-restore-denied",
-    "journal-broken",
-    "stamp-denied",
-    "autofix-applied",
-    "doctor",
-    "closeout-missing",
-    "remote-unreachable",
-    "claim-unverified",
+    "config-invalid", "input-unreadable", "io-error", "state-unsafe", "internal-error",
+    "claim-denied", "release-denied", "claim-broken", "claim-taken-over", "claim-unverified",
+    "stale-lock-quarantined", "lock-held-live", "lock-quarantine-failed", "lock-restore-denied",
+    "journal-broken", "stamp-denied", "autofix-applied", "doctor", "closeout-missing", "remote-unreachable",
 })
 REASONS = frozenset(CATALOG) | EVENT_REASONS
 ID_PATTERN = Pattern(rf"^{clock.NAME_PATTERN}-[a-z][a-z+-]{{0,63}}-[0-9a-f]{{8}}$")
@@ -73,21 +57,14 @@ MAX_FLAG_BYTES = 1 << 20
 MAX_MESSAGE_CHARS = 64 * 1024
 
 
-def _key(reason: str, message: str, worktree: str) -> str:
-    return sha256("\0".join((reason, message, worktree)).encode("utf-8", "surrogatepass")).hexdigest()
-
-
-
-
 def _locked(directory: str) -> fsio.locked:
     """The folder's flock, refusing a lock file planted as anything but a regular file."""
+    lock = os.path.join(directory, ".lock")
     try:
-        info = os.lstat(os.path.join(directory, ".lock"))
+        if not stat.S_ISREG(os.lstat(lock).st_mode):
+            raise GateError(f"refusing {lock}: not a regular file", reason="state-unsafe")
     except FileNotFoundError:
         pass
-    else:
-        if not stat.S_ISREG(info.st_mode):
-            raise GateError(f"refusing {os.path.join(directory, '.lock')}: not a regular file", reason="state-unsafe")
     return fsio.locked(directory)
 
 
@@ -123,40 +100,25 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
     message, command = clean(message), clean(command)  # a flag is read by people and agents: never a raw control
     message = message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS] + "\n… (cut)"
     worktree = str(repo.toplevel)
-    key = _key(reason, message, worktree)
+    key = sha256("\0".join((reason, message, worktree)).encode("utf-8", "surrogatepass")).hexdigest()
     scope = changes.keyed(gate, scope) if gate else None
     with _locked(directory):
         for path in _flag_files(directory, reason):
             record, _ = _load(path)
             if (record is not None and record.get("key") == key and record.get("reason") == reason
                     and record.get("gate") == gate and record.get("scope") == scope):
-                record["count"] = int(record.get("count", 1)) + 1
-                record["last_seen"] = clock.utc_text(now)
-                record["seen_ns"] = max(seen_ns, int(record.get("seen_ns") or 0))
-                record["head"] = repo.head
+                record.update(count=int(record.get("count", 1)) + 1, last_seen=clock.utc_text(now),
+                              seen_ns=max(seen_ns, int(record.get("seen_ns") or 0)), head=repo.head)
                 _write(repo, path, record)
                 if gate is not None:
                     _set_marker(repo, lay, changes.marker(gate, worktree, scope))
                 return str(record["id"])
         flag_id = f"{clock.name_text(now)}-{reason}-{os.urandom(4).hex()}"
-        record = {
-            "version": 1,
-            "id": flag_id,
-            "reason": reason,
-            "message": message,
-            "first_seen": clock.utc_text(now),
-            "created_ns": time.time_ns(),  # orders flags raised within one second
-            "last_seen": clock.utc_text(now),
-            "count": 1,
-            "worktree": worktree,
-            "head": repo.head,
-            "command": command,
-            "exit_code": exit_code,
-            "key": key,
-            "gate": gate,
-            "scope": scope,
-            "seen_ns": seen_ns,
-        }
+        # created_ns orders the flags raised within one second
+        record = {"version": 1, "id": flag_id, "reason": reason, "message": message,
+                  "first_seen": clock.utc_text(now), "created_ns": time.time_ns(), "last_seen": clock.utc_text(now), "count": 1,
+                  "worktree": worktree, "head": repo.head, "command": command, "exit_code": exit_code,
+                  "key": key, "gate": gate, "scope": scope, "seen_ns": seen_ns}
         _write(repo, os.path.join(directory, f"{flag_id}.json"), record)
         if gate is not None:  # after the flag: a marker may outlive its flags, never the other way round
             _set_marker(repo, lay, changes.marker(gate, worktree, scope))
@@ -182,21 +144,19 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
     moved: dict[str, list[str]] = {}
     with _locked(lay.flags):
         left = set()
-        reasons = {_reason_for(g) for g in wanted} | {"autofix-applied"}
+        reasons = {flag_reason(g) for g in wanted} | {"autofix-applied"}
         for path in _flag_files(lay.flags):
-            if _reason_of(os.path.basename(path)) not in reasons:
+            if reason_of_id(os.path.basename(path)[:-5]) not in reasons:
                 continue  # only the flags these gates can have raised are read
-            record, _ = _load(path)
-            if (record is None or record.get("gate") not in wanted or record.get("worktree") != worktree
-                    or record.get("scope") != changes.keyed(str(record["gate"]), scope)
-                    or not ID_PATTERN.match(str(record.get("id")))):
+            record = _here(path, worktree)
+            if (record is None or record.get("gate") not in wanted
+                    or record.get("scope") != changes.keyed(str(record["gate"]), scope)):
                 continue
             gate = str(record["gate"])
             if int(record.get("seen_ns") or 0) > observed:
                 left.add(gate)  # raised by a run that began after this check: not this check's to resolve
                 continue
-            _move_resolved(repo, path, record, resolved_dir, command, now)
-            moved.setdefault(gate, []).append(str(record["id"]))
+            moved.setdefault(gate, []).append(_move_resolved(repo, path, record, resolved_dir, command, now))
         for gate, name in wanted.items():
             if gate not in left:
                 _unlink_if_there(os.path.join(lay.flags_open, name))
@@ -220,14 +180,12 @@ def resolve_event(repo: Repo, reason: str, *, command: str, observed_ns: int, no
     moved = []
     with _locked(lay.flags):
         for path in _flag_files(lay.flags, reason):
-            record, _ = _load(path)
+            record = _here(path, str(repo.toplevel))
             if (record is None or record.get("reason") != reason or record.get("gate") is not None
-                    or record.get("worktree") != str(repo.toplevel) or not ID_PATTERN.match(str(record.get("id")))
                     or int(record.get("seen_ns") or 0) > observed_ns
                     or raised_by is not None and not str(record.get("command", "")).startswith(raised_by)):
                 continue
-            _move_resolved(repo, path, record, resolved_dir, command, now)
-            moved.append(str(record["id"]))
+            moved.append(_move_resolved(repo, path, record, resolved_dir, command, now))
         fsio.fsync_dir(lay.flags)
         fsio.fsync_dir(resolved_dir)
     if moved:
@@ -235,12 +193,20 @@ def resolve_event(repo: Repo, reason: str, *, command: str, observed_ns: int, no
     return moved
 
 
-def _move_resolved(repo: Repo, path: str, record: dict[str, Any], resolved_dir: str, command: str,
-                   now: datetime) -> None:
-    """Move the open flag at `path` to `resolved_dir`, with the time, command and HEAD that resolved it."""
+def _here(path: str, worktree: str) -> dict[str, Any] | None:
+    """The flag at `path` when it is a well-formed one of `worktree`, else None."""
+    record, _ = _load(path)
+    if record is None or record.get("worktree") != worktree or not ID_PATTERN.match(str(record.get("id"))):
+        return None
+    return record
+
+
+def _move_resolved(repo: Repo, path: str, record: dict[str, Any], resolved_dir: str, command: str, now: datetime) -> str:
+    """Move the open flag at `path` to `resolved_dir`, with the time, command and HEAD that resolved it; its id."""
     record["resolved"] = {"time": clock.utc_text(now), "command": command, "head": repo.head}
     _write(repo, os.path.join(resolved_dir, f"{clock.name_text(now)}-{record['id']}.json"), record)
     os.unlink(path)
+    return str(record["id"])
 
 
 def _unlink_if_there(path: str) -> None:
@@ -250,18 +216,9 @@ def _unlink_if_there(path: str) -> None:
         pass  # removed meanwhile
 
 
-def _reason_for(gate: str) -> str:
-    return flag_reason(gate)
-
-
-def _reason_of(name: str) -> str:
-    """The reason part of a flag file name `<time>-<reason>-<random>.json`."""
-    return name[17:-14] if len(name) > 31 else ""
-
-
 def reason_of_id(flag_id: str) -> str:
     """The reason part of a flag id `<time>-<reason>-<random>` (one ID_PATTERN matches)."""
-    return _reason_of(flag_id + ".json")
+    return flag_id[17:-9] if len(flag_id) > 26 else ""
 
 
 def _write(repo: Repo, path: str, record: dict[str, Any]) -> None:
@@ -282,10 +239,6 @@ def _load(path: str) -> tuple[dict[str, Any] | None, GateError | None]:
     return (record, None) if isinstance(record, dict) else (None, None)
 
 
-def _read(path: str) -> dict[str, Any] | None:
-    return _load(path)[0]
-
-
 def _flag_files(folder: str, reason: str | None = None) -> list[str]:
     """The flag files of a folder (`*.json`, or `*-<reason>-*.json`); a writer's temp files (dot names) are not flags."""
     part = f"-{reason}-" if reason else ""
@@ -302,13 +255,11 @@ def _records(folder: str, status: str) -> list[dict[str, Any]]:
         flag_id = os.path.basename(path)[:-5]
         if record is None or not isinstance(record.get("message"), str):
             if problem is not None and problem.reason == "state-unsafe":
-                record = {"id": flag_id, "reason": "state-unsafe", "count": 1, "first_seen": "", "last_seen": "",
-                          "message": f"{problem.message}: it was not written by the gate and was not read; inspect "
-                                     f"it, then `gate flags --ack {flag_id}`"}
+                reason, why = "state-unsafe", f"{problem.message}: it was not written by the gate and was not read; "
             else:
-                record = {"id": flag_id, "reason": "unreadable-flag", "count": 1, "first_seen": "", "last_seen": "",
-                          "message": f"flag file {path} cannot be read as a flag: inspect it, then "
-                                     f"`gate flags --ack {flag_id}`"}
+                reason, why = "unreadable-flag", f"flag file {path} cannot be read as a flag: "
+            record = {"id": flag_id, "reason": reason, "count": 1, "first_seen": "", "last_seen": "",
+                      "message": f"{why}inspect it, then `gate flags --ack {flag_id}`"}
         out.append({**record, "status": status})
     return out
 
@@ -329,23 +280,20 @@ def resolve_vanished(repo: Repo, *, command: str, observed_ns: int, now: datetim
     moved: list[str] = []
     with _locked(lay.flags):
         for path in _flag_files(lay.flags):
-            record, _ = _load(path)
+            record = _here(path, worktree)
             scope = record.get("scope") if record is not None else None
             files = scope.get("files") if isinstance(scope, dict) else None
-            if (record is None or not record.get("gate") or record.get("worktree") != worktree
-                    or not ID_PATTERN.match(str(record.get("id"))) or int(record.get("seen_ns") or 0) > observed_ns
+            if (record is None or not record.get("gate") or int(record.get("seen_ns") or 0) > observed_ns
                     or not isinstance(scope, dict) or scope.get("range") or not isinstance(files, list) or not files
                     or any(not isinstance(f, str) or os.path.lexists(f) for f in files)):
                 continue
             resolved_dir = state.ensure_dir(lay, lay.flags_resolved)
-            _move_resolved(repo, path, record, resolved_dir, command, now)
+            moved.append(_move_resolved(repo, path, record, resolved_dir, command, now))
             _unlink_if_there(os.path.join(lay.flags_open, changes.marker(str(record["gate"]), worktree, scope)))
-            moved.append(str(record["id"]))
         if moved:
             fsio.fsync_dir(lay.flags)
     if moved:
-        journal.append(repo, "flags-resolved", {"ids": moved, "why": "the files they judged are gone",
-                                                "command": command}, now)
+        journal.append(repo, "flags-resolved", {"ids": moved, "why": "the files they judged are gone", "command": command}, now)
     return moved
 
 

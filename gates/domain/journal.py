@@ -68,7 +68,7 @@ def append(repo: Repo, action: str, details: dict[str, Any], now: datetime | Non
 
 def _append_locked(repo: Repo, path: str, action: str, details: dict[str, Any], when: str) -> dict[str, Any]:
     """One entry chained to the last, appended in one write; the caller holds the state folder's lock."""
-    last, torn = _last_entry(path)
+    last, torn = _last_entry(repo)
     entry: dict[str, Any] = {
         "seq": (last["seq"] + 1) if last else 1,
         "time": when,
@@ -80,27 +80,13 @@ def _append_locked(repo: Repo, path: str, action: str, details: dict[str, Any], 
     entry["hash"] = entry_hash(entry)
     line = ("\n" if torn else "") + jsonio.dumps(entry, ensure_ascii=False) + "\n"
     modes = state.shared_modes(repo) if not os.path.lexists(path) else None
-    fsio.append_line(path, line.encode("utf-8", "surrogateescape"), reason="journal-broken",
-                     mode=modes[0] if modes else None)
+    fsio.append_line(path, line.encode("utf-8", "surrogateescape"), reason="journal-broken", mode=modes[0] if modes else None)
     return entry
 
 
-def _last_entry(path: str) -> tuple[dict[str, Any] | None, bool]:
+def _last_entry(repo: Repo) -> tuple[dict[str, Any] | None, bool]:
     """The last whole entry, and whether the file ends in a torn (unterminated) line."""
-    try:
-        fd = _open(path)
-    except FileNotFoundError:
-        return None, False
-    except OSError as exc:
-        raise GateError(f"cannot read {path}: {exc.strerror}", reason="journal-broken") from None
-    try:
-        size = os.lseek(fd, 0, os.SEEK_END)
-        os.lseek(fd, max(0, size - TAIL_BYTES), os.SEEK_SET)
-        tail = fsio.read_fd(fd)
-    except OSError as exc:
-        raise GateError(f"cannot read {path}: {exc.strerror}", reason="journal-broken") from None
-    finally:
-        os.close(fd)
+    tail, _ = read(repo, TAIL_BYTES)
     torn = bool(tail) and not tail.endswith(b"\n")
     for raw in reversed(tail.split(b"\n")):
         if not raw.strip():
@@ -114,13 +100,27 @@ def _last_entry(path: str) -> tuple[dict[str, Any] | None, bool]:
     return None, torn
 
 
-def _open(path: str) -> int:
-    """The journal, for reading: a FIFO, device, symlink or hard link planted in its place is refused, never waited on."""
+def read(repo: Repo, tail: int | None = None) -> tuple[bytes, int]:
+    """The journal's bytes (only its last `tail` ones when given) and its size; nothing when there is no journal.
+
+    A FIFO, device, symlink or hard link planted in its place is refused, never waited on."""
+    _, path, _ = _paths(repo)
+    fd = -1
     try:
-        return fsio.open_state_fd(path, os.O_RDONLY)
+        fd = fsio.open_state_fd(path, os.O_RDONLY)
+        size = os.lseek(fd, 0, os.SEEK_END)
+        os.lseek(fd, 0 if tail is None else max(0, size - tail), os.SEEK_SET)
+        return fsio.read_fd(fd), size
+    except FileNotFoundError:
+        return b"", 0
+    except OSError as exc:
+        raise GateError(f"cannot read {path}: {exc.strerror}", reason="journal-broken") from None
     except GateError as exc:
         raise GateError(f"{exc.message} — `gate journal --repair` moves it aside and starts a new chain",
                         reason=exc.reason) from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 class Verdict(NamedTuple):
@@ -133,21 +133,9 @@ class Verdict(NamedTuple):
 
 def read_all(repo: Repo) -> tuple[list[tuple[int, dict[str, Any] | None, str]], dict[str, Any] | None]:
     """Every line as (line number, entry or None, raw text), and the head record."""
-    _, path, head = _paths(repo)
+    _, _, head = _paths(repo)
     rows: list[tuple[int, dict[str, Any] | None, str]] = []
-    try:
-        fd = _open(path)
-    except FileNotFoundError:
-        fd = -1
-    except OSError as exc:
-        raise GateError(f"cannot read {path}: {exc.strerror}", reason="journal-broken") from None
-    try:
-        data = fsio.read_fd(fd) if fd >= 0 else b""
-    except OSError as exc:
-        raise GateError(f"cannot read {path}: {exc.strerror}", reason="journal-broken") from None
-    finally:
-        if fd >= 0:
-            os.close(fd)
+    data, _ = read(repo)
     raws = data.decode("utf-8", "replace").split("\n")
     if raws and raws[-1] == "":
         raws.pop()
@@ -198,8 +186,7 @@ def verify(repo: Repo) -> Verdict:
                 continue
             return Verdict(False, seq, f"line {number} is not a journal entry (edited, or torn by a crash)", number)
         if entry.get("hash") != entry_hash(entry):
-            return Verdict(False, seq, f"entry {entry.get('seq')} at line {number} was edited (its hash does not match)",
-                           number)
+            return Verdict(False, seq, f"entry {entry.get('seq')} at line {number} was edited (its hash does not match)", number)
         if entry.get("prev") != prev or entry.get("seq") != seq + 1:
             return Verdict(False, seq, f"entry {entry.get('seq')} at line {number} does not follow entry {seq} "
                            "(one was removed, or they were reordered)", number)
