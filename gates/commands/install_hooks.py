@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from gates.commands.invocation import Invocation, ids
-from gates.infra.errors import OK
+from gates.infra.errors import OK, USAGE, GateError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-
-    pass
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -28,16 +26,10 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def run(args: argparse.Namespace, run: Invocation) -> int:
-    return _install_hooks(args, run)
-
-
-def _install_hooks(args: argparse.Namespace, run: Invocation) -> int:
     from gates.domain import hooks
 
     if args.agent:  # an agent harness's project configuration, not git's hooks
         if args.everywhere:
-            from gates.infra.errors import USAGE, GateError
-
             raise GateError("--global is for the native git hooks; --agent writes this repository's harness files only",
                             code=USAGE, reason="config-invalid")
         from gates.domain import agents
@@ -46,8 +38,6 @@ def _install_hooks(args: argparse.Namespace, run: Invocation) -> int:
             print(line)
         return OK
     if args.local:
-        from gates.infra.errors import USAGE, GateError
-
         raise GateError("--local is for --agent claude: the native git hooks are not committed", code=USAGE,
                         reason="config-invalid")
     if args.uninstall:  # every hook the gate installed, whatever else was asked
