@@ -34,13 +34,11 @@ def run(args: argparse.Namespace, run: Invocation) -> int:
                             code=USAGE, reason="config-invalid")
         from gates.domain import agents
 
-        for line in agents.run(run.repo(), [a for names in args.agent for a in ids(names)], args.uninstall, args.local):
-            print(line)
-        return OK
-    if args.local:
+        said = agents.run(run.repo(), [a for names in args.agent for a in ids(names)], args.uninstall, args.local)
+    elif args.local:
         raise GateError("--local is for --agent claude: the native git hooks are not committed", code=USAGE,
                         reason="config-invalid")
-    if args.uninstall:  # every hook the gate installed, whatever else was asked
+    elif args.uninstall:  # every hook the gate installed, whatever else was asked
         said = hooks.uninstall(run.repo(), list(hooks.KINDS), args.everywhere)
     else:
         said = hooks.install(run.repo(), ["pre-commit", *(["pre-push"] if args.pre_push else [])], args.everywhere)
