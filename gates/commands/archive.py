@@ -12,13 +12,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
-    pass
-
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
-    if name == 'archive':
-        return None
-    elif name == 'render':
+    if name == 'render':
         parser.add_argument("--diff", action="store_true", help="show what would change; write nothing")
     elif name == 'record':
         parser.add_argument("action", choices=("new",), help="new: write a new open record in records.path (default decisions/)")
@@ -33,11 +29,10 @@ def _archive(args: argparse.Namespace, run: Invocation) -> int:
     from gates.domain import archive
 
     config = run.config()
+    source, target = config.section("handoff")["path"], config.section("archive")["path"]
     moves = archive.archive(run.repo(), config, invocation.now())
-    target = config.section("archive")["path"]
     for move in moves:
-        print(f"moved {config.section('handoff')['path']}:{move.item.line}-{move.item.end_line} "
-              f"({move.section}) to {target}: {move.item.text[:80]}")
+        print(f"moved {source}:{move.item.line}-{move.item.end_line} ({move.section}) to {target}: {move.item.text[:80]}")
     if not moves:
         print("nothing to archive: no checked items")
     return OK

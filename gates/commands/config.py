@@ -12,8 +12,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
-    pass
-
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     if name == 'config':
@@ -30,7 +28,6 @@ def run(args: argparse.Namespace, run: Invocation) -> int:
 
 
 def _config(args: argparse.Namespace, run: Invocation) -> int:
-
     config = run.config()
     if args.format == "json":
         emit_json(dict(config))

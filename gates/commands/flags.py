@@ -12,8 +12,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
-    pass
-
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text",
@@ -28,18 +26,22 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def run(args: argparse.Namespace, run: Invocation) -> int:
-    return _flags(args, run)
-
-
-def _flags(args: argparse.Namespace, run: Invocation) -> int:
     from gates.domain import flags
 
     if args.ack or args.ack_all:
         moved = flags.acknowledge(run.repo(), None if args.ack_all else args.ack)
         print(f"acknowledged {len(moved)} flag{'s' if len(moved) != 1 else ''}" + "".join(f"\n  {i}" for i in moved))
-        return _push_flags(args, run)
-    if args.push:
-        return _push_flags(args, run)
+        if not args.push:
+            return OK
+    if args.push:  # publish this clone's open flags to refs/gate/flags/<clone id>, after any --ack (issue 18)
+        from gates.domain import remote_flags
+
+        name = run.remote_name(args.remote)
+        if name is None:
+            raise GateError("--push: name a remote (`--remote origin`) or set claims.remote", code=USAGE, reason="usage")
+        pushed, ref = remote_flags.push(run.repo(), run.config(), name, invocation.now())
+        print(f"pushed {pushed} open flag{'s' if pushed != 1 else ''} to {ref} on remote {name}")
+        return OK
     listed = flags.every(run.repo()) if args.all else flags.pending(run.repo())
     if args.format == "json":
         emit_json({"version": 1, "flags": listed})
@@ -61,16 +63,3 @@ def _flags(args: argparse.Namespace, run: Invocation) -> int:
         print(record["message"])
     return OK
 
-
-def _push_flags(args: argparse.Namespace, run: Invocation) -> int:
-    """`gate flags --push`: publish this clone's open flags to refs/gate/flags/<clone id> (issue 18)."""
-    if not args.push:
-        return OK
-    from gates.domain import remote_flags
-
-    name = run.remote_name(getattr(args, "remote", None))
-    if name is None:
-        raise GateError("--push: name a remote (`--remote origin`) or set claims.remote", code=USAGE, reason="usage")
-    count, ref = remote_flags.push(run.repo(), run.config(), name, invocation.now())
-    print(f"pushed {count} open flag{'s' if count != 1 else ''} to {ref} on remote {name}")
-    return OK

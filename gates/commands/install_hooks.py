@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from gates.commands.invocation import Invocation, ids
-from gates.infra.errors import OK
+from gates.infra.errors import OK, USAGE, GateError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-
-    pass
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -28,29 +26,19 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def run(args: argparse.Namespace, run: Invocation) -> int:
-    return _install_hooks(args, run)
-
-
-def _install_hooks(args: argparse.Namespace, run: Invocation) -> int:
     from gates.domain import hooks
 
     if args.agent:  # an agent harness's project configuration, not git's hooks
         if args.everywhere:
-            from gates.infra.errors import USAGE, GateError
-
             raise GateError("--global is for the native git hooks; --agent writes this repository's harness files only",
                             code=USAGE, reason="config-invalid")
         from gates.domain import agents
 
-        for line in agents.run(run.repo(), [a for names in args.agent for a in ids(names)], args.uninstall, args.local):
-            print(line)
-        return OK
-    if args.local:
-        from gates.infra.errors import USAGE, GateError
-
+        said = agents.run(run.repo(), [a for names in args.agent for a in ids(names)], args.uninstall, args.local)
+    elif args.local:
         raise GateError("--local is for --agent claude: the native git hooks are not committed", code=USAGE,
                         reason="config-invalid")
-    if args.uninstall:  # every hook the gate installed, whatever else was asked
+    elif args.uninstall:  # every hook the gate installed, whatever else was asked
         said = hooks.uninstall(run.repo(), list(hooks.KINDS), args.everywhere)
     else:
         said = hooks.install(run.repo(), ["pre-commit", *(["pre-push"] if args.pre_push else [])], args.everywhere)

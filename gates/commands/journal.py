@@ -10,8 +10,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
-    pass
-
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     journal_actions = parser.add_mutually_exclusive_group()
@@ -23,10 +21,6 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def run(args: argparse.Namespace, run: Invocation) -> int:
-    return _journal(args, run)
-
-
-def _journal(args: argparse.Namespace, run: Invocation) -> int:
     from gates.domain import journal
     from gates.infra import jsonio
 
@@ -42,8 +36,7 @@ def _journal(args: argparse.Namespace, run: Invocation) -> int:
     if args.verify:
         verdict = journal.verify(repo)
         if not verdict.ok:
-            message = f"journal broken: {verdict.problem}"
-            return run.deny("journal-broken", message)
+            return run.deny("journal-broken", f"journal broken: {verdict.problem}")
         print(f"journal intact: {verdict.entries} entries, each chained to the one before")
         if verdict.unfinished:
             lines = ", ".join(str(n) for n in verdict.unfinished)

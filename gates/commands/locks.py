@@ -25,10 +25,6 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def run(args: argparse.Namespace, run: Invocation) -> int:
-    return _locks(args, run)
-
-
-def _locks(args: argparse.Namespace, run: Invocation) -> int:
     from gates.domain import locks, lockscan
     from gates.infra import state
     from gates.infra.config import parse_duration
@@ -45,10 +41,9 @@ def _locks(args: argparse.Namespace, run: Invocation) -> int:
     moves = [locks.quarantine(repo, lock, threshold, invocation.now()) for lock in found
              if args.quarantine and lock.verdict == lockscan.STALE]
     if args.format == "json":
-        document = {"version": 1, "locks": [lock.to_json() for lock in found],
-                    "moved": [{"path": str(m.lock.path), "to": str(m.target) if m.target else None,
-                               "problem": m.problem} for m in moves]}
-        emit_json(document)
+        emit_json({"version": 1, "locks": [lock.to_json() for lock in found],
+                   "moved": [{"path": str(m.lock.path), "to": str(m.target) if m.target else None, "problem": m.problem}
+                             for m in moves]})
     else:
         if not found:
             print("no lock files")

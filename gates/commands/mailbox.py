@@ -13,8 +13,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
-    pass
-
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("action", choices=("take",),
@@ -22,10 +20,6 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def run(args: argparse.Namespace, run: Invocation) -> int:
-    return _mailbox(args, run)
-
-
-def _mailbox(args: argparse.Namespace, run: Invocation) -> int:
     from gates.domain import mailbox
 
     def deliver(package: str) -> None:  # raises StdoutError when the output fails: the file is then kept

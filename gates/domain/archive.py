@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from typing import Sequence
 
 MAX_ARCHIVE_BYTES = 64 << 20
+NEW_ARCHIVE = b"# Archive\n"
 
 
 class Move(NamedTuple):
@@ -98,22 +99,15 @@ def _take_back(path: str, shown: str, before: bytes | None, after: bytes, exc: f
                             code=exc.code, reason=exc.reason)
 
 
-NEW_ARCHIVE = b"# Archive\n"
-
-
 def _appended(path: str, shown: str, block: list[str]) -> tuple[bytes | None, bytes]:
     """The archive as read (None: there is none yet) and with `block` at its end: the old bytes stay, byte for
     byte, a prefix of the new ones (append-only)."""
-    before: bytes | None = None
-    if os.path.lexists(path):
-        read = fsio.read_bytes_capped(path, MAX_ARCHIVE_BYTES, shown)
-        if isinstance(read, int):
-            raise GateError(f"{shown} is {read:,} bytes, over the {MAX_ARCHIVE_BYTES:,}-byte cap: not archived",
-                            reason="input-unreadable", path=shown)
-        before, eol = read, handoff.Source.decode(read, shown).eol
-        data = read
-    else:
-        data, eol = NEW_ARCHIVE, "\n"
-    if data and not data.endswith(b"\n"):
-        data += eol.encode()
+    if not os.path.lexists(path):
+        return None, NEW_ARCHIVE + ("\n".join(block) + "\n").encode("utf-8", "surrogateescape")
+    before = fsio.read_bytes_capped(path, MAX_ARCHIVE_BYTES, shown)
+    if isinstance(before, int):
+        raise GateError(f"{shown} is {before:,} bytes, over the {MAX_ARCHIVE_BYTES:,}-byte cap: not archived",
+                        reason="input-unreadable", path=shown)
+    eol = handoff.Source.decode(before, shown).eol
+    data = before if not before or before.endswith(b"\n") else before + eol.encode()
     return before, data + (eol.join(block) + eol).encode("utf-8", "surrogateescape")

@@ -59,10 +59,7 @@ def notice(repo: Repo, now: datetime, environ: Mapping[str, str]) -> tuple[str, 
         if not given or value is not None and given != value:
             continue
         shown = next((f for f in files if _runs_brief(repo, f, agent)), None)
-        if shown is None:
-            return None
-        quiet = _quiet_for(repo, now)
-        if quiet is None:
+        if shown is None or (quiet := _quiet_for(repo, now)) is None:
             return None
         return shown, (f"this commit is made in a {name} session ({variable} is set), but the session loop is not "
                        f"running for it: {quiet} — {why}; `gate doctor` says what it can tell, `gate brief` gives the "
@@ -113,9 +110,8 @@ def _last_loop_entry(repo: Repo) -> tuple[str, str | None] | None:
         return None
     finally:
         os.close(fd)
-    top = str(repo.toplevel)
-    worktree = b'"worktree": "' + top.replace("\\", "\\\\").replace('"', '\\"').encode("utf-8", "surrogateescape")
-    worktree += b'"'
+    top = str(repo.toplevel).replace("\\", "\\\\").replace('"', '\\"')
+    worktree = b'"worktree": "' + top.encode("utf-8", "surrogateescape") + b'"'
     for line in reversed(tail.split(b"\n")):
         if worktree in line and any(action in line for action in LOOP_ACTIONS):
             when = _field(line, b'"time": "')
@@ -126,9 +122,6 @@ def _last_loop_entry(repo: Repo) -> tuple[str, str | None] | None:
 
 def _field(line: bytes, key: bytes) -> str | None:
     """The string value after `key` in one of the journal's own lines (a time, a hex commit id), else None."""
-    start = line.find(key)
-    if start < 0:
-        return None
-    start += len(key)
-    end = line.find(b'"', start)
-    return line[start:end].decode("ascii", "replace") if end > start else None
+    _, found, rest = line.partition(key)
+    value, quote, _ = rest.partition(b'"')
+    return value.decode("ascii", "replace") if found and quote and value else None

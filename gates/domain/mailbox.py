@@ -54,10 +54,6 @@ class Taken(NamedTuple):
     journal_error: journal.NotJournalled | None
 
 
-def copies_dir(repo: Repo) -> str:
-    return os.path.join(state.layout(repo).root, "mailbox")
-
-
 def take(repo: Repo, config: Config, now: datetime, deliver: Callable[[str], None]) -> Taken | None:
     """Keep a copy, `deliver` the package (it must raise when the output fails), then clear the file.
 
@@ -65,7 +61,7 @@ def take(repo: Repo, config: Config, now: datetime, deliver: Callable[[str], Non
     delivered once; the journal's lock is not held while the output is written."""
     cfg = config.section("mailbox")
     lay = state.layout(repo)
-    folder = state.ensure_dir(lay, copies_dir(repo))
+    folder = state.ensure_dir(lay, os.path.join(lay.root, "mailbox"))
     with fsio.locked(folder):
         shown, data = read(repo, config)
         if is_empty(data, cfg["sentinel"], shown):
@@ -88,12 +84,11 @@ def take(repo: Repo, config: Config, now: datetime, deliver: Callable[[str], Non
         except GateError as exc:
             raise GateError(f"the work package was delivered (a copy is kept in {copy}), but {shown} could not "
                             f"be cleared: {exc.message}", reason=exc.reason) from None
-    details = {"path": shown, "bytes": len(data), "sha256": sha256(data).hexdigest(), "copy": copy,
-               "cleared": cleared}
     from gates.domain import journal
 
     try:
-        journal.append(repo, "mailbox-taken", details, now)
+        journal.append(repo, "mailbox-taken", {"path": shown, "bytes": len(data), "sha256": sha256(data).hexdigest(),
+                                               "copy": copy, "cleared": cleared}, now)
     except journal.NotJournalled as exc:
         return Taken(shown, copy, cleared, exc)
     return Taken(shown, copy, cleared, None)

@@ -26,11 +26,6 @@ def _oid(text: str) -> bool:
     return len(text) in (40, 64) and not text.strip("0123456789abcdef")
 
 
-def _zero(oid: str) -> str:
-    """The id that means "no such ref" in the hash length of `oid` (40 or 64 zeros)."""
-    return "0" * len(oid)
-
-
 def updates(repo: Repo, stdin: TextIO | None, environ: Mapping[str, str]) -> list[Update]:
     """What is being pushed: git's pre-push lines on stdin, pre-commit's PRE_COMMIT_FROM_REF/TO_REF, or HEAD."""
     found: list[Update] = []
@@ -40,10 +35,11 @@ def updates(repo: Repo, stdin: TextIO | None, environ: Mapping[str, str]) -> lis
             if len(parts) == 4 and _oid(parts[1]) and _oid(parts[3]):
                 found.append(Update(*parts))
         return found
+    # "0" * len(oid): the id that means "no such ref", in the hash length of `oid` (40 or 64 zeros)
     to_ref, from_ref = environ.get("PRE_COMMIT_TO_REF"), environ.get("PRE_COMMIT_FROM_REF")
     if to_ref:
         local = repo.resolve_commit(to_ref)
         remote_oid = repo.resolve_commit(from_ref) if from_ref else None
-        return [Update(to_ref, local, environ.get("PRE_COMMIT_REMOTE_BRANCH", ""), remote_oid or _zero(local))] \
+        return [Update(to_ref, local, environ.get("PRE_COMMIT_REMOTE_BRANCH", ""), remote_oid or "0" * len(local))] \
             if local else []
-    return [Update("HEAD", repo.head, "", _zero(repo.head))] if repo.head else []
+    return [Update("HEAD", repo.head, "", "0" * len(repo.head))] if repo.head else []

@@ -85,7 +85,6 @@ def _rule(gate_id: str, describe: Callable[[str], str]) -> dict[str, object]:
 
 def _gate_ids(result: CheckResult | None) -> list[str]:
     """The gates run, then the environment's id when it has findings (it is no gate, so never in `gates`)."""
-
     gates = list(result.gates) if result else []
     if result and any(f.gate == ENVIRONMENT for f in result.findings) and ENVIRONMENT not in gates:
         gates.append(ENVIRONMENT)
