@@ -98,3 +98,57 @@ def test_the_door_check_sees_every_spelling_of_a_raw_open() -> None:
         ("<module>", 11, "open()"),
     ]
     assert raw_opens("def d(fd):\n    return os.read(fd, 10), fsio.read_regular('x', 10)\n") == []
+
+
+# ---- a module is never text ---------------------------------------------------------------------------------------
+# `f"({state})"` where `how` was meant printed `<module 'gates.infra.state' from '/…/state.py'>` to a harness: a path of
+# this machine's install, in words meant for a person. The type checker allows it (every object formats), so this does.
+
+def modules_formatted(source: str, package: str) -> list[tuple[int, str]]:
+    """(line, name) of every f-string field or str()/repr() that formats a name bound to a module in `source`: `import
+    X`, or `from P import X` where P.X is a module of `package` (a name rebound in a function is its own)."""
+    import ast
+
+    tree = ast.parse(source)
+    modules: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            modules.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(package) and not node.level:
+            folder = ROOT.joinpath(*node.module.split("."))
+            modules.update(alias.asname or alias.name for alias in node.names
+                           if (folder / f"{alias.name}.py").is_file() or (folder / alias.name / "__init__.py").is_file())
+    found: list[tuple[int, str]] = []
+
+    def walk(node: ast.AST, shadowed: frozenset[str]) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            bound = {arg.arg for arg in ast.walk(node.args) if isinstance(arg, ast.arg)}
+            bound |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            shadowed = shadowed | bound
+        if isinstance(node, ast.FormattedValue):
+            fields = [node.value]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("str", "repr"):
+            fields = list(node.args)
+        else:
+            fields = []
+        found.extend((field.lineno, field.id) for field in fields
+                     if isinstance(field, ast.Name) and field.id in modules and field.id not in shadowed)
+        for child in ast.iter_child_nodes(node):
+            walk(child, shadowed)
+
+    walk(tree, frozenset())
+    return found
+
+
+def test_no_module_is_formatted_as_text() -> None:
+    found = [f"{path.relative_to(ROOT)}:{line}: {name}" for path in sorted((ROOT / "gates").rglob("*.py"))
+             for line, name in modules_formatted(path.read_text(), "gates")]
+    assert found == []
+
+
+def test_the_module_check_sees_the_slip_it_is_for() -> None:
+    slip = "from gates.infra import state\n\ndef steps(how: str) -> str:\n    return f'commit it ({state})'\n"
+    assert modules_formatted(slip, "gates") == [(4, "state")]
+    shadowed = "from gates.infra import state\n\ndef steps(state: str) -> str:\n    return f'commit it ({state})'\n"
+    assert modules_formatted(shadowed, "gates") == []
+    assert modules_formatted("import os\nx = str(os)\n", "gates") == [(2, "os")]

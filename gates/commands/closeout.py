@@ -125,7 +125,7 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
         steps.append(f"Close out: `gate stamp`, then `git add {path} && git commit -m \"close-out: …\"`"
                      + (f" ({how}: that commit takes them)." if mine else "."))
     elif mine:
-        steps.append(f"Commit the hand-over: `git add {path} && git commit -m \"close-out: …\"` ({state}).")
+        steps.append(f"Commit the hand-over: `git add {path} && git commit -m \"close-out: …\"` ({how}).")
     if mine:
         summary.append("the hand-over has uncommitted changes")
     if work.status_error is not None:  # a failed question is never "nothing uncommitted": the stop is blocked

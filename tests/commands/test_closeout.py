@@ -181,6 +181,16 @@ def _brief_context(repo: Path) -> str:
     return str(json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"])
 
 
+def test_a_hand_over_left_uncommitted_alone_is_named_in_the_step(repo: Path) -> None:
+    """Only the hand-over is uncommitted: the step says how, in words (it once printed a module's repr, a path of
+    this machine's install among it)."""
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text() + "- [ ] an uncommitted note\n")
+    text = run_gate(repo, "closeout", "--format", "text")
+    assert text.returncode == 1
+    assert "`git add HANDOFF.md && git commit -m \"close-out: …\"` (HANDOFF.md has uncommitted changes)." in text.stdout
+    assert "<module" not in text.stdout and "site-packages" not in text.stdout, text.stdout
+
+
 def test_a_filter_value_holding_a_newline_does_not_hide_an_uncommitted_hand_over(repo: Path) -> None:
     """The attack: `clean = "cat\\nbogus"` made the filter listing yield a key `bogus`, `-c bogus=` broke git status,
     and the close-out read that as a clean tree and let the stop through."""
