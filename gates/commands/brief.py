@@ -169,15 +169,20 @@ def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None
              ) -> tuple[list[Section], sessions.Closure]:
     """The brief's sections, and whether the work is closed out (what its first line says). `own`: what is the
     running session's own work, for a later brief of it (its own commits are no salvage)."""
-    import functools
+    # Each read once for the sections that need it; a failure is simply read again. (A list, not functools.cache:
+    # functools and the collections it imports cost a brief about a tenth more instructions.)
+    read: list[Loaded] = []
+    judged: list[sessions.Closure] = []
 
-    @functools.cache  # the hand-over file is read once for the sections that need it (a failure is simply read again)
     def handoff_file() -> Loaded:
-        return load_handoff(repo, config, repo.path(config.section("handoff")["path"]))
+        if not read:
+            read.append(load_handoff(repo, config, repo.path(config.section("handoff")["path"])))
+        return read[0]
 
-    @functools.cache
-    def work() -> sessions.Closure:  # judged once, for the tripwire, the salvage and the hand-over section
-        return _closure(repo, config, handoff_file)
+    def work() -> sessions.Closure:  # for the tripwire, the salvage and the hand-over section
+        if not judged:
+            judged.append(_closure(repo, config, handoff_file))
+        return judged[0]
 
     parts = [
         _guard(FLAGS, lambda: _flags(repo, config, now) + _other_clones(repo, config), _flag_details),
