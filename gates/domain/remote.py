@@ -135,7 +135,8 @@ class Hidden(GateError):
 
 def _decode(remote: Remote, ref: str, oid: str) -> tuple[dict[str, Any], str | None]:
     """(record, None), or (placeholder, why) when the record at `ref` is unreadable or breaks the schema."""
-    record, why = parse_record(gitnet.read_blob(remote.work, oid, RECORD, MAX_RECORD_BYTES))
+    # None is git's `missing` (or a record over the bound): a failed read is raised, never taken for it
+    record, why = parse_record(gitnet.read_blobs(remote.work, [oid], RECORD, MAX_RECORD_BYTES)[oid])
     if record is None or why is not None:
         why = f"remote {remote.name}: {excerpt(ref, 120)} ({oid[:12]}): {why}"
         return {"version": 1, "fence": 0, "problem": why}, why
@@ -407,9 +408,8 @@ def keep_in_lost_found(repo: Repo, record: dict[str, Any], oid: str | None, acti
                        now: datetime) -> str:
     """A broken or taken-over remote record, kept with a manifest (the remote no longer has it)."""
     evidence = state.new_evidence_dir(state.layout(repo), now)
-    state.write(repo, os.path.join(evidence, "claim.json"), (jsonio.dumps(record, indent=2, ensure_ascii=False) + "\n").encode())
     manifest = {"version": 1, "kind": "remote-claim", "action": action, "reason": why, "when": clock.utc_text(now),
                 "oid": oid, "by": who._asdict(), "items": [{"moved_to": "claim.json", "record": record}]}
-    body = (jsonio.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode()
-    state.write(repo, os.path.join(evidence, "manifest.json"), body)
+    for name, document in (("claim.json", record), ("manifest.json", manifest)):
+        state.write(repo, os.path.join(evidence, name), (jsonio.dumps(document, indent=2, ensure_ascii=False) + "\n").encode())
     return evidence
