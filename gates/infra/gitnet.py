@@ -73,13 +73,12 @@ class Scratch:
     def __init__(self, git_dir: str, base_env: Mapping[str, str], timeout: float) -> None:
         self.git_dir = git_dir
         self.timeout = timeout
-        env = {k: v for k, v in _env(base_env, pinned=True).items() if not k.startswith("GIT_CONFIG_PARAMETERS")}
-        env.update({"GIT_DIR": git_dir, "GIT_ALLOW_PROTOCOL": ":".join(NETWORK_PROTOCOLS),
-                    "GIT_ASKPASS": "", "SSH_ASKPASS": "", "SSH_ASKPASS_REQUIRE": "never",
-                    "GIT_TERMINAL_PROMPT": "0", "GIT_PROTOCOL_FROM_USER": "0", **GATE_IDENTITY})
-        for name in ("GIT_EXEC_PATH_OVERRIDE", "GIT_TRACE", "GIT_TRACE_PACKET"):
-            env.pop(name, None)
-        self.env = env
+        dropped = ("GIT_EXEC_PATH_OVERRIDE", "GIT_TRACE", "GIT_TRACE_PACKET")
+        self.env = {k: v for k, v in _env(base_env, pinned=True).items()
+                    if not k.startswith("GIT_CONFIG_PARAMETERS") and k not in dropped}
+        self.env.update({"GIT_DIR": git_dir, "GIT_ALLOW_PROTOCOL": ":".join(NETWORK_PROTOCOLS),
+                         "GIT_ASKPASS": "", "SSH_ASKPASS": "", "SSH_ASKPASS_REQUIRE": "never",
+                         "GIT_TERMINAL_PROMPT": "0", "GIT_PROTOCOL_FROM_USER": "0", **GATE_IDENTITY})
 
     def local(self, *args: str, stdin: bytes | None = None,
               env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
