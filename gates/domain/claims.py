@@ -302,22 +302,12 @@ class Outcome(NamedTuple):
 
 
 def _new_record(claim_key: str, holder: Holder, ttl: timedelta | None, note: str | None, now: datetime) -> dict[str, Any]:
-    return {
-        "version": RECORD_VERSION,
-        "token": os.urandom(16).hex(),
-        "path": claim_key,
-        "worktree": holder.worktree,
-        "git_dir": holder.git_dir,
-        "worktree_id": holder.worktree_id,
-        "branch": holder.branch,
-        "session": holder.session,
-        "host": holder.host,
-        "since": clock.utc_text(now),  # shown to people: to the second
-        "renewed": clock.utc_text(now),
-        "ttl_seconds": _ttl_number(ttl) if ttl else None,
-        "expires": clock.utc_text_fine(now + ttl) if ttl else None,
-        "note": note,
-    }
+    return {"version": RECORD_VERSION, "token": os.urandom(16).hex(), "path": claim_key, "worktree": holder.worktree,
+            "git_dir": holder.git_dir, "worktree_id": holder.worktree_id, "branch": holder.branch,
+            "session": holder.session, "host": holder.host,
+            "since": clock.utc_text(now), "renewed": clock.utc_text(now),  # shown to people: to the second
+            "ttl_seconds": _ttl_number(ttl) if ttl else None, "expires": clock.utc_text_fine(now + ttl) if ttl else None,
+            "note": note}
 
 
 def _encode(record: dict[str, Any]) -> bytes:

@@ -64,15 +64,12 @@ def clone_id(repo: Repo) -> str:
     raise GateError(f"cannot make {path}", reason="io-error")
 
 
-def harness(environ: dict[str, str] | None = None) -> str | None:
+def harness() -> str | None:
     """Which agent harness runs this session, when it says so."""
-    env = os.environ if environ is None else environ
-    named = env.get("GATE_HARNESS")
+    named = os.environ.get("GATE_HARNESS")
     if named:
         return named[:64]
-    if env.get("CLAUDECODE") or env.get("CLAUDE_CODE_ENTRYPOINT"):
-        return "claude-code"
-    return None
+    return "claude-code" if os.environ.get("CLAUDECODE") or os.environ.get("CLAUDE_CODE_ENTRYPOINT") else None
 
 
 class Me(NamedTuple):
