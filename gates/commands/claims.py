@@ -107,13 +107,11 @@ def _release(args: argparse.Namespace, run: Invocation) -> int:
                        f"session {holder.session} — run `gate release` without --session and with GATE_SESSION unset")
         return run.deny("release-denied", message)
     if outcome.kind == "not-holder":
-        message = (f"not released: this worktree does not hold the claim on {state_rel}; {holder_text} does — "
-                   "`gate release --force --reason TEXT` breaks it if that session is gone")
-        return run.deny("release-denied", message)
+        return run.deny("release-denied", f"not released: this worktree does not hold the claim on {state_rel}; "
+                        f"{holder_text} does — `gate release --force --reason TEXT` breaks it if that session is gone")
     if outcome.kind == "broken":
-        message = (f"broke the claim on {state_rel} by {holder_text}: {outcome.why!r}; its record is kept in "
-                   f"{outcome.evidence}")
-        run.announce("claim-broken", message)
+        run.announce("claim-broken", f"broke the claim on {state_rel} by {holder_text}: {outcome.why!r}; its record "
+                     f"is kept in {outcome.evidence}")
         return OK
     print(f"released {state_rel} (record kept in {outcome.evidence})")
     return OK

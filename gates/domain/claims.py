@@ -262,10 +262,8 @@ def _located(git_dir: str) -> str | None:
         data = fsio.read_state_file(os.path.join(git_dir, "gitdir"), 8192)
     except GateError:
         return None
-    if not data:
-        return None
-    target = data.decode("utf-8", "surrogateescape").strip()
-    if not os.path.isabs(target) or "\x00" in target:
+    target = data.decode("utf-8", "surrogateescape").strip() if data else ""
+    if not os.path.isabs(target) or "\x00" in target:  # no file, an empty one, or no absolute path
         return None
     return os.path.realpath(os.path.dirname(target) if posixpath.basename(target) == ".git" else target)
 

@@ -83,24 +83,24 @@ class Scratch:
     def local(self, *args: str, stdin: bytes | None = None,
               env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
         """A local call in the scratch repository (objects, private refs); `env` is added to its environment."""
-        return self._call([*_NETWORK_ARGS, *args], stdin, max(self.timeout, 10.0), False, {**self.env, **(env or {})})
+        return self._call(args, stdin, max(self.timeout, 10.0), False, {**self.env, **(env or {})})
 
     def network(self, *args: str) -> subprocess.CompletedProcess[bytes]:
         """A call that talks to a remote, bounded in time; a timeout raises Unreachable."""
-        return self._call([*_NETWORK_ARGS, *args], None, self.timeout, True, self.env)
+        return self._call(args, None, self.timeout, True, self.env)
 
-    def _call(self, args: list[str], stdin: bytes | None, timeout: float, network: bool,
+    def _call(self, args: tuple[str, ...], stdin: bytes | None, timeout: float, network: bool,
               env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
         # The scratch repository has no config of the repository's: the user's own credential helper (for a
         # host that needs one) may answer here, unlike in every other call.
         if _SIGNALLED:  # a signal ended the network work: nothing new starts while the run unwinds
             raise KeyboardInterrupt
         safe = [arg for item in SAFE_CONFIG if item != "credential.helper=" for arg in ("-c", item)]
-        argv = [git_program(), "--no-pager", *safe, *args]
+        argv = [git_program(), "--no-pager", *safe, *_NETWORK_ARGS, *args]
         try:
             return _guarded(argv, self.git_dir, env, stdin, timeout)
         except TimeoutError:
-            what = f"git {args[len(_NETWORK_ARGS)]}"
+            what = f"git {args[0]}"
             if network:
                 raise Unreachable(f"{what} got no answer within {timeout:g}s") from None
             raise GateError(f"{what} did not finish within {timeout:g}s", reason="io-error") from None
