@@ -36,8 +36,7 @@ def _connect(run: Invocation, name: str) -> remote.Remote:
 
 def _journal(run: Invocation, action: str, record: dict[str, Any], now: datetime, **extra: Any) -> None:
     details = {key: record.get(key) for key in ("path", "clone", "worktree", "session", "fence", "token")}
-    details.update(extra)
-    journal.append(run.repo(), action, details, now)
+    journal.append(run.repo(), action, {**details, **extra}, now)
 
 
 def claim(args: argparse.Namespace, run: Invocation, name: str | None, state_rel: str, holder: claims.Holder,

@@ -234,10 +234,7 @@ def describe(record: dict[str, Any]) -> str:
 
     branch = show("branch") if record.get("branch") else "(detached)"
     parts = [f"clone {show('clone')}", f"host {show('host')}", f"branch {branch}"]
-    if record.get("session"):
-        parts.append(f"session {show('session')}")
-    if record.get("harness"):
-        parts.append(f"harness {show('harness')}")
+    parts += [f"{key} {show(key)}" for key in ("session", "harness") if record.get(key)]
     ttl = f"TTL {record.get('ttl_seconds')}s, expires {show('expires')}" if record.get("ttl_seconds") else "no TTL"
     note = f", note: {excerpt(str(record['note']), 200)!r}" if record.get("note") else ""
     return (f"worktree {show('worktree', 200)} ({', '.join(parts)}), since {show('since')}, {ttl}, "
