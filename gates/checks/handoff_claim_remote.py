@@ -93,8 +93,7 @@ def check(ctx: Context) -> list[Finding]:
     from gates.domain import remote
     from gates.infra import gitnet
 
-    cfg = ctx.config.section("handoff")
-    state_rel = cfg["path"]
+    state_rel = ctx.config.section("handoff")["path"]
     changing: list[Update] | None = None
     try:
         target = remote.connect(ctx.repo, str(name), remote.timeout_of(ctx.config))

@@ -36,8 +36,7 @@ def _connect(run: Invocation, name: str) -> remote.Remote:
 
 def _journal(run: Invocation, action: str, record: dict[str, Any], now: datetime, **extra: Any) -> None:
     details = {key: record.get(key) for key in ("path", "clone", "worktree", "session", "fence", "token")}
-    details.update(extra)
-    journal.append(run.repo(), action, details, now)
+    journal.append(run.repo(), action, {**details, **extra}, now)
 
 
 def claim(args: argparse.Namespace, run: Invocation, name: str | None, state_rel: str, holder: claims.Holder,
@@ -66,9 +65,7 @@ def claim(args: argparse.Namespace, run: Invocation, name: str | None, state_rel
                         f"{remote.describe(outcome.record)} ({outcome.why}) — the first mover wins: fold your "
                         "update into a later session")
     remote.remember(repo, key, name, who, outcome.record, outcome.oid)
-    action = {"granted": "remote-claim-granted", "renewed": "remote-claim-renewed",
-              "taken-over": "remote-claim-taken-over"}[outcome.kind]
-    _journal(run, action, outcome.record, now, remote=name, oid=outcome.oid)
+    _journal(run, f"remote-claim-{outcome.kind}", outcome.record, now, remote=name, oid=outcome.oid)  # granted|renewed|taken-over
     if outcome.kind == "taken-over":
         assert outcome.previous is not None
         kept = remote.keep_in_lost_found(repo, outcome.previous, None, "claim-taken-over", outcome.why, who, now)
@@ -197,8 +194,8 @@ def list_remote(args: argparse.Namespace, run: Invocation, name: str, now: datet
         from gates.infra.console import emit_json
 
         emit_json({"version": 1, "remote": name, "claims": listed})
-        return OK
-    print_remote(name, listed)
+    else:
+        print_remote(name, listed)
     return OK
 
 

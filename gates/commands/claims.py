@@ -74,8 +74,7 @@ def _claim(args: argparse.Namespace, run: Invocation) -> int:
         message = (f"took over the claim on {state_rel}: the previous claim by {claims.describe(outcome.previous)} was "
                    f"abandoned ({outcome.why}); its record is kept in {outcome.evidence}")
         run.announce("claim-taken-over", message)
-    verb = {"renewed": "renewed", "granted": "claimed", "taken-over": "claimed"}[outcome.kind]
-    print(f"{verb} {state_rel} for {claims.describe(outcome.record)}")
+    print(f"{'renewed' if outcome.kind == 'renewed' else 'claimed'} {state_rel} for {claims.describe(outcome.record)}")
     return OK
 
 
@@ -99,24 +98,20 @@ def _release(args: argparse.Namespace, run: Invocation) -> int:
     holder_text = claims.describe(outcome.record)
     if outcome.kind == "other-session":
         held = outcome.record.get("session")
-        if held and holder.session:
-            message = (f"not released: the claim on {state_rel} is held by this worktree for session {held}, not session "
-                       f"{holder.session} — pass --session {held} or set GATE_SESSION={held}")
-        elif held:
-            message = (f"not released: the claim on {state_rel} is held by this worktree for session {held}, and no "
-                       f"session was given — pass --session {held} or set GATE_SESSION={held}")
+        if held:
+            given = f"not session {holder.session}" if holder.session else "and no session was given"
+            message = (f"not released: the claim on {state_rel} is held by this worktree for session {held}, {given} — "
+                       f"pass --session {held} or set GATE_SESSION={held}")
         else:
             message = (f"not released: the claim on {state_rel} is held by this worktree without a session, not for "
                        f"session {holder.session} — run `gate release` without --session and with GATE_SESSION unset")
         return run.deny("release-denied", message)
     if outcome.kind == "not-holder":
-        message = (f"not released: this worktree does not hold the claim on {state_rel}; {holder_text} does — "
-                   "`gate release --force --reason TEXT` breaks it if that session is gone")
-        return run.deny("release-denied", message)
+        return run.deny("release-denied", f"not released: this worktree does not hold the claim on {state_rel}; "
+                        f"{holder_text} does — `gate release --force --reason TEXT` breaks it if that session is gone")
     if outcome.kind == "broken":
-        message = (f"broke the claim on {state_rel} by {holder_text}: {outcome.why!r}; its record is kept in "
-                   f"{outcome.evidence}")
-        run.announce("claim-broken", message)
+        run.announce("claim-broken", f"broke the claim on {state_rel} by {holder_text}: {outcome.why!r}; its record "
+                     f"is kept in {outcome.evidence}")
         return OK
     print(f"released {state_rel} (record kept in {outcome.evidence})")
     return OK
@@ -132,11 +127,11 @@ def _claims(args: argparse.Namespace, run: Invocation) -> int:
         return _remote.list_remote(args, run, name, invocation.now())
     listed = claims.list_all(run.repo(), invocation.now())
     configured = run.remote_name(None)  # a claim on claims.remote is a claim too: never "no claims" unasked
+    if configured:
+        from gates.commands import _remote
     if args.format == "json":
         document: dict[str, object] = {"version": 1, "claims": listed}
         if configured:
-            from gates.commands import _remote
-
             document.update(remote=configured, remote_claims=_remote.remote_claims(run, configured, invocation.now()))
         emit_json(document)
         return OK
@@ -147,8 +142,6 @@ def _claims(args: argparse.Namespace, run: Invocation) -> int:
         print(f"{record.get('path')}: {state} ({record['liveness']}); age {record.get('age_seconds')}s; "
               f"{claims.describe(record) if 'token' in record else record.get('problem')}")
     if configured:  # the local list is printed first, so an unreachable remote still leaves it said
-        from gates.commands import _remote
-
         _remote.print_remote(configured, _remote.remote_claims(run, configured, invocation.now()))
     return OK
 

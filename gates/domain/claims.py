@@ -130,14 +130,8 @@ def worktree_id(repo: Repo) -> str | None:
 
 
 def holder_of(repo: Repo, session: str | None) -> Holder:
-    return Holder(
-        worktree=str(repo.toplevel),
-        git_dir=str(repo.git_dir),
-        branch=repo.branch(),
-        session=check_session(session),
-        host=hostname(),
-        worktree_id=worktree_id(repo),
-    )
+    return Holder(worktree=str(repo.toplevel), git_dir=str(repo.git_dir), branch=repo.branch(),
+                  session=check_session(session), host=hostname(), worktree_id=worktree_id(repo))
 
 
 def _ttl_number(ttl: timedelta) -> int | float:
@@ -179,15 +173,11 @@ def _find(lay: state.Layout, claim_key: str) -> tuple[str, dict[str, Any]] | Non
             continue
         try:
             legacy = _load(other)
-        except GateError:
-            continue  # not a record: `gate claims` lists it; it holds nothing
-        if legacy is None or legacy.get("version", 1) != 1 or not isinstance(legacy.get("path"), str):
-            continue
-        try:
-            if _canonical(lay, legacy["path"]) == claim_key:
+            if legacy is not None and legacy.get("version", 1) == 1 and isinstance(legacy.get("path"), str) \
+                    and _canonical(lay, legacy["path"]) == claim_key:
                 return other, legacy
         except GateError:
-            continue
+            continue  # not a record (`gate claims` lists it), or a path that is no key: it holds nothing
     return None
 
 
@@ -221,10 +211,8 @@ def held_here(record: dict[str, Any], repo: Repo) -> bool:
 def _same_worktree(record: dict[str, Any], git_dir: str, worktree: str, wt_id: str | None) -> bool:
     if record.get("git_dir") != git_dir:
         return False
-    if record.get("worktree_id") and record["worktree_id"] != MAIN_WORKTREE:
-        return wt_id is not None and record["worktree_id"] == wt_id
-    if record.get("worktree_id") == MAIN_WORKTREE:
-        return wt_id == MAIN_WORKTREE
+    if record.get("worktree_id"):  # MAIN_WORKTREE, or a linked worktree's `commondir` identity
+        return bool(record["worktree_id"] == wt_id)
     # A record from before worktree ids: the admin dir is ours, and its worktree is here or gone (moved here).
     recorded = str(record.get("worktree", ""))
     return recorded == worktree or not os.path.isdir(recorded)
@@ -274,10 +262,8 @@ def _located(git_dir: str) -> str | None:
         data = fsio.read_state_file(os.path.join(git_dir, "gitdir"), 8192)
     except GateError:
         return None
-    if not data:
-        return None
-    target = data.decode("utf-8", "surrogateescape").strip()
-    if not os.path.isabs(target) or "\x00" in target:
+    target = data.decode("utf-8", "surrogateescape").strip() if data else ""
+    if not os.path.isabs(target) or "\x00" in target:  # no file, an empty one, or no absolute path
         return None
     return os.path.realpath(os.path.dirname(target) if posixpath.basename(target) == ".git" else target)
 
@@ -314,22 +300,12 @@ class Outcome(NamedTuple):
 
 
 def _new_record(claim_key: str, holder: Holder, ttl: timedelta | None, note: str | None, now: datetime) -> dict[str, Any]:
-    return {
-        "version": RECORD_VERSION,
-        "token": os.urandom(16).hex(),
-        "path": claim_key,
-        "worktree": holder.worktree,
-        "git_dir": holder.git_dir,
-        "worktree_id": holder.worktree_id,
-        "branch": holder.branch,
-        "session": holder.session,
-        "host": holder.host,
-        "since": clock.utc_text(now),  # shown to people: to the second
-        "renewed": clock.utc_text(now),
-        "ttl_seconds": _ttl_number(ttl) if ttl else None,
-        "expires": clock.utc_text_fine(now + ttl) if ttl else None,
-        "note": note,
-    }
+    return {"version": RECORD_VERSION, "token": os.urandom(16).hex(), "path": claim_key, "worktree": holder.worktree,
+            "git_dir": holder.git_dir, "worktree_id": holder.worktree_id, "branch": holder.branch,
+            "session": holder.session, "host": holder.host,
+            "since": clock.utc_text(now), "renewed": clock.utc_text(now),  # shown to people: to the second
+            "ttl_seconds": _ttl_number(ttl) if ttl else None, "expires": clock.utc_text_fine(now + ttl) if ttl else None,
+            "note": note}
 
 
 def _encode(record: dict[str, Any]) -> bytes:
@@ -355,18 +331,15 @@ def holds(repo: Repo, state_rel: str, holder: Holder) -> bool:
 
 
 def claim(repo: Repo, state_rel: str, holder: Holder, ttl: timedelta | None, note: str | None, now: datetime) -> Outcome:
-    outcome = _claim(repo, state_rel, holder, ttl, note, now)
-    _journal(repo, outcome, now)
-    return outcome
+    return _journal(repo, _claim(repo, state_rel, holder, ttl, note, now), now)
 
 
 def release(repo: Repo, state_rel: str, holder: Holder, now: datetime, force_reason: str | None = None) -> Outcome:
-    outcome = _release(repo, state_rel, holder, now, force_reason)
-    _journal(repo, outcome, now)
-    return outcome
+    return _journal(repo, _release(repo, state_rel, holder, now, force_reason), now)
 
 
-def _journal(repo: Repo, outcome: Outcome, now: datetime) -> None:
+def _journal(repo: Repo, outcome: Outcome, now: datetime) -> Outcome:
+    """Journal what `outcome` changed, and hand it on."""
     actions = {"granted": "claim-granted", "renewed": "claim-renewed", "taken-over": "claim-taken-over",
                "released": "claim-released", "broken": "claim-broken"}
     if outcome.kind in actions and outcome.record is not None:
@@ -378,6 +351,7 @@ def _journal(repo: Repo, outcome: Outcome, now: datetime) -> None:
         from gates.domain import journal  # a check reads claims and writes none: it never loads the journal
 
         journal.append(repo, actions[outcome.kind], details, now)
+    return outcome
 
 
 def _claim(repo: Repo, state_rel: str, holder: Holder, ttl: timedelta | None, note: str | None, now: datetime) -> Outcome:
@@ -398,8 +372,7 @@ def _claim(repo: Repo, state_rel: str, holder: Holder, ttl: timedelta | None, no
             if where != path:  # a version-1 record under an old spelling: now republished under the key, kept
                 _move(where, _released_name(lay, current, now), current["token"])
             return Outcome("renewed", renewed)
-        evidence = None
-        why = ""
+        evidence, why = None, ""
         if current is not None:
             live, why = liveness(current, now, holder.host)
             if live:
@@ -455,15 +428,9 @@ def _set_aside(lay: state.Layout, path: str, record: dict[str, Any], action: str
     evidence = state.new_evidence_dir(lay, now)
     name = os.path.basename(path)
     _move(path, os.path.join(evidence, name), str(record["token"]))
-    manifest = {
-        "version": 1,
-        "kind": "claim",
-        "action": action,
-        "reason": why,
-        "when": clock.utc_text_fine(now),
-        "by": {"worktree": by.worktree, "branch": by.branch, "session": by.session, "host": by.host},
-        "items": [{"original": path, "moved_to": name, "record": record}],
-    }
+    manifest = {"version": 1, "kind": "claim", "action": action, "reason": why, "when": clock.utc_text_fine(now),
+                "by": {"worktree": by.worktree, "branch": by.branch, "session": by.session, "host": by.host},
+                "items": [{"original": path, "moved_to": name, "record": record}]}
     assert lay.repo is not None
     state.write(lay.repo, os.path.join(evidence, "manifest.json"), _encode(manifest))
     return evidence

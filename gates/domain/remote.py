@@ -64,15 +64,12 @@ def clone_id(repo: Repo) -> str:
     raise GateError(f"cannot make {path}", reason="io-error")
 
 
-def harness(environ: dict[str, str] | None = None) -> str | None:
+def harness() -> str | None:
     """Which agent harness runs this session, when it says so."""
-    env = os.environ if environ is None else environ
-    named = env.get("GATE_HARNESS")
+    named = os.environ.get("GATE_HARNESS")
     if named:
         return named[:64]
-    if env.get("CLAUDECODE") or env.get("CLAUDE_CODE_ENTRYPOINT"):
-        return "claude-code"
-    return None
+    return "claude-code" if os.environ.get("CLAUDECODE") or os.environ.get("CLAUDE_CODE_ENTRYPOINT") else None
 
 
 class Me(NamedTuple):
@@ -135,7 +132,8 @@ class Hidden(GateError):
 
 def _decode(remote: Remote, ref: str, oid: str) -> tuple[dict[str, Any], str | None]:
     """(record, None), or (placeholder, why) when the record at `ref` is unreadable or breaks the schema."""
-    record, why = parse_record(gitnet.read_blob(remote.work, oid, RECORD, MAX_RECORD_BYTES))
+    # None is git's `missing` (or a record over the bound): a failed read is raised, never taken for it
+    record, why = parse_record(gitnet.read_blobs(remote.work, [oid], RECORD, MAX_RECORD_BYTES)[oid])
     if record is None or why is not None:
         why = f"remote {remote.name}: {excerpt(ref, 120)} ({oid[:12]}): {why}"
         return {"version": 1, "fence": 0, "problem": why}, why
@@ -236,10 +234,7 @@ def describe(record: dict[str, Any]) -> str:
 
     branch = show("branch") if record.get("branch") else "(detached)"
     parts = [f"clone {show('clone')}", f"host {show('host')}", f"branch {branch}"]
-    if record.get("session"):
-        parts.append(f"session {show('session')}")
-    if record.get("harness"):
-        parts.append(f"harness {show('harness')}")
+    parts += [f"{key} {show(key)}" for key in ("session", "harness") if record.get(key)]
     ttl = f"TTL {record.get('ttl_seconds')}s, expires {show('expires')}" if record.get("ttl_seconds") else "no TTL"
     note = f", note: {excerpt(str(record['note']), 200)!r}" if record.get("note") else ""
     return (f"worktree {show('worktree', 200)} ({', '.join(parts)}), since {show('since')}, {ttl}, "
@@ -407,9 +402,8 @@ def keep_in_lost_found(repo: Repo, record: dict[str, Any], oid: str | None, acti
                        now: datetime) -> str:
     """A broken or taken-over remote record, kept with a manifest (the remote no longer has it)."""
     evidence = state.new_evidence_dir(state.layout(repo), now)
-    state.write(repo, os.path.join(evidence, "claim.json"), (jsonio.dumps(record, indent=2, ensure_ascii=False) + "\n").encode())
     manifest = {"version": 1, "kind": "remote-claim", "action": action, "reason": why, "when": clock.utc_text(now),
                 "oid": oid, "by": who._asdict(), "items": [{"moved_to": "claim.json", "record": record}]}
-    body = (jsonio.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode()
-    state.write(repo, os.path.join(evidence, "manifest.json"), body)
+    for name, document in (("claim.json", record), ("manifest.json", manifest)):
+        state.write(repo, os.path.join(evidence, name), (jsonio.dumps(document, indent=2, ensure_ascii=False) + "\n").encode())
     return evidence

@@ -73,8 +73,9 @@ def others(repo: Repo, config: Config, name: str) -> tuple[list[dict[str, Any]],
                     gitnet.ls_remote(target.work, target.url, [f"{remote.FLAGS}/*"]).items()
                     if ref.startswith(prefix) and ref[len(prefix):] != mine)
     chosen, unread = listed[:MAX_CLONES_READ], max(0, len(listed) - MAX_CLONES_READ)
-    gitnet.fetch_objects(target.work, target.url, sorted({oid for _, oid in chosen}))
-    blobs = gitnet.read_blobs(target.work, sorted({oid for _, oid in chosen}), FILE, MAX_BYTES)
+    commits = sorted({oid for _, oid in chosen})
+    gitnet.fetch_objects(target.work, target.url, commits)
+    blobs = gitnet.read_blobs(target.work, commits, FILE, MAX_BYTES)
     out = []
     for clone, oid in chosen:
         data = blobs.get(oid)
@@ -94,17 +95,17 @@ def brief_text(repo: Repo, config: Config) -> str:
     name = config.section("claims").get("remote")
     if not name:
         return ""
+    quoted = excerpt(str(name))
     try:
         found, unread = others(repo, config, str(name))
-    except GateError as exc:
-        return f"\nFlags of other clones: remote {excerpt(str(name))} could not be read ({exc.render()})."
-    except OSError as exc:
-        return f"\nFlags of other clones: remote {excerpt(str(name))} could not be read ({exc})."
+    except (GateError, OSError) as exc:
+        why = exc.render() if isinstance(exc, GateError) else exc
+        return f"\nFlags of other clones: remote {quoted} could not be read ({why})."
     lines: list[str] = []
     for shown, payload in enumerate(found):
         if shown == MAX_CLONES_SHOWN or sum(len(line) for line in lines) > MAX_SHOWN_CHARS:
             lines.append(f"- … and {len(found) - shown} more clones' flags: `gate flags` in those clones, or "
-                         f"`git ls-remote {excerpt(str(name))} 'refs/gate/flags/*'`")
+                         f"`git ls-remote {quoted} 'refs/gate/flags/*'`")
             break
         listed = [f for f in payload["flags"] if isinstance(f, dict)]
         label = f"clone {excerpt(str(payload.get('clone')), 32)} on host {excerpt(str(payload.get('host')), 64)}"
@@ -124,7 +125,7 @@ def brief_text(repo: Repo, config: Config) -> str:
             lines.append(f"  … and {len(listed) - FLAGS_PER_CLONE} more")
     if unread:
         lines.append(f"- {unread} more clones' flag refs were not read (the brief reads {MAX_CLONES_READ}): "
-                     f"`git ls-remote {excerpt(str(name))} 'refs/gate/flags/*'`")
+                     f"`git ls-remote {quoted} 'refs/gate/flags/*'`")
     if not lines:
-        return f"\nFlags of other clones (remote {excerpt(str(name))}): none open."
-    return f"\nFlags of other clones (remote {excerpt(str(name))}):\n" + "\n".join(lines)
+        return f"\nFlags of other clones (remote {quoted}): none open."
+    return f"\nFlags of other clones (remote {quoted}):\n" + "\n".join(lines)

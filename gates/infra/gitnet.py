@@ -21,6 +21,7 @@ import os
 from gates.infra.errors import USAGE, GateError
 from gates.infra.git import REPO_ENV_VARS, SAFE_CONFIG, Repo, _env, failed, git_program
 from gates.infra.paths import git_dirs, within
+from gates.infra.plain import NamedTuple
 from gates.infra.text import Pattern
 
 _REMOTE_NAME = Pattern(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -72,34 +73,34 @@ class Scratch:
     def __init__(self, git_dir: str, base_env: Mapping[str, str], timeout: float) -> None:
         self.git_dir = git_dir
         self.timeout = timeout
-        env = {k: v for k, v in _env(base_env, pinned=True).items() if not k.startswith("GIT_CONFIG_PARAMETERS")}
-        env.update({"GIT_DIR": git_dir, "GIT_ALLOW_PROTOCOL": ":".join(NETWORK_PROTOCOLS),
-                    "GIT_ASKPASS": "", "SSH_ASKPASS": "", "SSH_ASKPASS_REQUIRE": "never",
-                    "GIT_TERMINAL_PROMPT": "0", "GIT_PROTOCOL_FROM_USER": "0", **GATE_IDENTITY})
-        for name in ("GIT_EXEC_PATH_OVERRIDE", "GIT_TRACE", "GIT_TRACE_PACKET"):
-            env.pop(name, None)
-        self.env = env
+        dropped = ("GIT_EXEC_PATH_OVERRIDE", "GIT_TRACE", "GIT_TRACE_PACKET")
+        self.env = {k: v for k, v in _env(base_env, pinned=True).items()
+                    if not k.startswith("GIT_CONFIG_PARAMETERS") and k not in dropped}
+        self.env.update({"GIT_DIR": git_dir, "GIT_ALLOW_PROTOCOL": ":".join(NETWORK_PROTOCOLS),
+                         "GIT_ASKPASS": "", "SSH_ASKPASS": "", "SSH_ASKPASS_REQUIRE": "never",
+                         "GIT_TERMINAL_PROMPT": "0", "GIT_PROTOCOL_FROM_USER": "0", **GATE_IDENTITY})
 
-    def local(self, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-        """A local call in the scratch repository (objects, private refs)."""
-        return self._call([*_NETWORK_ARGS, *args], stdin, timeout=max(self.timeout, 10.0), network=False)
+    def local(self, *args: str, stdin: bytes | None = None,
+              env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+        """A local call in the scratch repository (objects, private refs); `env` is added to its environment."""
+        return self._call(args, stdin, max(self.timeout, 10.0), False, {**self.env, **(env or {})})
 
     def network(self, *args: str) -> subprocess.CompletedProcess[bytes]:
         """A call that talks to a remote, bounded in time; a timeout raises Unreachable."""
-        return self._call([*_NETWORK_ARGS, *args], None, timeout=self.timeout, network=True)
+        return self._call(args, None, self.timeout, True, self.env)
 
-    def _call(self, args: list[str], stdin: bytes | None, timeout: float,
-              network: bool) -> subprocess.CompletedProcess[bytes]:
+    def _call(self, args: tuple[str, ...], stdin: bytes | None, timeout: float, network: bool,
+              env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
         # The scratch repository has no config of the repository's: the user's own credential helper (for a
         # host that needs one) may answer here, unlike in every other call.
         if _SIGNALLED:  # a signal ended the network work: nothing new starts while the run unwinds
             raise KeyboardInterrupt
         safe = [arg for item in SAFE_CONFIG if item != "credential.helper=" for arg in ("-c", item)]
-        argv = [git_program(), "--no-pager", *safe, *args]
+        argv = [git_program(), "--no-pager", *safe, *_NETWORK_ARGS, *args]
         try:
-            return _guarded(argv, self.git_dir, self.env, stdin, timeout)
+            return _guarded(argv, self.git_dir, env, stdin, timeout)
         except TimeoutError:
-            what = f"git {args[len(_NETWORK_ARGS)]}"
+            what = f"git {args[0]}"
             if network:
                 raise Unreachable(f"{what} got no answer within {timeout:g}s") from None
             raise GateError(f"{what} did not finish within {timeout:g}s", reason="io-error") from None
@@ -297,9 +298,11 @@ def remote_url(repo: Repo, name: str) -> str:
 def _rewritten(proc: Any, name: str) -> tuple[str | None, list[str]]:
     """(the fetch URL, the push URLs) of remote `name` in a `git remote -v` listing."""
     if proc.returncode != 0:
-        raise GateError(f"git remote -v failed: {_last_line(_bytes(proc.stderr))}", reason="io-error")
+        stderr = proc.stderr if isinstance(proc.stderr, bytes) else proc.stderr.encode("utf-8", "surrogateescape")
+        raise GateError(f"git remote -v failed: {_last_line(stderr)}", reason="io-error")
+    stdout = proc.stdout if isinstance(proc.stdout, str) else proc.stdout.decode("utf-8", "surrogateescape")
     fetch, push = None, []
-    for line in _text(proc.stdout).splitlines():
+    for line in stdout.splitlines():
         listed, _, rest = line.partition("\t")
         url, _, kind = rest.rpartition(" ")
         if listed != name:
@@ -309,14 +312,6 @@ def _rewritten(proc: Any, name: str) -> tuple[str | None, list[str]]:
         elif kind == "(push)":
             push.append(url)
     return fetch, push
-
-
-def _bytes(data: str | bytes) -> bytes:
-    return data if isinstance(data, bytes) else data.encode("utf-8", "surrogateescape")
-
-
-def _text(data: str | bytes) -> str:
-    return data if isinstance(data, str) else data.decode("utf-8", "surrogateescape")
 
 
 def _refused(key: str, why: str) -> GateError:
@@ -353,7 +348,7 @@ def _file_path(url: str, key: str) -> str:
     """The path git's connect.c takes from a file:// URL: the whole URL percent-decoded (url.c's url_decode), the
     host part (a [bracketed] one whole) skipped, the path from the first '/' after it."""
     rest = _url_decode(url[len("file://"):])
-    if "\0" in rest or any(ord(c) < 0x20 or ord(c) == 0x7F for c in rest):
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in rest):  # NUL included
         raise _refused(key, f"{url[:80]!r} decodes to a control character or NUL")
     start = rest.find("]") + 1 if rest.startswith("[") else 0
     slash = rest.find("/", start)
@@ -411,12 +406,8 @@ def _pointer(where: str, name: str, key: str) -> str:
     path = os.path.join(where, name) if name else where
     try:
         data = fsio.read_regular(path, PATH_MAX, follow=True)
-    except FileNotFoundError:
-        if name:
-            return where
-        raise _refused(key, f"{path[:80]!r} cannot be read") from None
-    except OSError:
-        if name and not os.path.lexists(path):
+    except OSError as exc:
+        if name and (isinstance(exc, FileNotFoundError) or not os.path.lexists(path)):
             return where
         raise _refused(key, f"{path[:80]!r} cannot be read") from None
     text = data.decode("utf-8", "surrogateescape").strip()
@@ -449,20 +440,20 @@ FAR_SIDE_CONFIG = (
 )
 
 
-def _programs(url: str) -> list[str]:
-    """The programs the far side runs, named explicitly (never the repository's receivepack/uploadpack)."""
+def _program(url: str, side: str) -> str:
+    """The option naming the program the far side runs for `side` (receive-pack or upload-pack), explicitly: never
+    the repository's receivepack/uploadpack."""
     if url.startswith("file://"):
         from gates.infra.text import shell_quote
 
         far = " ".join([shell_quote(git_program()), *(f"-c {shell_quote(item)}" for item in FAR_SIDE_CONFIG)])
-        return [f"--receive-pack={far} receive-pack", f"--upload-pack={far} upload-pack"]
-    return ["--receive-pack=git-receive-pack", "--upload-pack=git-upload-pack"]
+        return f"--{side}={far} {side}"
+    return f"--{side}=git-{side}"
 
 
 def ls_remote(work: Scratch, url: str, patterns: list[str]) -> dict[str, str]:
     """{ref: oid} of the remote's refs matching `patterns`; Unreachable when it does not answer."""
-    upload = [p for p in _programs(url) if p.startswith("--upload-pack")]
-    proc = work.network("ls-remote", *upload, "--refs", "--end-of-options", url, *patterns)
+    proc = work.network("ls-remote", _program(url, "upload-pack"), "--refs", "--end-of-options", url, *patterns)
     if proc.returncode != 0:
         raise Unreachable(f"git ls-remote {url}: {_last_line(proc.stderr)}")
     found = {}
@@ -479,21 +470,17 @@ def fetch_objects(work: Scratch, url: str, oids: list[str]) -> None:
     missing = [oid for oid in oids if present.get(oid, ("", 0))[0] != "commit"]
     if not missing:
         return
-    upload = [p for p in _programs(url) if p.startswith("--upload-pack")]
-    proc = work.network("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc", *upload,
-                        "--end-of-options", url, *missing)
+    proc = work.network("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc",
+                        _program(url, "upload-pack"), "--end-of-options", url, *missing)
     if proc.returncode != 0:
         raise Unreachable(f"git fetch {url}: {_last_line(proc.stderr)}")
 
 
-class PushResult:
-    __slots__ = ("ok", "reached", "status", "message")
-
-    def __init__(self, ok: bool, reached: bool, status: dict[str, str], message: str) -> None:
-        self.ok = ok  # every ref updated
-        self.reached = reached  # the remote answered (a refusal is an answer)
-        self.status = status  # ref -> porcelain summary
-        self.message = message
+class PushResult(NamedTuple):
+    ok: bool  # every ref updated
+    reached: bool  # the remote answered (a refusal is an answer)
+    status: dict[str, str]  # ref -> porcelain summary
+    message: str
 
 
 def push_refs(work: Scratch, url: str, updates: list[tuple[str, str | None, str | None]],
@@ -508,10 +495,9 @@ def push_refs(work: Scratch, url: str, updates: list[tuple[str, str | None, str 
         specs.append(f"{new or ''}:{ref}")
         leases.append(f"--force-with-lease={ref}:{expected or ''}")
     atomic = ["--atomic"] if len(updates) > 1 else []
-    receive = [p for p in _programs(url) if p.startswith("--receive-pack")]
     proc = work.network("push", *(["--dry-run"] if dry_run else []), "--porcelain", "--no-verify", "--no-signed",
-                        "--no-follow-tags", "--no-recurse-submodules", *atomic, *receive, *leases, "--end-of-options",
-                        url, *specs)
+                        "--no-follow-tags", "--no-recurse-submodules", *atomic, _program(url, "receive-pack"), *leases,
+                        "--end-of-options", url, *specs)
     status: dict[str, str] = {}
     for line in proc.stdout.decode("utf-8", "replace").splitlines():
         flag, _, rest = line.partition("\t")
@@ -528,24 +514,17 @@ def make_commit(work: Scratch, files: dict[str, bytes], message: str, parent: st
     """A commit (no parent unless given) whose tree holds `files`, made in the scratch repository."""
     entries = []
     for name, data in sorted(files.items()):
-        proc = work.local("hash-object", "-w", "--stdin", stdin=data)
-        if proc.returncode != 0:
-            raise GateError(f"git hash-object failed: {_last_line(proc.stderr)}", reason="io-error")
-        entries.append(f"100644 blob {proc.stdout.decode().strip()}\t{name}\n")
-    tree = work.local("mktree", stdin="".join(entries).encode())
-    if tree.returncode != 0:
-        raise GateError(f"git mktree failed: {_last_line(tree.stderr)}", reason="io-error")
-    args = ["commit-tree", tree.stdout.decode().strip(), *(["-p", parent] if parent else []), "-F", "-"]
-    saved = dict(work.env)
-    if when is not None:
-        work.env.update({"GIT_AUTHOR_DATE": f"{when} +0000", "GIT_COMMITTER_DATE": f"{when} +0000"})
-    try:
-        proc = work.local(*args, stdin=message.encode())
-    finally:
-        work.env.clear()
-        work.env.update(saved)
+        entries.append(f"100644 blob {_made(work, 'hash-object', '-w', '--stdin', stdin=data)}\t{name}\n")
+    tree = _made(work, "mktree", stdin="".join(entries).encode())
+    dated = {"GIT_AUTHOR_DATE": f"{when} +0000", "GIT_COMMITTER_DATE": f"{when} +0000"} if when is not None else {}
+    return _made(work, "commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-", stdin=message.encode(), env=dated)
+
+
+def _made(work: Scratch, *args: str, stdin: bytes, env: Mapping[str, str] | None = None) -> str:
+    """The object id `git args` printed in the scratch repository; its failure is raised."""
+    proc = work.local(*args, stdin=stdin, env=env)
     if proc.returncode != 0:
-        raise GateError(f"git commit-tree failed: {_last_line(proc.stderr)}", reason="io-error")
+        raise GateError(f"git {args[0]} failed: {_last_line(proc.stderr)}", reason="io-error")
     return proc.stdout.decode().strip()
 
 
@@ -587,11 +566,6 @@ def read_blobs(work: Scratch, commits: list[str], name: str, limit: int) -> dict
         out[specs[spec]] = data[end + 1:end + 1 + size]
         at = end + 1 + size + 1
     return out
-
-
-def read_blob(work: Scratch, commit: str, name: str, limit: int) -> bytes | None:
-    """The file `name` of `commit`'s tree in the scratch repository, or None when missing or over `limit` bytes."""
-    return read_blobs(work, [commit], name, limit)[commit]  # `missing` from git, or a failure raised: never mixed
 
 
 def _answered(proc: subprocess.CompletedProcess[bytes]) -> subprocess.CompletedProcess[bytes]:
