@@ -313,8 +313,9 @@ def restore(repo: Repo, evidence_id: str) -> list[str]:
             parent, name = os.path.split(os.path.normpath(item["original"]))
             original = os.path.join(os.path.realpath(parent), name)
             source = os.path.join(folder, item["moved_to"])
-            if not _inside_git(repo, original) or name in ("", os.curdir, os.pardir) \
-                    or ".." in item["moved_to"].split("/") or os.path.isabs(item["moved_to"]):
+            inside = original != repo.common_dir and paths.within(original, repo.common_dir)
+            if not inside or name in ("", os.curdir, os.pardir) or ".." in item["moved_to"].split("/") \
+                    or os.path.isabs(item["moved_to"]):
                 raise GateError(f"manifest of {evidence_id} names a path outside the repository", reason="state-unsafe")
             try:
                 os.link(source, original)
@@ -336,7 +337,3 @@ def restore(repo: Repo, evidence_id: str) -> list[str]:
 
 def _denied(message: str) -> GateError:
     return GateError(message, code=VIOLATION, reason="lock-restore-denied")
-
-
-def _inside_git(repo: Repo, path: str) -> bool:
-    return path != repo.common_dir and paths.within(path, repo.common_dir)
