@@ -252,22 +252,19 @@ def _global_options(words: list[str]) -> tuple[list[tuple[str, str]], list[str]]
     """git's global options, in order ((name, value); value "" for a flag), and the words from the command on."""
     options: list[tuple[str, str]] = []
     i = 0
-    while i < len(words):
+    while i < len(words) and words[i].startswith("-"):
         word = words[i]
         if word in _GLOBAL_WITH_VALUE:
             if i + 1 >= len(words):
                 raise Doubt(f"{word} without its value")
-            options.append((word, words[i + 1]))
-            i += 2
-        elif word.startswith("--") and "=" in word:
-            name, _, value = word.partition("=")
+            i += 1
+            options.append((word, words[i]))
+        elif word.startswith("--"):
+            name, _, value = word.partition("=")  # `--bare`: value ""
             options.append((name, value))
-            i += 1
-        elif word.startswith("-"):
-            options.append((word, ""))
-            i += 1
         else:
-            break
+            options.append((word, ""))
+        i += 1
     return options, words[i:]
 
 
