@@ -243,13 +243,12 @@ def _meta(doc: Document, lines: list[str], head: str | None, done: list[str]) ->
 
 
 def _unique(doc: Document, shown: str) -> None:
-    seen: dict[str, int] = {}
+    first: dict[str, int] = {}
     for section in doc.sections:
-        if section.name.casefold() in seen:
-            raise GateError(f"the section '{section.name}' appears twice (lines {seen[section.name.casefold()]} and "
-                            f"{section.line}): the gate needs each section once — merge them, then adopt",
-                            code=USAGE, reason="usage", path=shown)
-        seen[section.name.casefold()] = section.line
+        line = first.setdefault(section.name.casefold(), section.line)
+        if line != section.line:
+            raise GateError(f"the section '{section.name}' appears twice (lines {line} and {section.line}): the gate "
+                            "needs each section once — merge them, then adopt", code=USAGE, reason="usage", path=shown)
 
 
 def _target(names: list[str], meta: str) -> str:

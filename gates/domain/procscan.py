@@ -114,10 +114,10 @@ def scan(targets: dict[tuple[int, int], str], roots: list[str]) -> Scan:
         return Scan(False, [f"the mount namespace of this process cannot be read ({exc.strerror})"])
     result.mount_ns = (mine.st_dev, mine.st_ino)
     try:
-        entries = [entry.name for entry in os.scandir(PROC) if entry.name.isdigit()]
+        pids = [int(entry.name) for entry in os.scandir(PROC) if entry.name.isdigit()]
     except OSError as exc:
         return Scan(False, [f"/proc cannot be listed: {exc.strerror}"])
-    for pid in map(int, entries):
+    for pid in pids:
         if pid not in ours:
             _one(pid, uid, targets, roots, result)
     return result
