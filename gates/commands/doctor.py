@@ -125,10 +125,10 @@ def _commit_hooks(repo: Repo) -> list[Check]:
     framework = _framework_hooks(repo)
     native = os.path.join(hooks.hooks_dir(repo), "pre-commit")
     out = [Check(*each) for each in hooks.doctor(repo)]  # a hooks folder shared by others
-    ours = hooks.is_ours(native)  # read_hook: '' when there is none
+    ours = hooks.is_ours(native)
     if framework:
         out.append(Check(OK, f".pre-commit-config.yaml runs {', '.join(sorted(framework))}"))
-        if not ours and "pre-commit" not in hooks.read_hook(native):
+        if not ours and "pre-commit" not in hooks.read_hook(native):  # '' when there is none
             out.append(Check(FIX, "the pre-commit framework is not installed in this clone: run `pre-commit install`"))
     if ours:
         out.append(_native_hook(native))
