@@ -75,22 +75,18 @@ def checks(repo: Repo) -> list[Check]:
     out: list[Check] = []
     refused = bool(state.unsafe(state.layout(repo)))
     for check in each:
-        if refused and check in _inside_state_dir():
-            out.append(Check(WARN, f"{check.__name__.strip('_')}: not read, the state dir is refused (see above)"))
+        label = check.__name__.strip("_").replace("_", " ")
+        if refused and check in (_journal, _flags):  # they read inside the state dir
+            out.append(Check(WARN, f"{label}: not read, the state dir is refused (see above)"))
             continue
         try:
             out.extend(check(repo))
         except GateError as exc:
             if exc.reason == "config-invalid" and check is not _config:
-                out.append(Check(WARN, f"{check.__name__.strip('_').replace('_', ' ')}: not checked, the config is "
-                                       "refused (see above)"))
-                continue
-            out.append(Check(FIX, f"{check.__name__.strip('_').replace('_', ' ')}: {exc.render()}"))
+                out.append(Check(WARN, f"{label}: not checked, the config is refused (see above)"))
+            else:
+                out.append(Check(FIX, f"{label}: {exc.render()}"))
     return [Check(check.status, clean(check.message)) for check in out]  # it quotes committed harness files
-
-
-def _inside_state_dir() -> frozenset[Callable[[Repo], list[Check]]]:
-    return frozenset({_journal, _flags})
 
 
 def _git_version(repo: Repo) -> list[Check]:
@@ -126,19 +122,17 @@ def _config(repo: Repo) -> list[Check]:
 
 
 def _commit_hooks(repo: Repo) -> list[Check]:
-    out = []
     framework = _framework_hooks(repo)
     native = os.path.join(hooks.hooks_dir(repo), "pre-commit")
-    installed = os.path.lexists(native)
-    out += [Check(status, message) for status, message in hooks.doctor(repo)]  # a hooks folder shared by others
+    out = [Check(*each) for each in hooks.doctor(repo)]  # a hooks folder shared by others
+    ours = hooks.is_ours(native)
     if framework:
         out.append(Check(OK, f".pre-commit-config.yaml runs {', '.join(sorted(framework))}"))
-        text = hooks.read_hook(native) if installed else ""
-        if "pre-commit" not in text and not hooks.is_ours(native):
+        if not ours and "pre-commit" not in hooks.read_hook(native):  # '' when there is none
             out.append(Check(FIX, "the pre-commit framework is not installed in this clone: run `pre-commit install`"))
-    if hooks.is_ours(native):
+    if ours:
         out.append(_native_hook(native))
-    if not framework and not hooks.is_ours(native):
+    elif not framework:
         out.append(Check(FIX, "no commit hook runs the gate: add it to .pre-commit-config.yaml and run "
                               "`pre-commit install`, or run `gate install-hooks`"))
     return out
@@ -230,9 +224,9 @@ def _claude(repo: Repo) -> list[Check]:
             broken.append(Check(FIX, f"{shown} cannot be read as JSON ({detail}): Claude Code ignores it too"))
             continue
         if not isinstance(settings, dict):
-            broken.append(Check(FIX, f".claude/{name} is not a JSON object"))
-            continue
-        commands += _session_start_commands(settings)
+            broken.append(Check(FIX, f"{shown} is not a JSON object"))
+        else:
+            commands += _session_start_commands(settings)
     from gates.domain.agents import is_ours
 
     if any("gate brief" in command or is_ours(command, "brief") for command in commands):
@@ -245,14 +239,14 @@ def _trust(repo: Repo) -> list[Check]:
     """Each wired harness: will it run the project's hooks here at all (its trust, its launch folder)? Issue 26."""
     from gates.domain import trust
 
-    return [Check(status, message) for status, message in trust.checks(repo, os.environ, os.getcwd())]
+    return [Check(*each) for each in trust.checks(repo, os.environ, os.getcwd())]
 
 
 def _agents(repo: Repo) -> list[Check]:
     """Each agent harness wired here (`gate install-hooks --agent`): its file parses, its hooks run a working interpreter."""
     from gates.domain import agents
 
-    return [Check(status, message) for status, message in agents.doctor(repo)]
+    return [Check(*each) for each in agents.doctor(repo)]
 
 
 def _session_start_commands(settings: dict[str, object]) -> list[str]:
@@ -323,11 +317,7 @@ def _leftovers(repo: Repo) -> list[Check]:
 
 def fix(repo: Repo) -> list[str]:
     """`gate doctor --fix`: move the temp files of killed writers into lost+found (nothing is deleted)."""
-    found = _found_leftovers(repo)
-    if not found:
-        return []
-    moved = leftovers.move(repo, found)
-    return [f"fix: {line}" for line in moved.said]
+    return [f"fix: {line}" for line in leftovers.move(repo, _found_leftovers(repo)).said]
 
 
 # -- gate doctor --remote --
@@ -337,7 +327,6 @@ def probe(repo: Repo, config: Config, name: str) -> list[Check]:
         target = remote.connect(repo, name, remote.timeout_of(config))
     except GateError as exc:
         return [Check(FIX, f"remote {name}: {exc.render()}")]
-    out = []
     started = time.monotonic()
     try:
         refs = gitnet.ls_remote(target.work, target.url, ["refs/gate/*"])
@@ -346,9 +335,9 @@ def probe(repo: Repo, config: Config, name: str) -> list[Check]:
                            "while it is (or `gate claim --offline`)")]
     rtt = time.monotonic() - started
     counts = {ns: sum(1 for ref in refs if ref.startswith(ns + "/")) for ns in (remote.CLAIMS, remote.FENCES, remote.FLAGS)}
-    out.append(Check(OK, f"remote {name} ({target.url}) reachable: ls-remote round trip {rtt * 1000:.0f} ms"))
-    out.append(Check(OK, f"remote {name} holds {len(refs)} ref(s) under refs/gate/ ({counts[remote.CLAIMS]} claims, "
-                         f"{counts[remote.FENCES]} fences, {counts[remote.FLAGS]} flag refs)"))
+    out = [Check(OK, f"remote {name} ({target.url}) reachable: ls-remote round trip {rtt * 1000:.0f} ms"),
+           Check(OK, f"remote {name} holds {len(refs)} ref(s) under refs/gate/ ({counts[remote.CLAIMS]} claims, "
+                     f"{counts[remote.FENCES]} fences, {counts[remote.FLAGS]} flag refs)")]
     now = clock.now()
     ref = f"{remote.PROBES}/{remote.clone_id(repo)}-{int(now.timestamp())}"
     oid = gitnet.make_commit(target.work, {"probe": b"handoff-gate doctor probe\n"}, "gate doctor probe",
@@ -358,11 +347,10 @@ def probe(repo: Repo, config: Config, name: str) -> list[Check]:
         created = gitnet.push_refs(target.work, target.url, [(ref, oid, None)])
         push_time = time.monotonic() - started
         if not created.ok:
-            hidden = any("hidden ref" in status for status in created.status.values())
+            why = ("(it hides refs/gate/: transfer.hideRefs or receive.hideRefs)" if _hidden(created)
+                   else "(a host whose hooks allow only heads and tags?)")
             out.append(Check(FIX, f"remote {name} refuses a push of {ref}: {created.message or created.status} — "
-                                  "claims cannot be taken there " + (
-                                      "(it hides refs/gate/: transfer.hideRefs or receive.hideRefs)" if hidden else
-                                      "(a host whose hooks allow only heads and tags?)")))
+                                  f"claims cannot be taken there {why}"))
             return out
         out.extend(_advertised(target, name, ref, oid))
         deleted = gitnet.push_refs(target.work, target.url, [(ref, None, oid)])
@@ -387,8 +375,7 @@ def probe(repo: Repo, config: Config, name: str) -> list[Check]:
                 (made_ref, None, oid) for made_ref, status in atomic.status.items() if not status.startswith("!")]
             if made:
                 gitnet.push_refs(target.work, target.url, made)
-            why = " (it hides refs/gate/ claims or fences: transfer.hideRefs or receive.hideRefs)" if any(
-                "hidden ref" in status for status in atomic.status.values()) else ""
+            why = " (it hides refs/gate/ claims or fences: transfer.hideRefs or receive.hideRefs)" if _hidden(atomic) else ""
             out.append(Check(FIX, f"remote {name} refuses an --atomic push of {pair[0]} and {pair[1]} "
                                   f"({atomic.message}){why}: claims cannot be taken"))
     except gitnet.Unreachable as exc:
@@ -397,6 +384,10 @@ def probe(repo: Repo, config: Config, name: str) -> list[Check]:
     out.append(Check(WARN, "refs/gate/ refs are not fetched by a plain clone or fetch (refs/heads/* only) and branch "
                            "rules do not protect them: anyone who can push can delete or rewrite a claim"))
     return out
+
+
+def _hidden(pushed: gitnet.PushResult) -> bool:
+    return any("hidden ref" in status for status in pushed.status.values())
 
 
 def _advertised(target: remote.Remote, name: str, ref: str, oid: str) -> list[Check]:

@@ -157,10 +157,8 @@ def write_missing(repo: Repo, config: Config, now: datetime) -> list[tuple[str, 
     ]
     results = []
     for path, content in files:
-        if path.exists() or path.is_symlink():
-            results.append((repo.relpath(path), False))
-            continue
-        written = fsio.write_atomic(path, content.encode("utf-8"), exclusive=True, parents=True)
+        present = path.exists() or path.is_symlink()  # a dangling link too: never written through
+        written = not present and fsio.write_atomic(path, content.encode("utf-8"), exclusive=True, parents=True)
         results.append((repo.relpath(path), written))
     return results
 
@@ -245,28 +243,24 @@ def _meta(doc: Document, lines: list[str], head: str | None, done: list[str]) ->
 
 
 def _unique(doc: Document, shown: str) -> None:
-    seen: dict[str, int] = {}
+    first: dict[str, int] = {}
     for section in doc.sections:
-        if section.name.casefold() in seen:
-            raise GateError(f"the section '{section.name}' appears twice (lines {seen[section.name.casefold()]} and "
-                            f"{section.line}): the gate needs each section once — merge them, then adopt",
-                            code=USAGE, reason="usage", path=shown)
-        seen[section.name.casefold()] = section.line
+        line = first.setdefault(section.name.casefold(), section.line)
+        if line != section.line:
+            raise GateError(f"the section '{section.name}' appears twice (lines {line} and {section.line}): the gate "
+                            "needs each section once — merge them, then adopt", code=USAGE, reason="usage", path=shown)
 
 
 def _target(names: list[str], meta: str) -> str:
     folded = {name.casefold(): name for name in names if name.casefold() != meta.casefold()}
-    for wanted in TARGET_NAMES:
-        if wanted in folded:
-            return folded[wanted]
-    for prefix in TARGET_PREFIXES:  # "Next session — Stage D", "Current blockers"
-        found = next((name for key, name in folded.items() if key.startswith(prefix)), None)
-        if found is not None:
-            return found
-    if not folded:
+    found = [folded[wanted] for wanted in TARGET_NAMES if wanted in folded]
+    found += [name for prefix in TARGET_PREFIXES  # "Next session — Stage D", "Current blockers"
+              for key, name in folded.items() if key.startswith(prefix)]
+    found += folded.values()
+    if not found:
         raise GateError("the file has no section but Meta: write the one that says what is being worked on now "
                         "(## Current Target), then adopt it", code=USAGE, reason="usage")
-    return next(iter(folded.values()))
+    return found[0]
 
 
 def _config(relative: str, title: str, names: list[str], meta: str, target: str) -> str:

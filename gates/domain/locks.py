@@ -191,8 +191,8 @@ def _companion(lock: Lock, locks: list[Lock]) -> dict[str, Any] | None:
 
 class Moved(NamedTuple):
     lock: Lock
-    evidence_dir: str | None
-    target: str | None
+    evidence_dir: str | None = None
+    target: str | None = None
     problem: str = ""  # why it was not moved, when it was not
 
 
@@ -204,9 +204,9 @@ def quarantine(repo: Repo, lock: Lock, threshold: float, when: datetime) -> Move
         try:
             pin = os.open(lock.path, fsio.safe_flags(os.O_RDONLY))
         except FileNotFoundError:
-            return Moved(lock, None, None, "gone: moved or released by someone else")
+            return Moved(lock, problem="gone: moved or released by someone else")
         except OSError as exc:
-            return Moved(lock, None, None, f"cannot be pinned: {exc.strerror}")
+            return Moved(lock, problem=f"cannot be pinned: {exc.strerror}")
         try:
             return _move_pinned(repo, lay, lock, pin, threshold, when)
         finally:
@@ -218,7 +218,7 @@ def _move_pinned(repo: Repo, lay: state.Layout, lock: Lock, pin: int, threshold:
     again = Lock(lock.path, lock.shown, companion=lock.companion)
     judge(repo, [again], threshold, filesystem_now(lay))
     if again.verdict != STALE or again.ident != (pinned.st_dev, pinned.st_ino):
-        return Moved(again, None, None, f"no longer stale: {again.reason or 'it changed'}")
+        return Moved(again, problem=f"no longer stale: {again.reason or 'it changed'}")
     content = os.pread(pin, 1 << 20, 0)
     evidence_dir = state.new_evidence_dir(lay, when)
     target = os.path.join(evidence_dir, *lock.shown.split("/"))
@@ -227,9 +227,9 @@ def _move_pinned(repo: Repo, lay: state.Layout, lock: Lock, pin: int, threshold:
     if isinstance(moved, OSError):
         _remove_empty(os.path.dirname(target), evidence_dir)  # only the folders made for this move
         if moved.errno == errno.ENOENT:
-            return Moved(again, None, None, "gone: moved or released by someone else")
+            return Moved(again, problem="gone: moved or released by someone else")
         why = "on another filesystem than lost+found (EXDEV): left in place" if moved.errno == errno.EXDEV else moved.strerror
-        return Moved(again, None, None, f"cannot be moved: {why}")
+        return Moved(again, problem=f"cannot be moved: {why}")
     if not moved:
         return _put_back(again, evidence_dir, target)
     _manifest(repo, evidence_dir, again, target, content, when)
@@ -252,7 +252,7 @@ def _put_back(lock: Lock, evidence_dir: str, target: str) -> Moved:
     try:
         os.link(target, lock.path)
         os.unlink(target)  # one name again, at its own place
-        return Moved(lock, None, None, "replaced while being moved: put back")
+        return Moved(lock, problem="replaced while being moved: put back")
     except OSError:
         return Moved(lock, evidence_dir, target, "replaced while being moved, and its place is taken: kept in lost+found")
 
@@ -315,8 +315,9 @@ def restore(repo: Repo, evidence_id: str) -> list[str]:
             parent, name = os.path.split(os.path.normpath(item["original"]))
             original = os.path.join(os.path.realpath(parent), name)
             source = os.path.join(folder, item["moved_to"])
-            if not _inside_git(repo, original) or name in ("", os.curdir, os.pardir) \
-                    or ".." in item["moved_to"].split("/") or os.path.isabs(item["moved_to"]):
+            inside = original != repo.common_dir and paths.within(original, repo.common_dir)
+            if not inside or name in ("", os.curdir, os.pardir) or ".." in item["moved_to"].split("/") \
+                    or os.path.isabs(item["moved_to"]):
                 raise GateError(f"manifest of {evidence_id} names a path outside the repository", reason="state-unsafe")
             try:
                 os.link(source, original)
@@ -338,7 +339,3 @@ def restore(repo: Repo, evidence_id: str) -> list[str]:
 
 def _denied(message: str) -> GateError:
     return GateError(message, code=VIOLATION, reason="lock-restore-denied")
-
-
-def _inside_git(repo: Repo, path: str) -> bool:
-    return path != repo.common_dir and paths.within(path, repo.common_dir)

@@ -39,8 +39,8 @@ class Scan:
         self.doubts = doubts or []
         self.open_by: dict[tuple[int, int], list[int]] = {}  # (dev, ino) -> pids
         self.git_in_repo: list[tuple[int, str]] = []  # (pid, how it targets the repository, or why that is doubt)
-        self.mount_ns = (0, 0)  # (dev, ino) of this process's mount namespace: paths of a process in another mean
-        # something else
+        # (dev, ino) of this process's mount namespace: paths of a process in another mean something else
+        self.mount_ns = (0, 0)
 
 
 # The inode of the initial (the host's) PID namespace: a constant of the kernel (PROC_PID_INIT_INO, since 3.8);
@@ -106,7 +106,6 @@ def scan(targets: dict[tuple[int, int], str], roots: list[str]) -> Scan:
     blind = namespace_problem()
     if blind is not None:
         return Scan(False, [blind])
-    inodes = set(targets)
     result = Scan()
     ours, uid = own_processes(), os.geteuid()  # the gate and its own git children are no other writer
     try:
@@ -115,17 +114,16 @@ def scan(targets: dict[tuple[int, int], str], roots: list[str]) -> Scan:
         return Scan(False, [f"the mount namespace of this process cannot be read ({exc.strerror})"])
     result.mount_ns = (mine.st_dev, mine.st_ino)
     try:
-        entries = [entry.name for entry in os.scandir(PROC) if entry.name.isdigit()]
+        pids = [int(entry.name) for entry in os.scandir(PROC) if entry.name.isdigit()]
     except OSError as exc:
         return Scan(False, [f"/proc cannot be listed: {exc.strerror}"])
-    for name in entries:
-        pid = int(name)
+    for pid in pids:
         if pid not in ours:
-            _one(pid, uid, inodes, roots, result)
+            _one(pid, uid, targets, roots, result)
     return result
 
 
-def _one(pid: int, uid: int, inodes: set[tuple[int, int]], roots: list[str], result: Scan) -> None:
+def _one(pid: int, uid: int, targets: dict[tuple[int, int], str], roots: list[str], result: Scan) -> None:
     base = PROC / str(pid)
     try:
         owner = os.stat(base).st_uid
@@ -135,7 +133,7 @@ def _one(pid: int, uid: int, inodes: set[tuple[int, int]], roots: list[str], res
     try:
         comm = fsio.read_regular(base / "comm", _COMM_CAP)[:_COMM_CAP].decode(errors="replace").strip()
         if comm.startswith("git") and mine:
-            how = _elsewhere(base, result.mount_ns) or _git_process(base, roots)
+            how = _git_process(base, roots, result.mount_ns)
             if how is not None:
                 result.git_in_repo.append((pid, how))
         for fd in os.listdir(base / "fd"):
@@ -144,7 +142,7 @@ def _one(pid: int, uid: int, inodes: set[tuple[int, int]], roots: list[str], res
             except OSError:
                 continue  # closed meanwhile, or a descriptor without a file
             key = (info.st_dev, info.st_ino)
-            if key in inodes:
+            if key in targets:
                 result.open_by.setdefault(key, []).append(pid)
     except (FileNotFoundError, ProcessLookupError):
         return  # exited meanwhile
@@ -167,31 +165,22 @@ _NAMES_GIT_DIR = ("--git-dir", "GIT_DIR", "GIT_COMMON_DIR")
 _WORK_TREE = ("--work-tree", "GIT_WORK_TREE")
 
 
-def _elsewhere(base: Path, mount_ns: tuple[int, int]) -> str | None:
-    """Doubt about a git process in another mount namespace (a container's git, seen from the host): the paths of
-    its cwd, command line and environment are not ours, so where it works cannot be established."""
-    theirs = os.stat(base / "ns" / "mnt")  # PermissionError: the caller counts it as a process we cannot inspect
-    if (theirs.st_dev, theirs.st_ino) != mount_ns:
-        return "it runs in another mount namespace (a container?): its paths are not this process's, so its target " \
-               "cannot be established"
-    return None
-
-
 class Doubt(Exception):
     """Where a git process works cannot be established."""
 
 
-def _git_process(base: Path, roots: list[str]) -> str | None:
+def _git_process(base: Path, roots: list[str], mount_ns: tuple[int, int]) -> str | None:
     """How the git process /proc/<pid> targets the repository, or why that cannot be known (doubt); None when it
-    provably works elsewhere. FileNotFoundError (it exited) and PermissionError on its cwd propagate."""
+    provably works elsewhere. FileNotFoundError (it exited) and PermissionError on its namespace or cwd propagate."""
+    theirs = os.stat(base / "ns" / "mnt")
+    if (theirs.st_dev, theirs.st_ino) != mount_ns:  # a container's git, seen from the host
+        return "it runs in another mount namespace (a container?): its paths are not this process's, so its target " \
+               "cannot be established"
     cwd = os.readlink(base / "cwd")
     if _inside(cwd, roots):
         return f"its cwd {cwd} is in the repository"
     try:
-        env: dict[str, str] = {}
-        for item in _nul_list(base / "environ", "environment"):
-            key, _, value = item.partition("=")
-            env[key] = value
+        env = {key: value for key, _, value in (item.partition("=") for item in _nul_list(base / "environ", "environment"))}
         argv = _nul_list(base / "cmdline", "command line")
         if not argv:
             _nul_list(base / "environ", "environment")  # an exiting process shows none: ESRCH once its memory is gone
@@ -263,22 +252,19 @@ def _global_options(words: list[str]) -> tuple[list[tuple[str, str]], list[str]]
     """git's global options, in order ((name, value); value "" for a flag), and the words from the command on."""
     options: list[tuple[str, str]] = []
     i = 0
-    while i < len(words):
+    while i < len(words) and words[i].startswith("-"):
         word = words[i]
         if word in _GLOBAL_WITH_VALUE:
             if i + 1 >= len(words):
                 raise Doubt(f"{word} without its value")
-            options.append((word, words[i + 1]))
-            i += 2
-        elif word.startswith("--") and "=" in word:
-            name, _, value = word.partition("=")
+            i += 1
+            options.append((word, words[i]))
+        elif word.startswith("--"):
+            name, _, value = word.partition("=")  # `--bare`: value ""
             options.append((name, value))
-            i += 1
-        elif word.startswith("-"):
-            options.append((word, ""))
-            i += 1
         else:
-            break
+            options.append((word, ""))
+        i += 1
     return options, words[i:]
 
 
@@ -339,7 +325,6 @@ def _discover(start: str) -> str | None:
 
 
 def _commondir(git_dir: str) -> str | None:
-    """Where a git dir's `commondir` file points, if it has one."""
     path = os.path.join(git_dir, "commondir")
     if not os.path.lexists(path):
         return None
@@ -462,9 +447,8 @@ def parse_mount_listing(output: str) -> list[tuple[str, str]]:
 
 def filesystem_type(path: str) -> str | None:
     """The type of the filesystem `path` is on (None when unknown: the caller treats that as doubt)."""
-    mounts = _mounts()
     best, kind = "", None
-    for mount, fs_type in mounts or []:
+    for mount, fs_type in _mounts() or []:
         if _inside(path, [mount]) and len(mount) >= len(best):
             best, kind = mount, fs_type
     return kind
