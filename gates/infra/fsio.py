@@ -62,12 +62,10 @@ def open_dir(directory: StrPath, *, create: bool = False, mode: int = 0o777) -> 
     A symlink anywhere on the way (one planted, or swapped in after the path was resolved) is refused
     with ELOOP/ENOTDIR instead of being followed. With `create`, missing folders are made on the way.
     """
-    text = os.path.abspath(directory)
+    parts = filter(None, os.path.abspath(directory).split(os.sep))
     fd = os.open("/", _DIR_FLAGS)
     try:
-        for part in text.split(os.sep):
-            if not part:
-                continue
+        for part in parts:
             try:
                 step = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except FileNotFoundError:
@@ -209,9 +207,8 @@ def write_atomic(path: StrPath, data: bytes, *, exclusive: bool = False, reason:
     missing folders are created (without following a link).
     """
     folder, name = os.path.split(os.path.abspath(path))
-    step = "open folder"
+    step, dir_fd = "open folder", -1
     tmp: str | None = None
-    dir_fd = -1
     try:
         dir_fd = open_dir(folder, create=parents)
         step = "stage"
@@ -430,7 +427,7 @@ def append_line(path: StrPath, data: bytes, *, reason: str, mode: int | None = N
         raise _io_error("open for append", path, exc, reason) from None
     try:
         if os.write(fd, data) != len(data):
-            raise _io_error("append", path, OSError(errno.EIO, "short write: the record is torn"), reason)
+            raise OSError(errno.EIO, "short write: the record is torn")
         os.fsync(fd)
     except OSError as exc:
         raise _io_error("append", path, exc, reason) from None
@@ -478,10 +475,9 @@ def read_bytes_capped(path: StrPath, cap: int, shown: str, *, dir_fd: int | None
     except FileNotFoundError:
         raise GateError("file not found", reason="input-unreadable", path=shown) from None
     except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise GateError("cannot open: a symlink on its path changed since it was resolved: refused",
-                            reason="input-unreadable", path=shown) from None
-        raise GateError(f"cannot open: {exc.strerror}", reason="input-unreadable", path=shown) from None
+        linked = exc.errno in (errno.ELOOP, errno.ENOTDIR)
+        why = "a symlink on its path changed since it was resolved: refused" if linked else exc.strerror
+        raise GateError(f"cannot open: {why}", reason="input-unreadable", path=shown) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -592,19 +588,14 @@ def decode_text(data: bytes, shown: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        bad = data[exc.start]
-        raise GateError(
-            f"not valid UTF-8 (byte 0x{bad:02x}): save the file as UTF-8",
-            reason="input-unreadable",
-            path=shown,
-            line=line,
-        ) from None
+        raise GateError(f"not valid UTF-8 (byte 0x{data[exc.start]:02x}): save the file as UTF-8", reason="input-unreadable",
+                        path=shown, line=line) from None
 
 
 def split_lines(text: str) -> list[str]:
     """Lines as an editor numbers them: LF or CRLF ends a line, nothing else does."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
+    lines = text.split("\n")  # never empty: a text without a newline is one line
+    if not lines[-1]:
         lines.pop()
     if "\r" not in text:
         return lines
