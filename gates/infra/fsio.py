@@ -125,10 +125,8 @@ def move_aside(source: StrPath, target: StrPath, *, pinned: os.stat_result | Non
         os.rename(source, target)
     except OSError as exc:
         return exc
-    if pinned is not None:
-        arrived = os.lstat(target)
-        if (arrived.st_dev, arrived.st_ino) != (pinned.st_dev, pinned.st_ino):
-            return False
+    if pinned is not None and not os.path.samestat(os.lstat(target), pinned):
+        return False
     if sync:
         fsync_dir(os.path.dirname(os.path.abspath(source)))
         fsync_dir(os.path.dirname(os.path.abspath(target)))
@@ -332,8 +330,7 @@ def _names(dir_fd: int, name: str, pin: int) -> bool:
         info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
         return False
-    pinned = os.fstat(pin)
-    return (info.st_dev, info.st_ino) == (pinned.st_dev, pinned.st_ino)
+    return os.path.samestat(info, os.fstat(pin))
 
 
 def _put_back(dir_fd: int, name: str, ours: bytes, late: bytes, shown: str, changed: Changed) -> None:
@@ -365,9 +362,7 @@ def _target_mode(name: str, dir_fd: int, executable: bool, mode: int | None) -> 
     try:
         info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
-        if mode is None:
-            mode = (0o777 if executable else 0o666) & ~umask()
-        return mode
+        return mode if mode is not None else (0o777 if executable else 0o666) & ~umask()
     if stat.S_ISLNK(info.st_mode):
         raise OSError(errno.ELOOP, "a symlink is there: refused (it is never written through or replaced)")
     if not stat.S_ISREG(info.st_mode):
