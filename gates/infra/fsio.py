@@ -155,8 +155,7 @@ def move_names_aside(source_dir: StrPath, names: list[str], target_dir: StrPath)
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        written = os.write(fd, view)
-        view = view[written:]
+        view = view[os.write(fd, view):]
 
 
 def _staged(dir_fd: int, name: str, data: bytes, executable: bool, mode: int | None) -> str:
@@ -598,12 +597,11 @@ def split_lines(text: str) -> list[str]:
 
 
 def open_state_fd(path: StrPath, flags: int, mode: int = 0o666) -> int:
-    """Open a file the gate keeps under its state dir, never blocking on what was planted there.
+    """Open a file the gate keeps under its state dir, never blocking on what was planted there (see safe_flags).
 
-    `O_NONBLOCK` makes the open of a FIFO return at once (ENXIO for a writer with no reader) instead
-    of waiting; `O_NOFOLLOW` refuses a symlink. The opened file must be a regular file with one name:
-    anything else is refused (`state-unsafe`) before a byte is read or written. FileNotFoundError and
-    other OSErrors are the caller's to name.
+    The opened file must be a regular file with one name: anything else (a FIFO, a device, a symlink, a hard
+    link) is refused (`state-unsafe`) before a byte is read or written. FileNotFoundError and other OSErrors
+    are the caller's to name.
     """
     try:
         fd = open_file(path, safe_flags(flags), mode)
