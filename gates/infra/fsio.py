@@ -277,13 +277,13 @@ def rewrite(path: StrPath, expected: bytes | None, data: bytes, *, shown: str, w
         if not stat.S_ISREG(os.fstat(pin).st_mode):
             raise OSError(errno.EINVAL, "not a regular file: refused")
         _race("read", path)
-        if _pread_all(pin, len(expected) + 1) != expected:
+        if _read_up_to(pin, len(expected) + 1) != expected:
             raise changed
         step = "stage"
         tmp = _staged(dir_fd, name, data, executable, None)
         _race("swap", path)
         step = "compare"
-        if not _names(dir_fd, name, pin) or _pread_all(pin, len(expected) + 1) != expected:
+        if not _names(dir_fd, name, pin) or _read_up_to(pin, len(expected) + 1) != expected:
             raise changed
         _race("rename", path)
         step = "rename"
@@ -291,7 +291,7 @@ def rewrite(path: StrPath, expected: bytes | None, data: bytes, *, shown: str, w
         tmp = None
         step = "fsync directory"
         os.fsync(dir_fd)
-        late = _pread_all(pin, os.fstat(pin).st_size + 1)  # the old file: did a write reach it after the comparison?
+        late = _read_up_to(pin, os.fstat(pin).st_size + 1)  # the old file: did a write reach it after the comparison?
         if late != expected:
             step = "put back"
             _put_back(dir_fd, name, data, late, shown, changed)
@@ -310,17 +310,6 @@ def rewrite(path: StrPath, expected: bytes | None, data: bytes, *, shown: str, w
 def _race(stage: str, path: StrPath) -> None:
     for hook in RACE_HOOKS:
         hook(stage, os.fspath(path))
-
-
-def _pread_all(fd: int, limit: int) -> bytes:
-    chunks, at = [], 0
-    while at < limit:
-        chunk = os.pread(fd, min(limit - at, 1 << 20), at)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        at += len(chunk)
-    return b"".join(chunks)
 
 
 def _names(dir_fd: int, name: str, pin: int) -> bool:
@@ -344,7 +333,7 @@ def _put_back(dir_fd: int, name: str, ours: bytes, late: bytes, shown: str, chan
         os.close(fd)
     current = os.open(name, safe_flags(os.O_RDONLY), dir_fd=dir_fd)
     try:
-        still_ours = _pread_all(current, len(ours) + 1) == ours and _names(dir_fd, name, current)
+        still_ours = _read_up_to(current, len(ours) + 1) == ours and _names(dir_fd, name, current)
         if still_ours:
             os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             os.fsync(dir_fd)
@@ -528,13 +517,15 @@ def read_regular(path: StrPath, cap: int, *, follow: bool = False) -> bytes:
 
 
 def _read_up_to(fd: int, limit: int) -> bytes:
-    chunks = []
-    while limit > 0:
-        chunk = os.read(fd, min(limit, 1 << 20))
+    """The first `limit` bytes (fewer at its end) of the regular file open at `fd`, read by position: a file
+    pinned by `rewrite` is read from its start each time it is compared."""
+    chunks, at = [], 0
+    while at < limit:
+        chunk = os.pread(fd, min(limit - at, 1 << 20), at)
         if not chunk:
             break
         chunks.append(chunk)
-        limit -= len(chunk)
+        at += len(chunk)
     return b"".join(chunks)
 
 
