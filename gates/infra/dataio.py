@@ -8,7 +8,7 @@ NaN and deep nesting are refused with the line where they stand.
 from __future__ import annotations
 
 from gates.infra import jsonio
-from gates.infra.text import excerpt
+from gates.infra.text import excerpt, unsafe
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,11 +30,7 @@ class DataError(Exception):
         self.line = line
 
 
-def unsafe_text(text: str) -> bool:
-    """Whether `text` (a note, a title: words people read) holds control, NUL, bidi or zero-width characters."""
-    from gates.infra.text import unsafe
-
-    return unsafe(text)
+unsafe_text = unsafe  # whether a text (a note, a title: words people read) holds control, NUL, bidi or zero-width characters
 
 
 def load_yaml(text: str) -> tuple[Any, dict[Path_, int]]:

@@ -62,12 +62,10 @@ def open_dir(directory: StrPath, *, create: bool = False, mode: int = 0o777) -> 
     A symlink anywhere on the way (one planted, or swapped in after the path was resolved) is refused
     with ELOOP/ENOTDIR instead of being followed. With `create`, missing folders are made on the way.
     """
-    text = os.path.abspath(directory)
+    parts = filter(None, os.path.abspath(directory).split(os.sep))
     fd = os.open("/", _DIR_FLAGS)
     try:
-        for part in text.split(os.sep):
-            if not part:
-                continue
+        for part in parts:
             try:
                 step = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except FileNotFoundError:
@@ -127,10 +125,8 @@ def move_aside(source: StrPath, target: StrPath, *, pinned: os.stat_result | Non
         os.rename(source, target)
     except OSError as exc:
         return exc
-    if pinned is not None:
-        arrived = os.lstat(target)
-        if (arrived.st_dev, arrived.st_ino) != (pinned.st_dev, pinned.st_ino):
-            return False
+    if pinned is not None and not os.path.samestat(os.lstat(target), pinned):
+        return False
     if sync:
         fsync_dir(os.path.dirname(os.path.abspath(source)))
         fsync_dir(os.path.dirname(os.path.abspath(target)))
@@ -159,8 +155,7 @@ def move_names_aside(source_dir: StrPath, names: list[str], target_dir: StrPath)
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        written = os.write(fd, view)
-        view = view[written:]
+        view = view[os.write(fd, view):]
 
 
 def _staged(dir_fd: int, name: str, data: bytes, executable: bool, mode: int | None) -> str:
@@ -209,9 +204,8 @@ def write_atomic(path: StrPath, data: bytes, *, exclusive: bool = False, reason:
     missing folders are created (without following a link).
     """
     folder, name = os.path.split(os.path.abspath(path))
-    step = "open folder"
+    step, dir_fd = "open folder", -1
     tmp: str | None = None
-    dir_fd = -1
     try:
         dir_fd = open_dir(folder, create=parents)
         step = "stage"
@@ -283,13 +277,13 @@ def rewrite(path: StrPath, expected: bytes | None, data: bytes, *, shown: str, w
         if not stat.S_ISREG(os.fstat(pin).st_mode):
             raise OSError(errno.EINVAL, "not a regular file: refused")
         _race("read", path)
-        if _pread_all(pin, len(expected) + 1) != expected:
+        if _read_up_to(pin, len(expected) + 1) != expected:
             raise changed
         step = "stage"
         tmp = _staged(dir_fd, name, data, executable, None)
         _race("swap", path)
         step = "compare"
-        if not _names(dir_fd, name, pin) or _pread_all(pin, len(expected) + 1) != expected:
+        if not _names(dir_fd, name, pin) or _read_up_to(pin, len(expected) + 1) != expected:
             raise changed
         _race("rename", path)
         step = "rename"
@@ -297,7 +291,7 @@ def rewrite(path: StrPath, expected: bytes | None, data: bytes, *, shown: str, w
         tmp = None
         step = "fsync directory"
         os.fsync(dir_fd)
-        late = _pread_all(pin, os.fstat(pin).st_size + 1)  # the old file: did a write reach it after the comparison?
+        late = _read_up_to(pin, os.fstat(pin).st_size + 1)  # the old file: did a write reach it after the comparison?
         if late != expected:
             step = "put back"
             _put_back(dir_fd, name, data, late, shown, changed)
@@ -318,25 +312,13 @@ def _race(stage: str, path: StrPath) -> None:
         hook(stage, os.fspath(path))
 
 
-def _pread_all(fd: int, limit: int) -> bytes:
-    chunks, at = [], 0
-    while at < limit:
-        chunk = os.pread(fd, min(limit - at, 1 << 20), at)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        at += len(chunk)
-    return b"".join(chunks)
-
-
 def _names(dir_fd: int, name: str, pin: int) -> bool:
     """Whether `name` in `dir_fd` is still the pinned file."""
     try:
         info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
         return False
-    pinned = os.fstat(pin)
-    return (info.st_dev, info.st_ino) == (pinned.st_dev, pinned.st_ino)
+    return os.path.samestat(info, os.fstat(pin))
 
 
 def _put_back(dir_fd: int, name: str, ours: bytes, late: bytes, shown: str, changed: Changed) -> None:
@@ -351,7 +333,7 @@ def _put_back(dir_fd: int, name: str, ours: bytes, late: bytes, shown: str, chan
         os.close(fd)
     current = os.open(name, safe_flags(os.O_RDONLY), dir_fd=dir_fd)
     try:
-        still_ours = _pread_all(current, len(ours) + 1) == ours and _names(dir_fd, name, current)
+        still_ours = _read_up_to(current, len(ours) + 1) == ours and _names(dir_fd, name, current)
         if still_ours:
             os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             os.fsync(dir_fd)
@@ -368,9 +350,7 @@ def _target_mode(name: str, dir_fd: int, executable: bool, mode: int | None) -> 
     try:
         info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
-        if mode is None:
-            mode = (0o777 if executable else 0o666) & ~umask()
-        return mode
+        return mode if mode is not None else (0o777 if executable else 0o666) & ~umask()
     if stat.S_ISLNK(info.st_mode):
         raise OSError(errno.ELOOP, "a symlink is there: refused (it is never written through or replaced)")
     if not stat.S_ISREG(info.st_mode):
@@ -430,7 +410,7 @@ def append_line(path: StrPath, data: bytes, *, reason: str, mode: int | None = N
         raise _io_error("open for append", path, exc, reason) from None
     try:
         if os.write(fd, data) != len(data):
-            raise _io_error("append", path, OSError(errno.EIO, "short write: the record is torn"), reason)
+            raise OSError(errno.EIO, "short write: the record is torn")
         os.fsync(fd)
     except OSError as exc:
         raise _io_error("append", path, exc, reason) from None
@@ -478,10 +458,9 @@ def read_bytes_capped(path: StrPath, cap: int, shown: str, *, dir_fd: int | None
     except FileNotFoundError:
         raise GateError("file not found", reason="input-unreadable", path=shown) from None
     except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise GateError("cannot open: a symlink on its path changed since it was resolved: refused",
-                            reason="input-unreadable", path=shown) from None
-        raise GateError(f"cannot open: {exc.strerror}", reason="input-unreadable", path=shown) from None
+        linked = exc.errno in (errno.ELOOP, errno.ENOTDIR)
+        why = "a symlink on its path changed since it was resolved: refused" if linked else exc.strerror
+        raise GateError(f"cannot open: {why}", reason="input-unreadable", path=shown) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -538,13 +517,15 @@ def read_regular(path: StrPath, cap: int, *, follow: bool = False) -> bytes:
 
 
 def _read_up_to(fd: int, limit: int) -> bytes:
-    chunks = []
-    while limit > 0:
-        chunk = os.read(fd, min(limit, 1 << 20))
+    """The first `limit` bytes (fewer at its end) of the regular file open at `fd`, read by position: a file
+    pinned by `rewrite` is read from its start each time it is compared."""
+    chunks, at = [], 0
+    while at < limit:
+        chunk = os.pread(fd, min(limit - at, 1 << 20), at)
         if not chunk:
             break
         chunks.append(chunk)
-        limit -= len(chunk)
+        at += len(chunk)
     return b"".join(chunks)
 
 
@@ -592,19 +573,14 @@ def decode_text(data: bytes, shown: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        bad = data[exc.start]
-        raise GateError(
-            f"not valid UTF-8 (byte 0x{bad:02x}): save the file as UTF-8",
-            reason="input-unreadable",
-            path=shown,
-            line=line,
-        ) from None
+        raise GateError(f"not valid UTF-8 (byte 0x{data[exc.start]:02x}): save the file as UTF-8", reason="input-unreadable",
+                        path=shown, line=line) from None
 
 
 def split_lines(text: str) -> list[str]:
     """Lines as an editor numbers them: LF or CRLF ends a line, nothing else does."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
+    lines = text.split("\n")  # never empty: a text without a newline is one line
+    if not lines[-1]:
         lines.pop()
     if "\r" not in text:
         return lines
@@ -612,12 +588,11 @@ def split_lines(text: str) -> list[str]:
 
 
 def open_state_fd(path: StrPath, flags: int, mode: int = 0o666) -> int:
-    """Open a file the gate keeps under its state dir, never blocking on what was planted there.
+    """Open a file the gate keeps under its state dir, never blocking on what was planted there (see safe_flags).
 
-    `O_NONBLOCK` makes the open of a FIFO return at once (ENXIO for a writer with no reader) instead
-    of waiting; `O_NOFOLLOW` refuses a symlink. The opened file must be a regular file with one name:
-    anything else is refused (`state-unsafe`) before a byte is read or written. FileNotFoundError and
-    other OSErrors are the caller's to name.
+    The opened file must be a regular file with one name: anything else (a FIFO, a device, a symlink, a hard
+    link) is refused (`state-unsafe`) before a byte is read or written. FileNotFoundError and other OSErrors
+    are the caller's to name.
     """
     try:
         fd = open_file(path, safe_flags(flags), mode)

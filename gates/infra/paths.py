@@ -39,10 +39,11 @@ def real_from(path: str, given: str, real: str) -> str:
     realpath."""
     if path == given:
         return real
-    if not path.startswith(given.rstrip(os.sep) + os.sep):
+    head = given.rstrip(os.sep) + os.sep
+    if not path.startswith(head):
         return os.path.realpath(path)
     at = real
-    for part in path[len(given.rstrip(os.sep)) + 1:].split(os.sep):
+    for part in path[len(head):].split(os.sep):
         if part in ("", ".", ".."):
             return os.path.realpath(path)
         at = os.path.join(at, part)
@@ -63,24 +64,19 @@ def git_dirs(repo: Repo) -> list[str]:
     return found
 
 
-def why_refused(repo: Repo, real: str) -> str | None:
-    """Why the resolved path `real` is no place for the gate's files, or None when it is fine."""
-    top = str(repo.toplevel)
-    if any(within(real, folder) for folder in git_dirs(repo)):
-        return "resolves inside the git directory"
-    if not within(real, top):
-        return "resolves outside the repository"
-    if real == top:
-        return "names the top of the work tree, not a file in it"
-    if any(part.casefold() == ".git" for part in below(real, top).split(os.sep)):
-        return "resolves inside a .git folder"
-    return None
-
-
 def resolve(repo: Repo, path: Path | str) -> tuple[str, str | None]:
-    """(the real path, why it is refused or None) for `path`, through every symlink it crosses."""
-    real = real_from(os.fspath(path), repo.toplevel, repo.toplevel)  # the top is real: it was resolved
-    return real, why_refused(repo, real)
+    """(the real path, why it is no place for the gate's files or None) for `path`, through every symlink it crosses."""
+    top = repo.toplevel
+    real = real_from(os.fspath(path), top, top)  # the top is real: it was resolved
+    if any(within(real, folder) for folder in git_dirs(repo)):
+        return real, "resolves inside the git directory"
+    if not within(real, top):
+        return real, "resolves outside the repository"
+    if real == top:
+        return real, "names the top of the work tree, not a file in it"
+    if any(part.casefold() == ".git" for part in below(real, top).split(os.sep)):
+        return real, "resolves inside a .git folder"
+    return real, None
 
 
 def canonical(repo: Repo, relative: str) -> tuple[str, str | None]:

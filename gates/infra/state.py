@@ -57,8 +57,8 @@ def shared_modes(repo: Repo) -> tuple[int, int] | None:
     if "shared" not in repo.memo:
         proc = repo.ask("config", "--get", "core.sharedRepository", answers=(0, 1))  # 1: not set
         repo.memo["shared"] = _shared(proc.stdout.strip().lower()) if proc.returncode == 0 else None
-    value = repo.memo["shared"]
-    return value if value is None else (int(value[0]), int(value[1]))
+    modes: tuple[int, int] | None = repo.memo["shared"]
+    return modes
 
 
 def _shared(value: str) -> tuple[int, int] | None:
@@ -98,14 +98,13 @@ def ensure_dir(lay: Layout, path: str) -> str:
 
 def _ensure_one(path: str, repo: Repo | None = None) -> None:
     try:
-        created = not os.path.lexists(path)
-        if created:
+        if not os.path.lexists(path):
             try:
                 os.mkdir(path)
             except FileExistsError:
                 pass  # made meanwhile: judged below like any other
-        if created and repo is not None and (modes := shared_modes(repo)):
-            os.chmod(path, modes[1])
+            if repo is not None and (modes := shared_modes(repo)):
+                os.chmod(path, modes[1])
         info = os.lstat(path)
     except OSError as exc:
         raise GateError(f"cannot create state directory {path}: {exc.strerror}", reason="io-error") from None
