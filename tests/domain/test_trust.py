@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,8 @@ from gates.domain import agents
 from gates.infra.git import discover
 
 TOO = "whether each still matches cannot be told"
+# Python 3.10 has no TOML reader: there Codex's config.toml is "cannot tell" (the last test of this file holds that).
+TOML = pytest.mark.skipif(sys.version_info < (3, 11), reason="Python 3.10 has no TOML reader")
 
 
 def _wire(repo: Path, agent: str) -> None:
@@ -54,6 +57,7 @@ def home() -> Path:
     return Path(os.environ["HOME"])  # conftest's own, per test
 
 
+@TOML
 def test_codex_untrusted_folder_and_no_config_are_said_to_skip_the_hooks(repo: Path, home: Path) -> None:
     _wire(repo, "codex")
     [line] = _about(_doctor(repo), "Codex")
@@ -66,6 +70,7 @@ def test_codex_untrusted_folder_and_no_config_are_said_to_skip_the_hooks(repo: P
     assert "this folder is marked untrusted in ~/.codex/config.toml" in line
 
 
+@TOML
 @pytest.mark.parametrize("spelling", [("session_start", "stop"), ("SessionStart", "Stop")])
 def test_codex_trusted_entries_are_cannot_tell_never_ok(repo: Path, home: Path, spelling: tuple[str, str]) -> None:
     """Every entry has a trust recorded: Codex's hash of the entry cannot be checked here, so the doctor says it
@@ -81,6 +86,7 @@ def test_codex_trusted_entries_are_cannot_tell_never_ok(repo: Path, home: Path, 
     assert not any(line.startswith("ok") and "Codex" in line for line in _doctor(repo))
 
 
+@TOML
 def test_codex_an_entry_without_trust_or_changed_since_is_said(repo: Path, home: Path) -> None:
     _wire(repo, "codex")
     _codex_config(home, repo, entries=("session_start",))
@@ -93,6 +99,7 @@ def test_codex_an_entry_without_trust_or_changed_since_is_said(repo: Path, home:
     assert TOO in line and ".codex/hooks.json changed after Codex last wrote its config: start `codex`" in line
 
 
+@TOML
 def test_codex_hooks_switched_off_and_codex_home_are_read(repo: Path, home: Path, tmp_path: Path) -> None:
     _wire(repo, "codex")
     _codex_config(home, repo, extra="[features]\nhooks = false")
@@ -118,6 +125,7 @@ def test_the_users_config_is_never_echoed(repo: Path, home: Path) -> None:
     assert "SECRET" not in flags
 
 
+@TOML
 def test_a_config_link_out_of_home_is_not_followed_and_one_inside_is(repo: Path, home: Path, tmp_path: Path) -> None:
     """The attack: ~/.codex/config.toml made a link to a file elsewhere that claims every trust. It is not read (and
     not changed); the same link to a dotfiles folder inside $HOME is the user's own and is read."""
@@ -141,7 +149,7 @@ def test_a_config_link_out_of_home_is_not_followed_and_one_inside_is(repo: Path,
     assert TOO in line, line
 
 
-@pytest.mark.parametrize("kind", ["fifo", "not-toml", "huge"])
+@pytest.mark.parametrize("kind", ["fifo", pytest.param("not-toml", marks=TOML), "huge"])
 def test_a_config_that_cannot_be_read_is_cannot_tell(repo: Path, home: Path, kind: str) -> None:
     _wire(repo, "codex")
     config = home / ".codex" / "config.toml"
@@ -272,6 +280,7 @@ def test_nothing_is_said_of_a_harness_not_wired_here(repo: Path, home: Path) -> 
     assert agents.wired(discover(repo), "codex") == []
 
 
+@TOML
 def test_names_quoted_from_the_repositorys_file_are_shown_escaped(repo: Path, home: Path) -> None:
     """A hostile .codex/hooks.json files the gate's hook under an event named with a terminal escape and a bidi
     override: the doctor names it, escaped, and cut short."""
@@ -286,3 +295,12 @@ def test_names_quoted_from_the_repositorys_file_are_shown_escaped(repo: Path, ho
     [line] = _about(_doctor(repo), "Codex will skip")
     assert "no trust is recorded for Stop\\u001b[2J\\u202exxx" in line and "…" in line, line
     assert "\x1b" not in line and "\u202e" not in line
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 11), reason="Python 3.11 and later read TOML")
+def test_without_a_toml_reader_codex_trust_is_cannot_tell(repo: Path, home: Path) -> None:
+    """Python 3.10 (the oldest this supports) has no tomllib: the doctor says so, never ok and never a guess."""
+    _wire(repo, "codex")
+    _codex_config(home, repo)
+    [line] = _about(_doctor(repo), "Codex")
+    assert line.startswith("warn") and "cannot be read: this Python has no TOML reader (3.11 or newer has one)" in line
