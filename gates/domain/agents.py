@@ -113,11 +113,15 @@ _FIND = ('set -f; IFS=:; r=$(pwd -P); t=${r#}; while [ -n "${t#}" ] && [ ! -e "$
 def portable_line(kind: str, fmt: str) -> str:
     """`/bin/sh -c '…' handoff-gate KIND --format FMT`: the committed form, the same bytes on every machine; where no
     gate is found it prints NOT_INSTALLED[kind] in `fmt`'s document and exits 0 (no harness reads that as a deny)."""
+    return f"/bin/sh -c '{_FIND}{_say_not_installed(kind, fmt)}; exit 0' {NAME} {kind} --format {fmt}"
+
+
+def _say_not_installed(kind: str, fmt: str) -> str:
+    """The `echo`s of NOT_INSTALLED[kind] in `fmt`'s document: to stdout, and to stderr where the harness wants it."""
     from gates.domain import harness
 
     out, err = harness.missing_envelope(kind, fmt, NOT_INSTALLED[kind])
-    say = f"echo {_sh_double(out)}; " + (f"echo {_sh_double(err)} >&2; " if err else "")
-    return f"/bin/sh -c '{_FIND}{say}exit 0' {NAME} {kind} --format {fmt}"
+    return f"echo {_sh_double(out)}" + (f"; echo {_sh_double(err)} >&2" if err else "")
 
 
 def _sh_double(text: str) -> str:
@@ -151,15 +155,10 @@ def short_line(kind: str, fmt: str) -> str:
 def script_text(fmt: str) -> bytes:
     """The bytes of SCRIPTS[fmt]: the portable program (`_FIND`), then the not-installed notice of the kind in "$1"
     in `fmt`'s document, exit 0. The same bytes from every installation; `gate doctor` holds the file to them."""
-    from gates.domain import harness
-
-    cases = []
-    for kind in ("brief", "closeout"):
-        out, err = harness.missing_envelope(kind, fmt, NOT_INSTALLED[kind])
-        cases.append(f"{kind}) echo {_sh_double(out)}" + (f"; echo {_sh_double(err)} >&2" if err else "") + ";;")
+    cases = "\n".join(f"{kind}) {_say_not_installed(kind, fmt)};;" for kind in ("brief", "closeout"))
     return (f"#!/bin/sh\n# handoff-gate's hook program, written by `gate install-hooks --agent {fmt}` and run by the "
             f"hooks in {FILES[fmt]}:\n# `gate doctor` checks it is these bytes; `gate install-hooks --agent {fmt} "
-            f"--uninstall` removes it.\n{_FIND.rstrip()}\ncase ${{1#}} in\n{cases[0]}\n{cases[1]}\nesac\nexit 0\n"
+            f"--uninstall` removes it.\n{_FIND.rstrip()}\ncase ${{1#}} in\n{cases}\nesac\nexit 0\n"
             ).encode()
 
 
@@ -532,22 +531,21 @@ def _one_of_them(repo: Repo, agent: str, local: bool) -> None:
 def uninstall(repo: Repo, agent: str, local: bool = False) -> list[str]:
     target = _target(repo, agent, local)
     if agent not in SCRIPTS or local:
-        return _uninstall(repo, agent, local, target)
+        return _uninstall(repo, agent, target)
     script = _Script(repo, agent)
     said = script.uninstall()
-    out = ([said] if said else []) + _uninstall(repo, agent, local, target)
+    out = ([said] if said else []) + _uninstall(repo, agent, target)
     for folder in script.folders:  # the ones the settings file kept: gone with it now, when the gate made them
         _rmdir_if_empty(repo, folder)
     return out
 
 
-def _uninstall(repo: Repo, agent: str, local: bool, target: _File) -> list[str]:
+def _uninstall(repo: Repo, agent: str, target: _File) -> list[str]:
     current = target.read()
     record = _read_record(repo, target.shown)
     record_path = _record_path(repo, target.shown)
     # A link here (planted, or the user's own) was refused by _File: nothing is deleted or written through it.
-    ours = record is not None and current is not None and record.get("written") == _digest(current)
-    if ours and record is not None:
+    if record is not None and current is not None and record.get("written") == _digest(current):
         original = record.get("original")
         if original is None:
             os.unlink(target.path)
@@ -645,14 +643,16 @@ def _bound_notes(repo: Repo) -> list[str]:
 
 
 def _has_ours(repo: Repo, agent: str, local: bool = False) -> bool:
-    if local and agent not in LOCAL_FILES:
-        return False
+    return bool(_our_hooks(agent, _parsed(repo, agent, local)))
+
+
+def _parsed(repo: Repo, agent: str, local: bool) -> dict[str, Any]:
+    """The harness's parsed file; empty when it is missing, unreadable or a link (the doctor says so)."""
     try:
         target = _File(repo, agent, local)
-        doc = target.parse(target.read())
+        return target.parse(target.read())
     except GateError:
-        return False
-    return bool(_our_commands(agent, doc))
+        return {}
 
 
 def wired(repo: Repo, agent: str) -> list[tuple[str, int, int]]:
@@ -661,18 +661,8 @@ def wired(repo: Repo, agent: str) -> list[tuple[str, int, int]]:
     0 for a harness without groups). None of it when the file is missing, unreadable or a link (the doctor says so)."""
     found: list[tuple[str, int, int]] = []
     for local in (False, True) if agent in LOCAL_FILES else (False,):
-        try:
-            target = _File(repo, agent, local)
-            doc = target.parse(target.read())
-        except GateError:
-            continue
-        found += [(event, group, handler) for event, group, handler, _ in _our_hooks(agent, doc)]
+        found += [(event, group, handler) for event, group, handler, _ in _our_hooks(agent, _parsed(repo, agent, local))]
     return found
-
-
-def _our_commands(agent: str, doc: dict[str, Any]) -> list[tuple[str, str]]:
-    """(event, command) of every hook of ours in a harness's parsed configuration."""
-    return [(event, command) for event, _, _, command in _our_hooks(agent, doc)]
 
 
 def _our_hooks(agent: str, doc: dict[str, Any]) -> list[tuple[str, int, int, str]]:
@@ -723,9 +713,9 @@ def doctor(repo: Repo) -> list[tuple[str, str]]:
             cannot = "" if exc.message.startswith("refusing it:") else " (the harness cannot read it either)"
             out.append(("FIX", f"{exc.render()}{cannot}" if exc.path else f"{shown}: {exc.render()}{cannot}"))
             continue
-        commands = _our_commands(agent, doc)
+        commands = [command for _, _, _, command in _our_hooks(agent, doc)]
         if commands:
-            out.append(_judged(repo, agent, local, shown, [c for _, c in commands]))
+            out.append(_judged(repo, agent, local, shown, commands))
     return out
 
 
@@ -778,11 +768,11 @@ def _script_wrong(repo: Repo, agent: str, shown: str, again: str) -> str | None:
     return None
 
 
-def findable(repo: Repo, path: str | None = None) -> str | None:
-    """The `gate` the portable hooks would run from the top of this work tree with `path` (default: this PATH): the
-    first in an absolute PATH folder that lies, resolved, outside the repository; None when there is none."""
+def findable(repo: Repo) -> str | None:
+    """The `gate` the portable hooks would run from the top of this work tree with this PATH: the first in an
+    absolute PATH folder that lies, resolved, outside the repository; None when there is none."""
     top = os.path.realpath(repo.toplevel)
-    for folder in (os.environ.get("PATH", "") if path is None else path).split(os.pathsep):
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
         if not folder.startswith("/") or not os.path.isdir(folder):
             continue
         if paths.within(os.path.realpath(folder), top):
