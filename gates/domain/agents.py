@@ -186,7 +186,7 @@ def interpreter_of(command: str) -> str:
     return words[0] if words else ""
 
 
-# ---- what each harness gets: (event, the entry to add, the key of its command, the kind) -------------------
+# ---- what each harness gets: (event, the entry to add, the kind) ----------------------------------------------
 
 def _entries(agent: str, local: bool = False) -> list[tuple[str, dict[str, Any], str]]:
     """(event, entry, kind). For claude, codex and gemini an entry is a matcher group holding one hook. `local`: this
@@ -217,9 +217,20 @@ def _grouped(agent: str) -> bool:
     return agent in ("claude", "codex", "gemini")
 
 
-def _command_of(agent: str, entry: dict[str, Any]) -> str | None:
-    value = entry.get("bash") if agent == "copilot" else entry.get("command")
+def _command_of(agent: str, hook: object) -> str | None:
+    if not isinstance(hook, dict):
+        return None
+    value = hook.get("bash" if agent == "copilot" else "command")
     return value if isinstance(value, str) else None
+
+
+def _hooks_of(agent: str, item: object) -> list[Any]:
+    """The hooks of an entry in an event's list: a matcher group's `hooks`, or the entry itself; none when it is not
+    an object, or a group's `hooks` is not a list (the harness would run none of them)."""
+    if not isinstance(item, dict):
+        return []
+    inner = item.get("hooks") if _grouped(agent) else [item]
+    return inner if isinstance(inner, list) else []
 
 
 def _merge(agent: str, doc: dict[str, Any], local: bool = False) -> dict[str, Any]:
@@ -242,20 +253,16 @@ def _merge(agent: str, doc: dict[str, Any], local: bool = False) -> dict[str, An
 def _replace(agent: str, listed: list[Any], entry: dict[str, Any], kind: str) -> bool:
     """Put `entry` in place of our existing one of `kind`; False when there is none."""
     for at, item in enumerate(listed):
-        if not isinstance(item, dict):
-            continue
-        if _grouped(agent):
-            inner = item.get("hooks")
-            if not isinstance(inner, list):
+        inner = _hooks_of(agent, item)
+        for n, hook in enumerate(inner):
+            if not is_ours(_command_of(agent, hook), kind):
                 continue
-            for n, hook in enumerate(inner):
-                if isinstance(hook, dict) and is_ours(hook.get("command"), kind):
-                    inner[n] = entry["hooks"][0]
-                    if item.get("matcher") in EARLIER_SOURCES and len(inner) == 1 and "matcher" in entry:
-                        item["matcher"] = entry["matcher"]  # the group is ours alone; a matcher of the user's stays
-                    return True
-        elif is_ours(_command_of(agent, item), kind):
-            listed[at] = entry
+            if not _grouped(agent):
+                listed[at] = entry
+            else:
+                inner[n] = entry["hooks"][0]
+                if item.get("matcher") in EARLIER_SOURCES and len(inner) == 1 and "matcher" in entry:
+                    item["matcher"] = entry["matcher"]  # the group is ours alone; a matcher of the user's stays
             return True
     return False
 
@@ -266,19 +273,18 @@ def _strip(agent: str, doc: dict[str, Any]) -> dict[str, Any]:
     table = doc.get("hooks")
     if not isinstance(table, dict):
         return doc
-    for event in [e for e, _, _ in _entries(agent)]:
+    for event, _, _ in _entries(agent):
         listed = table.get(event)
         if not isinstance(listed, list):
             continue
         kept = []
         for item in listed:
-            if _grouped(agent) and isinstance(item, dict) and isinstance(item.get("hooks"), list):
-                inner = [h for h in item["hooks"] if not (isinstance(h, dict) and is_ours(h.get("command")))]
-                if not inner and item["hooks"]:
-                    continue
+            hooks = _hooks_of(agent, item)
+            inner = [hook for hook in hooks if not is_ours(_command_of(agent, hook))]
+            if hooks and not inner:
+                continue  # the entry, or its matcher group, held nothing but ours
+            if _grouped(agent) and hooks:
                 item["hooks"] = inner
-            elif not _grouped(agent) and isinstance(item, dict) and is_ours(_command_of(agent, item)):
-                continue
             kept.append(item)
         if kept:
             table[event] = kept
@@ -340,7 +346,7 @@ class _File:
     file named, never through a link (see `own_path`)."""
 
     def __init__(self, repo: Repo, agent: str, local: bool = False, shown: str | None = None) -> None:
-        self.repo, self.agent, self.shown = repo, agent, shown or (LOCAL_FILES if local else FILES)[agent]
+        self.repo, self.shown = repo, shown or (LOCAL_FILES if local else FILES)[agent]
         self.path = own_path(repo, self.shown)
 
     def read(self) -> bytes | None:
@@ -480,7 +486,7 @@ class _Script:
     FIFO there is refused (GateError) as for a configuration file."""
 
     def __init__(self, repo: Repo, agent: str) -> None:
-        self.repo, self.agent, self.ours = repo, agent, script_text(agent)
+        self.repo, self.ours = repo, script_text(agent)
         self.file = _File(repo, agent, shown=SCRIPTS[agent])
         self.current = self.file.read()
         self.record = _read_record(repo, self.file.shown)
@@ -596,14 +602,11 @@ def _rmdir_if_empty(repo: Repo, relative: str) -> None:
 
 
 def _what(agent: str) -> str:
-    return {
-        "claude": "SessionStart (every source) runs `gate brief --format claude`, Stop runs `gate closeout --format claude`",
-        "codex": "SessionStart (every source) runs `gate brief --format codex`, Stop runs `gate closeout --format codex`",
-        "gemini": "SessionStart runs `gate brief --format gemini`, AfterAgent runs `gate closeout --format gemini`",
-        "copilot": "sessionStart runs `gate brief --format copilot`, agentStop runs `gate closeout --format copilot`",
-        "cursor": "stop runs `gate closeout --format cursor`",
-        "agents-md": "a marked block tells an agent to run `gate brief` first and `gate closeout --format text` last",
-    }[agent]
+    """What the gate wired, said from the entries themselves (a matcher is ALL_SOURCES: every source)."""
+    if agent == "agents-md":
+        return "a marked block tells an agent to run `gate brief` first and `gate closeout --format text` last"
+    return ", ".join(f"{event}{' (every source)' if 'matcher' in entry else ''} runs `gate {kind} --format {agent}`"
+                     for event, entry, kind in _entries(agent))
 
 
 def _notes(repo: Repo, agent: str, local: bool = False) -> list[str]:
@@ -672,11 +675,8 @@ def _our_hooks(agent: str, doc: dict[str, Any]) -> list[tuple[str, int, int, str
     table = doc.get("hooks")
     for event, listed in (table.items() if isinstance(table, dict) else []):
         for group, item in enumerate(listed if isinstance(listed, list) else []):
-            if not isinstance(item, dict):
-                continue
-            inner = item.get("hooks") if _grouped(agent) else [item]
-            for handler, hook in enumerate(inner if isinstance(inner, list) else []):
-                command = _command_of(agent, hook) if isinstance(hook, dict) else None
+            for handler, hook in enumerate(_hooks_of(agent, item)):
+                command = _command_of(agent, hook)
                 if command and is_ours(command):
                     found.append((str(event), group, handler, command))
     return found
