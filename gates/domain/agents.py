@@ -536,12 +536,10 @@ def _one_of_them(repo: Repo, agent: str, local: bool) -> None:
 
 def uninstall(repo: Repo, agent: str, local: bool = False) -> list[str]:
     target = _target(repo, agent, local)
-    if agent not in SCRIPTS or local:
-        return _uninstall(repo, agent, target)
-    script = _Script(repo, agent)
-    said = script.uninstall()
+    script = _Script(repo, agent) if agent in SCRIPTS and not local else None
+    said = script.uninstall() if script else None
     out = ([said] if said else []) + _uninstall(repo, agent, target)
-    for folder in script.folders:  # the ones the settings file kept: gone with it now, when the gate made them
+    for folder in script.folders if script else []:  # the ones the settings file kept: gone with it now, when the gate made them
         _rmdir_if_empty(repo, folder)
     return out
 

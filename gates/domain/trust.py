@@ -147,14 +147,14 @@ def _copilot(repo: Repo, environ: Mapping[str, str]) -> list[tuple[str, str]]:
     copilot_home = environ.get("COPILOT_HOME") or os.path.join(home, ".copilot")
     shown = "$COPILOT_HOME/config.json" if environ.get("COPILOT_HOME") else "~/.copilot/config.json"
     data = _user_file(os.path.join(copilot_home, "config.json"), [home, copilot_home])
-    parsed = _jsonc(data) if isinstance(data, bytes) else None
-    if isinstance(data, str) or (data is not None and not isinstance(parsed, dict)):
-        why = data if isinstance(data, str) else "is not a JSON object"
-        return [(WARN, f"{name}: cannot tell whether this folder is trusted: {shown} {why}")]
     if data is None:
         return [(WARN, f"{name} will skip this project's hooks, silently, unless started with `--trust-folder`: "
                        f"there is no {shown}, so no folder is trusted — {COPILOT_HOW}")]
-    listed = parsed.get("trustedFolders") if isinstance(parsed, dict) else None
+    parsed = _jsonc(data) if isinstance(data, bytes) else None
+    if not isinstance(parsed, dict):
+        why = data if isinstance(data, str) else "is not a JSON object"
+        return [(WARN, f"{name}: cannot tell whether this folder is trusted: {shown} {why}")]
+    listed = parsed.get("trustedFolders")
     if listed is not None and not isinstance(listed, list):
         return [(WARN, f"{name}: cannot tell whether this folder is trusted: the trustedFolders of {shown} is not a "
                        "list")]
