@@ -314,29 +314,24 @@ def _dump(doc: dict[str, Any], like: str | None) -> bytes:
 # ---- AGENTS.md -------------------------------------------------------------------------------------------
 
 def _with_block(text: str) -> str:
-    if BEGIN in text:
-        start = text.index(BEGIN)
-        end = text.find(END, start)
-        if end < 0:
-            raise GateError(f"AGENTS.md has `{BEGIN[:30]}…` without its end marker: fix it by hand",
-                            reason="config-invalid")
-        end += len(END) + (1 if text[end + len(END):end + len(END) + 1] == "\n" else 0)
-        return text[:start] + AGENTS_BLOCK + text[end:]
-    return text + ("\n" if text else "") + AGENTS_BLOCK  # one newline before, removed again by _without_block
+    before, begin, rest = text.partition(BEGIN)
+    if not begin:
+        return text + ("\n" if text else "") + AGENTS_BLOCK  # one newline before, removed again by _without_block
+    _, end, after = rest.partition(END)
+    if not end:
+        raise GateError(f"AGENTS.md has `{BEGIN[:30]}…` without its end marker: fix it by hand", reason="config-invalid")
+    return before + AGENTS_BLOCK + after.removeprefix("\n")
 
 
 def _without_block(text: str) -> str:
-    if BEGIN not in text:
+    before, begin, rest = text.partition(BEGIN)
+    _, end, after = rest.partition(END)
+    if not (begin and end):
         return text
-    start = text.index(BEGIN)
-    end = text.find(END, start)
-    if end < 0:
-        return text
-    end += len(END) + (1 if text[end + len(END):end + len(END) + 1] == "\n" else 0)
-    before = text[:start]
-    if before.endswith("\n") and not text[end:]:
+    after = after.removeprefix("\n")
+    if before.endswith("\n") and not after:
         before = before[:-1]
-    return before + text[end:]
+    return before + after
 
 
 # ---- files -----------------------------------------------------------------------------------------------

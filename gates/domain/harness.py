@@ -264,10 +264,8 @@ def block_envelope(fmt: str, reason: str) -> str:
     reason = clean(reason.strip()) or "Finish the session's close-out: run `gate closeout --format text` and do what it says."
     if fmt == "codex":
         reason = _codex_words(reason)
-    if fmt in ("claude", "codex", "copilot"):
-        document: dict[str, Any] = {"decision": "block", "reason": reason}
-    elif fmt == "gemini":
-        document = {"decision": "deny", "reason": reason}
+    if fmt in ("claude", "codex", "copilot", "gemini"):  # Gemini CLI's word for a block is a deny
+        document: dict[str, Any] = {"decision": "deny" if fmt == "gemini" else "block", "reason": reason}
     elif fmt == "cursor":
         document = {"followup_message": reason}
     else:

@@ -42,8 +42,8 @@ REVIEW = "start `codex` at the top of the work tree and trust the folder, then i
 
 def checks(repo: Repo, environ: Mapping[str, str], cwd: str) -> list[tuple[str, str]]:
     """(status, message) for each harness whose project file here runs the gate's hooks."""
-    top = os.path.realpath(repo.toplevel)
-    below = _below_top(top, cwd)
+    top, here = os.path.realpath(repo.toplevel), os.path.realpath(cwd)
+    below = os.path.relpath(here, top) if here != top and paths.within(here, top) else ""  # the folder below the top
     out = []
     for agent in NAMES:
         positions = agents.wired(repo, agent)
@@ -62,12 +62,6 @@ def checks(repo: Repo, environ: Mapping[str, str], cwd: str) -> list[tuple[str, 
         else:
             out += _gemini(repo, environ) if agent == "gemini" else _copilot(repo, environ)
     return out
-
-
-def _below_top(top: str, cwd: str) -> str:
-    """The folder `cwd` relative to the top of the work tree when it lies below it, else ''."""
-    here = os.path.realpath(cwd)
-    return os.path.relpath(here, top) if here != top and paths.within(here, top) else ""
 
 
 # Gemini CLI and Copilot CLI: the variable that trusts the folder for a session started from this environment
