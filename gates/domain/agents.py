@@ -302,11 +302,9 @@ _INDENT = Pattern(r"\n([ \t]+)\S")  # the first indented line of a settings file
 
 def _dump(doc: dict[str, Any], like: str | None) -> bytes:
     """JSON laid out as the file was (its indent, its final newline), two spaces for a new file."""
-    indent: int | str = 2
-    if like:
-        found = _INDENT.search(like)
-        if found:
-            indent = found.group(1) if "\t" in found.group(1) else len(found.group(1))
+    found = _INDENT.search(like) if like else None
+    lead = found.group(1) if found else "  "
+    indent: int | str = lead if "\t" in lead else len(lead)
     text = jsonio.dumps(doc, indent=indent, ensure_ascii=False)
     return (text + ("\n" if like is None or like.endswith("\n") else "")).encode("utf-8")
 
@@ -652,9 +650,8 @@ def _parsed(repo: Repo, agent: str, local: bool) -> dict[str, Any]:
 
 
 def wired(repo: Repo, agent: str) -> list[tuple[str, int, int]]:
-    """(event, group, handler) of each hook of ours in the harness's project file (and its per-user one), where the
-    harness numbers them: a matcher group's position in the event's list and the hook's in the group (the handler is
-    0 for a harness without groups). None of it when the file is missing, unreadable or a link (the doctor says so)."""
+    """(event, group, handler) of each hook of ours in the harness's project file and its per-user one, numbered as
+    the harness numbers them (`_our_hooks`); none from a file that is missing, unreadable or a link (the doctor says so)."""
     found: list[tuple[str, int, int]] = []
     for local in (False, True) if agent in LOCAL_FILES else (False,):
         found += [(event, group, handler) for event, group, handler, _ in _our_hooks(agent, _parsed(repo, agent, local))]
