@@ -113,11 +113,15 @@ _FIND = ('set -f; IFS=:; r=$(pwd -P); t=${r#}; while [ -n "${t#}" ] && [ ! -e "$
 def portable_line(kind: str, fmt: str) -> str:
     """`/bin/sh -c '…' handoff-gate KIND --format FMT`: the committed form, the same bytes on every machine; where no
     gate is found it prints NOT_INSTALLED[kind] in `fmt`'s document and exits 0 (no harness reads that as a deny)."""
+    return f"/bin/sh -c '{_FIND}{_say_not_installed(kind, fmt)}; exit 0' {NAME} {kind} --format {fmt}"
+
+
+def _say_not_installed(kind: str, fmt: str) -> str:
+    """The `echo`s of NOT_INSTALLED[kind] in `fmt`'s document: to stdout, and to stderr where the harness wants it."""
     from gates.domain import harness
 
     out, err = harness.missing_envelope(kind, fmt, NOT_INSTALLED[kind])
-    say = f"echo {_sh_double(out)}; " + (f"echo {_sh_double(err)} >&2; " if err else "")
-    return f"/bin/sh -c '{_FIND}{say}exit 0' {NAME} {kind} --format {fmt}"
+    return f"echo {_sh_double(out)}" + (f"; echo {_sh_double(err)} >&2" if err else "")
 
 
 def _sh_double(text: str) -> str:
@@ -151,15 +155,10 @@ def short_line(kind: str, fmt: str) -> str:
 def script_text(fmt: str) -> bytes:
     """The bytes of SCRIPTS[fmt]: the portable program (`_FIND`), then the not-installed notice of the kind in "$1"
     in `fmt`'s document, exit 0. The same bytes from every installation; `gate doctor` holds the file to them."""
-    from gates.domain import harness
-
-    cases = []
-    for kind in ("brief", "closeout"):
-        out, err = harness.missing_envelope(kind, fmt, NOT_INSTALLED[kind])
-        cases.append(f"{kind}) echo {_sh_double(out)}" + (f"; echo {_sh_double(err)} >&2" if err else "") + ";;")
+    cases = "\n".join(f"{kind}) {_say_not_installed(kind, fmt)};;" for kind in ("brief", "closeout"))
     return (f"#!/bin/sh\n# handoff-gate's hook program, written by `gate install-hooks --agent {fmt}` and run by the "
             f"hooks in {FILES[fmt]}:\n# `gate doctor` checks it is these bytes; `gate install-hooks --agent {fmt} "
-            f"--uninstall` removes it.\n{_FIND.rstrip()}\ncase ${{1#}} in\n{cases[0]}\n{cases[1]}\nesac\nexit 0\n"
+            f"--uninstall` removes it.\n{_FIND.rstrip()}\ncase ${{1#}} in\n{cases}\nesac\nexit 0\n"
             ).encode()
 
 
@@ -187,7 +186,7 @@ def interpreter_of(command: str) -> str:
     return words[0] if words else ""
 
 
-# ---- what each harness gets: (event, the entry to add, the key of its command, the kind) -------------------
+# ---- what each harness gets: (event, the entry to add, the kind) ----------------------------------------------
 
 def _entries(agent: str, local: bool = False) -> list[tuple[str, dict[str, Any], str]]:
     """(event, entry, kind). For claude, codex and gemini an entry is a matcher group holding one hook. `local`: this
@@ -218,9 +217,20 @@ def _grouped(agent: str) -> bool:
     return agent in ("claude", "codex", "gemini")
 
 
-def _command_of(agent: str, entry: dict[str, Any]) -> str | None:
-    value = entry.get("bash") if agent == "copilot" else entry.get("command")
+def _command_of(agent: str, hook: object) -> str | None:
+    if not isinstance(hook, dict):
+        return None
+    value = hook.get("bash" if agent == "copilot" else "command")
     return value if isinstance(value, str) else None
+
+
+def _hooks_of(agent: str, item: object) -> list[Any]:
+    """The hooks of an entry in an event's list: a matcher group's `hooks`, or the entry itself; none when it is not
+    an object, or a group's `hooks` is not a list (the harness would run none of them)."""
+    if not isinstance(item, dict):
+        return []
+    inner = item.get("hooks") if _grouped(agent) else [item]
+    return inner if isinstance(inner, list) else []
 
 
 def _merge(agent: str, doc: dict[str, Any], local: bool = False) -> dict[str, Any]:
@@ -243,20 +253,16 @@ def _merge(agent: str, doc: dict[str, Any], local: bool = False) -> dict[str, An
 def _replace(agent: str, listed: list[Any], entry: dict[str, Any], kind: str) -> bool:
     """Put `entry` in place of our existing one of `kind`; False when there is none."""
     for at, item in enumerate(listed):
-        if not isinstance(item, dict):
-            continue
-        if _grouped(agent):
-            inner = item.get("hooks")
-            if not isinstance(inner, list):
+        inner = _hooks_of(agent, item)
+        for n, hook in enumerate(inner):
+            if not is_ours(_command_of(agent, hook), kind):
                 continue
-            for n, hook in enumerate(inner):
-                if isinstance(hook, dict) and is_ours(hook.get("command"), kind):
-                    inner[n] = entry["hooks"][0]
-                    if item.get("matcher") in EARLIER_SOURCES and len(inner) == 1 and "matcher" in entry:
-                        item["matcher"] = entry["matcher"]  # the group is ours alone; a matcher of the user's stays
-                    return True
-        elif is_ours(_command_of(agent, item), kind):
-            listed[at] = entry
+            if not _grouped(agent):
+                listed[at] = entry
+            else:
+                inner[n] = entry["hooks"][0]
+                if item.get("matcher") in EARLIER_SOURCES and len(inner) == 1 and "matcher" in entry:
+                    item["matcher"] = entry["matcher"]  # the group is ours alone; a matcher of the user's stays
             return True
     return False
 
@@ -267,19 +273,18 @@ def _strip(agent: str, doc: dict[str, Any]) -> dict[str, Any]:
     table = doc.get("hooks")
     if not isinstance(table, dict):
         return doc
-    for event in [e for e, _, _ in _entries(agent)]:
+    for event, _, _ in _entries(agent):
         listed = table.get(event)
         if not isinstance(listed, list):
             continue
         kept = []
         for item in listed:
-            if _grouped(agent) and isinstance(item, dict) and isinstance(item.get("hooks"), list):
-                inner = [h for h in item["hooks"] if not (isinstance(h, dict) and is_ours(h.get("command")))]
-                if not inner and item["hooks"]:
-                    continue
+            hooks = _hooks_of(agent, item)
+            inner = [hook for hook in hooks if not is_ours(_command_of(agent, hook))]
+            if hooks and not inner:
+                continue  # the entry, or its matcher group, held nothing but ours
+            if _grouped(agent) and hooks:
                 item["hooks"] = inner
-            elif not _grouped(agent) and isinstance(item, dict) and is_ours(_command_of(agent, item)):
-                continue
             kept.append(item)
         if kept:
             table[event] = kept
@@ -297,11 +302,9 @@ _INDENT = Pattern(r"\n([ \t]+)\S")  # the first indented line of a settings file
 
 def _dump(doc: dict[str, Any], like: str | None) -> bytes:
     """JSON laid out as the file was (its indent, its final newline), two spaces for a new file."""
-    indent: int | str = 2
-    if like:
-        found = _INDENT.search(like)
-        if found:
-            indent = found.group(1) if "\t" in found.group(1) else len(found.group(1))
+    found = _INDENT.search(like) if like else None
+    lead = found.group(1) if found else "  "
+    indent: int | str = lead if "\t" in lead else len(lead)
     text = jsonio.dumps(doc, indent=indent, ensure_ascii=False)
     return (text + ("\n" if like is None or like.endswith("\n") else "")).encode("utf-8")
 
@@ -309,29 +312,24 @@ def _dump(doc: dict[str, Any], like: str | None) -> bytes:
 # ---- AGENTS.md -------------------------------------------------------------------------------------------
 
 def _with_block(text: str) -> str:
-    if BEGIN in text:
-        start = text.index(BEGIN)
-        end = text.find(END, start)
-        if end < 0:
-            raise GateError(f"AGENTS.md has `{BEGIN[:30]}…` without its end marker: fix it by hand",
-                            reason="config-invalid")
-        end += len(END) + (1 if text[end + len(END):end + len(END) + 1] == "\n" else 0)
-        return text[:start] + AGENTS_BLOCK + text[end:]
-    return text + ("\n" if text else "") + AGENTS_BLOCK  # one newline before, removed again by _without_block
+    before, begin, rest = text.partition(BEGIN)
+    if not begin:
+        return text + ("\n" if text else "") + AGENTS_BLOCK  # one newline before, removed again by _without_block
+    _, end, after = rest.partition(END)
+    if not end:
+        raise GateError(f"AGENTS.md has `{BEGIN[:30]}…` without its end marker: fix it by hand", reason="config-invalid")
+    return before + AGENTS_BLOCK + after.removeprefix("\n")
 
 
 def _without_block(text: str) -> str:
-    if BEGIN not in text:
+    before, begin, rest = text.partition(BEGIN)
+    _, end, after = rest.partition(END)
+    if not (begin and end):
         return text
-    start = text.index(BEGIN)
-    end = text.find(END, start)
-    if end < 0:
-        return text
-    end += len(END) + (1 if text[end + len(END):end + len(END) + 1] == "\n" else 0)
-    before = text[:start]
-    if before.endswith("\n") and not text[end:]:
+    after = after.removeprefix("\n")
+    if before.endswith("\n") and not after:
         before = before[:-1]
-    return before + text[end:]
+    return before + after
 
 
 # ---- files -----------------------------------------------------------------------------------------------
@@ -341,7 +339,7 @@ class _File:
     file named, never through a link (see `own_path`)."""
 
     def __init__(self, repo: Repo, agent: str, local: bool = False, shown: str | None = None) -> None:
-        self.repo, self.agent, self.shown = repo, agent, shown or (LOCAL_FILES if local else FILES)[agent]
+        self.repo, self.shown = repo, shown or (LOCAL_FILES if local else FILES)[agent]
         self.path = own_path(repo, self.shown)
 
     def read(self) -> bytes | None:
@@ -481,7 +479,7 @@ class _Script:
     FIFO there is refused (GateError) as for a configuration file."""
 
     def __init__(self, repo: Repo, agent: str) -> None:
-        self.repo, self.agent, self.ours = repo, agent, script_text(agent)
+        self.repo, self.ours = repo, script_text(agent)
         self.file = _File(repo, agent, shown=SCRIPTS[agent])
         self.current = self.file.read()
         self.record = _read_record(repo, self.file.shown)
@@ -531,23 +529,20 @@ def _one_of_them(repo: Repo, agent: str, local: bool) -> None:
 
 def uninstall(repo: Repo, agent: str, local: bool = False) -> list[str]:
     target = _target(repo, agent, local)
-    if agent not in SCRIPTS or local:
-        return _uninstall(repo, agent, local, target)
-    script = _Script(repo, agent)
-    said = script.uninstall()
-    out = ([said] if said else []) + _uninstall(repo, agent, local, target)
-    for folder in script.folders:  # the ones the settings file kept: gone with it now, when the gate made them
+    script = _Script(repo, agent) if agent in SCRIPTS and not local else None
+    said = script.uninstall() if script else None
+    out = ([said] if said else []) + _uninstall(repo, agent, target)
+    for folder in script.folders if script else []:  # the ones the settings file kept: gone with it now, when the gate made them
         _rmdir_if_empty(repo, folder)
     return out
 
 
-def _uninstall(repo: Repo, agent: str, local: bool, target: _File) -> list[str]:
+def _uninstall(repo: Repo, agent: str, target: _File) -> list[str]:
     current = target.read()
     record = _read_record(repo, target.shown)
     record_path = _record_path(repo, target.shown)
     # A link here (planted, or the user's own) was refused by _File: nothing is deleted or written through it.
-    ours = record is not None and current is not None and record.get("written") == _digest(current)
-    if ours and record is not None:
+    if record is not None and current is not None and record.get("written") == _digest(current):
         original = record.get("original")
         if original is None:
             os.unlink(target.path)
@@ -598,14 +593,11 @@ def _rmdir_if_empty(repo: Repo, relative: str) -> None:
 
 
 def _what(agent: str) -> str:
-    return {
-        "claude": "SessionStart (every source) runs `gate brief --format claude`, Stop runs `gate closeout --format claude`",
-        "codex": "SessionStart (every source) runs `gate brief --format codex`, Stop runs `gate closeout --format codex`",
-        "gemini": "SessionStart runs `gate brief --format gemini`, AfterAgent runs `gate closeout --format gemini`",
-        "copilot": "sessionStart runs `gate brief --format copilot`, agentStop runs `gate closeout --format copilot`",
-        "cursor": "stop runs `gate closeout --format cursor`",
-        "agents-md": "a marked block tells an agent to run `gate brief` first and `gate closeout --format text` last",
-    }[agent]
+    """What the gate wired, said from the entries themselves (a matcher is ALL_SOURCES: every source)."""
+    if agent == "agents-md":
+        return "a marked block tells an agent to run `gate brief` first and `gate closeout --format text` last"
+    return ", ".join(f"{event}{' (every source)' if 'matcher' in entry else ''} runs `gate {kind} --format {agent}`"
+                     for event, entry, kind in _entries(agent))
 
 
 def _notes(repo: Repo, agent: str, local: bool = False) -> list[str]:
@@ -645,34 +637,25 @@ def _bound_notes(repo: Repo) -> list[str]:
 
 
 def _has_ours(repo: Repo, agent: str, local: bool = False) -> bool:
-    if local and agent not in LOCAL_FILES:
-        return False
+    return bool(_our_hooks(agent, _parsed(repo, agent, local)))
+
+
+def _parsed(repo: Repo, agent: str, local: bool) -> dict[str, Any]:
+    """The harness's parsed file; empty when it is missing, unreadable or a link (the doctor says so)."""
     try:
         target = _File(repo, agent, local)
-        doc = target.parse(target.read())
+        return target.parse(target.read())
     except GateError:
-        return False
-    return bool(_our_commands(agent, doc))
+        return {}
 
 
 def wired(repo: Repo, agent: str) -> list[tuple[str, int, int]]:
-    """(event, group, handler) of each hook of ours in the harness's project file (and its per-user one), where the
-    harness numbers them: a matcher group's position in the event's list and the hook's in the group (the handler is
-    0 for a harness without groups). None of it when the file is missing, unreadable or a link (the doctor says so)."""
+    """(event, group, handler) of each hook of ours in the harness's project file and its per-user one, numbered as
+    the harness numbers them (`_our_hooks`); none from a file that is missing, unreadable or a link (the doctor says so)."""
     found: list[tuple[str, int, int]] = []
     for local in (False, True) if agent in LOCAL_FILES else (False,):
-        try:
-            target = _File(repo, agent, local)
-            doc = target.parse(target.read())
-        except GateError:
-            continue
-        found += [(event, group, handler) for event, group, handler, _ in _our_hooks(agent, doc)]
+        found += [(event, group, handler) for event, group, handler, _ in _our_hooks(agent, _parsed(repo, agent, local))]
     return found
-
-
-def _our_commands(agent: str, doc: dict[str, Any]) -> list[tuple[str, str]]:
-    """(event, command) of every hook of ours in a harness's parsed configuration."""
-    return [(event, command) for event, _, _, command in _our_hooks(agent, doc)]
 
 
 def _our_hooks(agent: str, doc: dict[str, Any]) -> list[tuple[str, int, int, str]]:
@@ -682,11 +665,8 @@ def _our_hooks(agent: str, doc: dict[str, Any]) -> list[tuple[str, int, int, str
     table = doc.get("hooks")
     for event, listed in (table.items() if isinstance(table, dict) else []):
         for group, item in enumerate(listed if isinstance(listed, list) else []):
-            if not isinstance(item, dict):
-                continue
-            inner = item.get("hooks") if _grouped(agent) else [item]
-            for handler, hook in enumerate(inner if isinstance(inner, list) else []):
-                command = _command_of(agent, hook) if isinstance(hook, dict) else None
+            for handler, hook in enumerate(_hooks_of(agent, item)):
+                command = _command_of(agent, hook)
                 if command and is_ours(command):
                     found.append((str(event), group, handler, command))
     return found
@@ -723,9 +703,9 @@ def doctor(repo: Repo) -> list[tuple[str, str]]:
             cannot = "" if exc.message.startswith("refusing it:") else " (the harness cannot read it either)"
             out.append(("FIX", f"{exc.render()}{cannot}" if exc.path else f"{shown}: {exc.render()}{cannot}"))
             continue
-        commands = _our_commands(agent, doc)
+        commands = [command for _, _, _, command in _our_hooks(agent, doc)]
         if commands:
-            out.append(_judged(repo, agent, local, shown, [c for _, c in commands]))
+            out.append(_judged(repo, agent, local, shown, commands))
     return out
 
 
@@ -778,11 +758,11 @@ def _script_wrong(repo: Repo, agent: str, shown: str, again: str) -> str | None:
     return None
 
 
-def findable(repo: Repo, path: str | None = None) -> str | None:
-    """The `gate` the portable hooks would run from the top of this work tree with `path` (default: this PATH): the
-    first in an absolute PATH folder that lies, resolved, outside the repository; None when there is none."""
+def findable(repo: Repo) -> str | None:
+    """The `gate` the portable hooks would run from the top of this work tree with this PATH: the first in an
+    absolute PATH folder that lies, resolved, outside the repository; None when there is none."""
     top = os.path.realpath(repo.toplevel)
-    for folder in (os.environ.get("PATH", "") if path is None else path).split(os.pathsep):
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
         if not folder.startswith("/") or not os.path.isdir(folder):
             continue
         if paths.within(os.path.realpath(folder), top):

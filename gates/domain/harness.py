@@ -115,12 +115,9 @@ def read_stdin(stream: Any = None, limit: int = MAX_INPUT, seconds: float = INPU
     stream = sys.stdin if stream is None else stream
     try:
         fd = stream.fileno()
-    except (AttributeError, OSError, ValueError):
-        return HookInput({})
-    try:
         if os.isatty(fd):
             return HookInput({})
-    except OSError:
+    except (AttributeError, OSError, ValueError):
         return HookInput({})
     raw, timed_out, error = _read_bounded(fd, limit, seconds)
     if error is not None:
@@ -193,18 +190,14 @@ def start_envelope(fmt: str, context: str) -> str:
     """The exact document a harness's session-start hook reads context from; the context `clean`ed (what the agent
     reads holds no raw control, bidi, zero-width, separator or tag character, whoever built it)."""
     context = clean(context)
-    if fmt == "claude":
-        document: dict[str, Any] = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
-    elif fmt == "codex":
-        document = {"continue": True, "hookSpecificOutput": {"hookEventName": "SessionStart",
-                                                             "additionalContext": context}}
-    elif fmt == "gemini":
-        document = {"hookSpecificOutput": {"additionalContext": context}}
-    elif fmt == "copilot":
-        document = {"additionalContext": context}
-    else:
+    start = {"hookEventName": "SessionStart", "additionalContext": context}
+    documents: dict[str, dict[str, Any]] = {"claude": {"hookSpecificOutput": start},
+                                            "codex": {"continue": True, "hookSpecificOutput": start},
+                                            "gemini": {"hookSpecificOutput": {"additionalContext": context}},
+                                            "copilot": {"additionalContext": context}}
+    if fmt not in documents:
         raise ValueError(fmt)
-    return jsonio.dumps(document, ensure_ascii=False)
+    return jsonio.dumps(documents[fmt], ensure_ascii=False)
 
 
 def units(fmt: str, text: str) -> int:
@@ -271,10 +264,8 @@ def block_envelope(fmt: str, reason: str) -> str:
     reason = clean(reason.strip()) or "Finish the session's close-out: run `gate closeout --format text` and do what it says."
     if fmt == "codex":
         reason = _codex_words(reason)
-    if fmt in ("claude", "codex", "copilot"):
-        document: dict[str, Any] = {"decision": "block", "reason": reason}
-    elif fmt == "gemini":
-        document = {"decision": "deny", "reason": reason}
+    if fmt in ("claude", "codex", "copilot", "gemini"):  # Gemini CLI's word for a block is a deny
+        document: dict[str, Any] = {"decision": "deny" if fmt == "gemini" else "block", "reason": reason}
     elif fmt == "cursor":
         document = {"followup_message": reason}
     else:

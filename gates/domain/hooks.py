@@ -89,10 +89,10 @@ def shared_by_others(repo: Repo) -> str | None:
     return None
 
 
-def _allowed(repo: Repo, everywhere: bool, doing: str) -> bool:
-    """Whether the hooks are written for every repository (`--global`). Without it, a shared folder is refused
-    with one line naming the setting and where it comes from; with it, a folder that is this repository's own
-    is refused too, so `--global` always means what it says."""
+def _allowed(repo: Repo, everywhere: bool, doing: str) -> None:
+    """Refuses a hooks folder that `everywhere` (`--global`: for every repository) does not mean. Without it, a
+    shared folder is refused with one line naming the setting and where it comes from; with it, a folder that
+    is this repository's own is refused too, so `--global` always means what it says."""
     shared = shared_by_others(repo)
     if shared and not everywhere:
         raise GateError(f"refusing to {doing}: {shared} — pass --global if that is what you want (the gate's hook "
@@ -103,7 +103,6 @@ def _allowed(repo: Repo, everywhere: bool, doing: str) -> bool:
         raise GateError(f"--global: the hooks folder {excerpt(hooks_dir(repo), 200)} is this repository's own "
                         "(no global core.hooksPath names a folder for every repository): run it without --global",
                         code=USAGE, reason="config-invalid")
-    return everywhere
 
 
 def doctor(repo: Repo) -> list[tuple[str, str]]:
@@ -228,7 +227,7 @@ def is_ours(path: str) -> bool:
 def install(repo: Repo, kinds: list[str], everywhere: bool = False) -> list[str]:
     """Write our hook of each of `kinds`, chaining a hook of the user's. Only into this repository's own hooks
     folder, unless `everywhere` (`--global`) says the shared one is meant (see `_allowed`)."""
-    everywhere = _allowed(repo, everywhere, "install the hooks")
+    _allowed(repo, everywhere, "install the hooks")
     folder = hooks_dir(repo)
     present = _present(folder, kinds)
     os.makedirs(folder, exist_ok=True)

@@ -28,7 +28,7 @@ import os
 from gates.domain import agents
 from gates.infra import fsio, paths
 from gates.infra.git import Repo
-from gates.infra.text import excerpt
+from gates.infra.text import Pattern, excerpt
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -42,8 +42,8 @@ REVIEW = "start `codex` at the top of the work tree and trust the folder, then i
 
 def checks(repo: Repo, environ: Mapping[str, str], cwd: str) -> list[tuple[str, str]]:
     """(status, message) for each harness whose project file here runs the gate's hooks."""
-    top = os.path.realpath(repo.toplevel)
-    below = _below_top(top, cwd)
+    top, here = os.path.realpath(repo.toplevel), os.path.realpath(cwd)
+    below = os.path.relpath(here, top) if here != top and paths.within(here, top) else ""  # the folder below the top
     out = []
     for agent in NAMES:
         positions = agents.wired(repo, agent)
@@ -54,24 +54,14 @@ def checks(repo: Repo, environ: Mapping[str, str], cwd: str) -> list[tuple[str, 
             out.append((WARN, f"{name} started here ({below}/) reads no project settings, so none of its hooks runs: "
                               f"start it at the top of the work tree ({top})"))
         if agent == "claude":
-            out += _claude()
+            out.append((WARN, "Claude Code: started at the top of the work tree it runs these hooks (`claude -p` asks "
+                              "nothing); an interactive session runs them only after its folder-trust prompt was "
+                              "accepted, and whether it was here cannot be told"))
         elif agent == "codex":
             out += _codex(repo, environ, positions)
         else:
             out += _gemini(repo, environ) if agent == "gemini" else _copilot(repo, environ)
     return out
-
-
-def _below_top(top: str, cwd: str) -> str:
-    """The folder `cwd` relative to the top of the work tree when it lies below it, else ''."""
-    here = os.path.realpath(cwd)
-    return os.path.relpath(here, top) if here != top and paths.within(here, top) else ""
-
-
-def _claude() -> list[tuple[str, str]]:
-    return [(WARN, "Claude Code: started at the top of the work tree it runs these hooks (`claude -p` asks nothing); "
-                   "an interactive session runs them only after its folder-trust prompt was accepted, and whether it "
-                   "was here cannot be told")]
 
 
 # Gemini CLI and Copilot CLI: the variable that trusts the folder for a session started from this environment
@@ -97,9 +87,9 @@ def _gemini(repo: Repo, environ: Mapping[str, str]) -> list[tuple[str, str]]:
     set) whose folder holds this one decides (TRUST_PARENT names a path whose parent is trusted), and none is
     untrusted: a headless run exits 55, an interactive one asks."""
     name = NAMES["gemini"]
-    if environ.get("GEMINI_RESTRICTED_MODE") == "true" or environ.get("GEMINI_CLI_TRUST_WORKSPACE") == "false":
-        variable = "GEMINI_RESTRICTED_MODE=true" if environ.get("GEMINI_RESTRICTED_MODE") == "true" else \
-            "GEMINI_CLI_TRUST_WORKSPACE=false"
+    restricted = environ.get("GEMINI_RESTRICTED_MODE") == "true"
+    if restricted or environ.get("GEMINI_CLI_TRUST_WORKSPACE") == "false":
+        variable = "GEMINI_RESTRICTED_MODE=true" if restricted else "GEMINI_CLI_TRUST_WORKSPACE=false"
         return [(WARN, f"{name} runs none of this project's hooks from this environment: {variable} distrusts every "
                        "folder")]
     trusted = _by_variable("gemini", environ)
@@ -151,14 +141,14 @@ def _copilot(repo: Repo, environ: Mapping[str, str]) -> list[tuple[str, str]]:
     copilot_home = environ.get("COPILOT_HOME") or os.path.join(home, ".copilot")
     shown = "$COPILOT_HOME/config.json" if environ.get("COPILOT_HOME") else "~/.copilot/config.json"
     data = _user_file(os.path.join(copilot_home, "config.json"), [home, copilot_home])
-    parsed = _jsonc(data) if isinstance(data, bytes) else None
-    if isinstance(data, str) or (data is not None and not isinstance(parsed, dict)):
-        why = data if isinstance(data, str) else "is not a JSON object"
-        return [(WARN, f"{name}: cannot tell whether this folder is trusted: {shown} {why}")]
     if data is None:
         return [(WARN, f"{name} will skip this project's hooks, silently, unless started with `--trust-folder`: "
                        f"there is no {shown}, so no folder is trusted — {COPILOT_HOW}")]
-    listed = parsed.get("trustedFolders") if isinstance(parsed, dict) else None
+    parsed = _jsonc(data) if isinstance(data, bytes) else None
+    if not isinstance(parsed, dict):
+        why = data if isinstance(data, str) else "is not a JSON object"
+        return [(WARN, f"{name}: cannot tell whether this folder is trusted: {shown} {why}")]
+    listed = parsed.get("trustedFolders")
     if listed is not None and not isinstance(listed, list):
         return [(WARN, f"{name}: cannot tell whether this folder is trusted: the trustedFolders of {shown} is not a "
                        "list")]
@@ -171,6 +161,11 @@ def _copilot(repo: Repo, environ: Mapping[str, str]) -> list[tuple[str, str]]:
                    f"folder is not in the trustedFolders of {shown} — {COPILOT_HOW}")]
 
 
+# What `_jsonc` drops: a `//` comment to the end of its line (the newline stays), a `/* */` one to its end or the end
+# of the text. A string is matched first and kept whole (group 1, escapes and all), so no `//` in one starts a comment.
+_COMMENT = Pattern(r'(?s)("(?:\\.|[^"\\])*"?)|//[^\n]*|/\*(?:.*?\*/|.*)')
+
+
 def _jsonc(data: bytes) -> Any:
     """JSON with `//` and `/* */` comments (what Gemini CLI and Copilot CLI write and read), or None."""
     from gates.infra import dataio
@@ -179,32 +174,8 @@ def _jsonc(data: bytes) -> Any:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    out, n, quoted = [], 0, False
-    while n < len(text):
-        char = text[n]
-        if quoted:
-            out.append(char)
-            if char == "\\":
-                out.append(text[n + 1:n + 2])
-                n += 1
-            elif char == '"':
-                quoted = False
-        elif char == '"':
-            quoted = True
-            out.append(char)
-        elif text.startswith("//", n):
-            end = text.find("\n", n)
-            n = len(text) if end < 0 else end
-            continue
-        elif text.startswith("/*", n):
-            end = text.find("*/", n + 2)
-            n = len(text) if end < 0 else end + 2
-            continue
-        else:
-            out.append(char)
-        n += 1
     try:
-        return dataio.load_json("".join(out))
+        return dataio.load_json(_COMMENT.sub(r"\1", text))
     except dataio.DataError:
         return None
 
@@ -218,10 +189,8 @@ def _codex(repo: Repo, environ: Mapping[str, str], positions: list[tuple[str, in
     if data is None:
         return [(WARN, f"Codex will skip this project's hooks: there is no {shown}, so it trusts neither this folder "
                        f"nor its hooks — {REVIEW}")]
-    if isinstance(data, str):
-        return [(WARN, f"Codex: cannot tell whether it trusts this folder and its hooks: {shown} {data}")]
-    parsed = _toml(data)
-    if isinstance(parsed, str):
+    parsed = data if isinstance(data, str) else _toml(data)
+    if isinstance(parsed, str):  # why it is not read, or not valid
         return [(WARN, f"Codex: cannot tell whether it trusts this folder and its hooks: {shown} {parsed}")]
     tops = list(dict.fromkeys((str(repo.toplevel), os.path.realpath(repo.toplevel))))
     out = []

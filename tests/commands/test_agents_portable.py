@@ -50,7 +50,7 @@ def _hooks(repo: Path, agent: str) -> dict[str, str]:
     """kind -> the command string of our hook in the committed file, as the harness reads it."""
     doc = json.loads((repo / agents.FILES[agent]).read_text())
     out = {}
-    for event, command in agents._our_commands(agent, doc):
+    for event, _, _, command in agents._our_hooks(agent, doc):
         out["brief" if event == START.get(agent) else "closeout"] = command
     return out
 
@@ -373,7 +373,7 @@ def test_local_writes_this_machines_form_in_the_per_user_file_only(repo: Path) -
     assert proc.returncode == 0, proc.stderr
     assert "is not ignored by git" in proc.stdout
     local = json.loads((repo / agents.LOCAL_FILES["claude"]).read_text())
-    commands = [c for _, c in agents._our_commands("claude", local)]
+    commands = [c for _, _, _, c in agents._our_hooks("claude", local)]
     assert len(commands) == 2 and all(os.path.samefile(agents.interpreter_of(c), sys.executable) for c in commands)
     assert all(" -I " in c and ENTRY in c and not agents.is_portable(c) for c in commands)
     assert not (repo / agents.FILES["claude"]).exists()
@@ -575,7 +575,7 @@ def test_doctor_warns_about_the_inline_program_an_earlier_version_committed(repo
     told = run_gate(repo, "doctor", env=env).stdout
     assert "warn  .claude/settings.json: the hooks hold the whole hook program" in told, told
     assert run_gate(repo, "install-hooks", "--agent", "claude").returncode == 0
-    assert [c for _, c in agents._our_commands("claude", json.loads((repo / agents.FILES["claude"]).read_text()))] == \
+    assert [c for _, _, _, c in agents._our_hooks("claude", json.loads((repo / agents.FILES["claude"]).read_text()))] == \
         [agents.short_line("brief", "claude"), agents.short_line("closeout", "claude")]
     assert (repo / SCRIPT).read_bytes() == agents.script_text("claude")
     assert "ok    .claude/settings.json" in run_gate(repo, "doctor", env=env).stdout

@@ -41,7 +41,7 @@ CONFIG_SCHEMA = {"claude": "claude-settings", "codex": "codex-hooks", "gemini": 
 
 
 def _ours(agent: str, doc: dict[str, object]) -> list[tuple[str, str]]:
-    return agents._our_commands(agent, doc)
+    return [(event, command) for event, _, _, command in agents._our_hooks(agent, doc)]
 
 
 @pytest.mark.parametrize("agent", agents.AGENTS)
