@@ -7,9 +7,10 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import pytest
 from hypothesis import settings
@@ -37,6 +38,25 @@ GATE_BIN = str(_BIN / "gate") if (_BIN / "gate").exists() else shutil.which("gat
 
 
 @pytest.fixture(autouse=True)
+def machine_turn(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Test runs side by side on one machine (`.ci/run` runs a fast set per Python version at once): a lock's
+    verdict weighs every process of this user, and a process whose target cannot be established keeps an aged lock
+    live. A test that keeps such a process running (a planted `git` wrapper, a git in another namespace or with
+    paths that cannot be followed: marker `machine`) takes the machine alone; every other test shares it. The
+    turnstile lets a waiting `machine` test in before tests that come after it."""
+    import fcntl
+
+    alone = request.node.get_closest_marker("machine") is not None
+    base = os.path.join(tempfile.gettempdir(), f"handoff-gate-tests-{os.geteuid()}")
+    with open(f"{base}.turnstile", "a") as turnstile, open(f"{base}.lock", "a") as lock:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        if not alone:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        yield  # both are released when the files close
+
+
+@pytest.fixture(autouse=True)
 def clean_git_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """No user or system git config, a fixed identity, and no inherited repository pointers."""
     home = tmp_path_factory.mktemp("home")
@@ -48,6 +68,30 @@ def clean_git_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
         monkeypatch.setenv(f"GIT_COMMITTER_{name}", value)
     for name in (*REPO_ENV_VARS, "GATE_ROOT", "GITHUB_ACTIONS", *AGENT_ENV_VARS):
         monkeypatch.delenv(name, raising=False)
+
+
+REAL_GIT = shutil.which("git") or "git"
+
+
+@pytest.fixture
+def git_wrapper(tmp_path: Path) -> Callable[..., Path]:
+    """`plant(body, folder="bin")`: a folder of tmp_path holding a `git` that runs the shell program `body`, to put
+    first on PATH (REAL_GIT is the real one). While it runs it is a process named git whose target no lock scan can
+    establish, so a test that asks for this fixture is marked `machine` (pytest_collection_modifyitems)."""
+    def plant(body: str, folder: str = "bin") -> Path:
+        where = tmp_path / folder
+        where.mkdir(exist_ok=True)
+        (where / "git").write_text(f"#!/bin/sh\n{body}")
+        (where / "git").chmod(0o755)
+        return where
+
+    return plant
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "git_wrapper" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.machine)
 
 
 def bare_python(code: str, cwd: Path | None = None, *args: str, top: Path = ROOT, flags: tuple[str, ...] = (),

@@ -12,9 +12,11 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 from conftest import (
+    REAL_GIT,
     ROOT,
     bare_python,
     commit_all,
@@ -205,13 +207,9 @@ def _git_calls(repo: Path, log: Path) -> int:
     return len(log.read_text().splitlines())
 
 
-def test_git_processes_per_check(repo: Path, tmp_path: Path) -> None:
-    wrapper = tmp_path / "bin"
-    wrapper.mkdir()
-    real = shutil.which("git")
-    log = wrapper / "calls.log"
-    (wrapper / "git").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
-    (wrapper / "git").chmod(0o755)
+def test_git_processes_per_check(repo: Path, tmp_path: Path, git_wrapper: Callable[..., Path]) -> None:
+    log = tmp_path / "bin" / "calls.log"
+    git_wrapper(f'echo "$*" >> "{log}"\nexec "{REAL_GIT}" "$@"\n')
     for _ in range(2):  # the same on every run: nothing is answered from a record
         assert _git_calls(repo, log) == 2, log.read_text()  # discovery (with HEAD's recent line), diff --cached
 

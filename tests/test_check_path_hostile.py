@@ -8,41 +8,35 @@ replaced or mocked.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
-from conftest import GATE_BIN, commit_all, git
+from conftest import GATE_BIN, REAL_GIT, commit_all, git
 from records_helpers import record
 
 LINUX_PROC = Path("/proc/self/fd").is_dir()
 
 
-def _observer(tmp_path: Path, body: str) -> tuple[Path, Path]:
+def _observer(tmp_path: Path, plant: Callable[..., Path], body: str) -> tuple[Path, Path]:
     """A folder holding a `git` that appends what `body` prints to a log, then execs the real git."""
-    real = shutil.which("git")
-    assert real
-    folder = tmp_path / "observer"
-    folder.mkdir()
     log = tmp_path / "observer.log"
-    script = folder / "git"
-    script.write_text(f"#!/bin/sh\n{{\n{body}\n}} >> '{log}' 2>&1\nexec '{real}' \"$@\"\n")
-    script.chmod(0o755)
-    return folder, log
+    return plant(f"{{\n{body}\n}} >> '{log}' 2>&1\nexec '{REAL_GIT}' \"$@\"\n", "observer"), log
 
 
 @pytest.mark.skipif(not LINUX_PROC, reason="reads /proc/<pid>/fd")
-def test_git_inherits_no_descriptor_of_whoever_started_the_gate(repo: Path, tmp_path: Path) -> None:
+def test_git_inherits_no_descriptor_of_whoever_started_the_gate(repo: Path, tmp_path: Path,
+                                                               git_wrapper: Callable[..., Path]) -> None:
     """A hook or harness starts the gate with a descriptor of its own open (a pipe, a lock, a secret file).
 
     subprocess (the previous `_run`) closed every descriptor above 2 in git (close_fds=True);
     os.posix_spawn closes only close-on-exec ones, and a descriptor inherited from the caller is not
     close-on-exec. Every git the gate starts then holds the caller's descriptor.
     """
-    folder, log = _observer(tmp_path, 'echo "call $*"\nreadlink /proc/$$/fd/47 && echo "LEAKED fd 47"')
+    folder, log = _observer(tmp_path, git_wrapper, 'echo "call $*"\nreadlink /proc/$$/fd/47 && echo "LEAKED fd 47"')
     secret = tmp_path / "caller-secret.txt"
     secret.write_text("the caller's, not git's\n")
     fd = os.open(secret, os.O_RDONLY)
@@ -79,9 +73,9 @@ def test_the_signals_reset_for_git_are_sigpipe_and_sigxfsz_on_macos_too(tmp_path
 
 
 @pytest.mark.skipif(not LINUX_PROC, reason="reads /proc/<pid>/status")
-def test_git_gets_the_default_sigpipe_and_sigxfsz_here(repo: Path, tmp_path: Path) -> None:
+def test_git_gets_the_default_sigpipe_and_sigxfsz_here(repo: Path, tmp_path: Path, git_wrapper: Callable[..., Path]) -> None:
     """Held on Linux: Python ignores SIGPIPE and SIGXFSZ, and git is started with both at their defaults."""
-    folder, log = _observer(tmp_path, "grep '^SigIgn' /proc/$$/status")
+    folder, log = _observer(tmp_path, git_wrapper, "grep '^SigIgn' /proc/$$/status")
     env = {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
     assert GATE_BIN
     subprocess.run([GATE_BIN, "check"], cwd=repo, env=env, capture_output=True, stdin=subprocess.DEVNULL, timeout=60)

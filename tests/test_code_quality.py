@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -152,3 +153,32 @@ def test_the_module_check_sees_the_slip_it_is_for() -> None:
     shadowed = "from gates.infra import state\n\ndef steps(state: str) -> str:\n    return f'commit it ({state})'\n"
     assert modules_formatted(shadowed, "gates") == []
     assert modules_formatted("import os\nx = str(os)\n", "gates") == [(2, "os")]
+
+
+_PLANTED_GIT = re.compile(r"""/\s*["']git["']""")  # a path whose last part is `git`: a program of that name
+
+
+def planted_gits(source: str) -> list[int]:
+    """The lines of a test module that name a file `git` themselves, to plant a program of that name (the
+    `git_wrapper` fixture is the one way: it marks its test `machine`, so no other run's lock test meets it)."""
+    return [number for number, line in enumerate(source.splitlines(), 1)
+            if _PLANTED_GIT.search(line) and not line.lstrip().startswith("assert ")]
+
+
+# Where a file named git is planted that runs only when the gate is wrong: no wrapper lives through a test.
+_CANARIES = {"tests/test_no_programs.py": '(repo / "git").symlink_to(canary("PATH-relative-git"))'}
+
+
+def test_a_git_wrapper_is_planted_only_by_the_fixture_that_marks_its_test() -> None:
+    found = [f"{path.relative_to(ROOT)}:{line}" for path in sorted((ROOT / "tests").rglob("*.py"))
+             if path.name not in ("conftest.py", "test_code_quality.py")
+             for line in planted_gits(path.read_text())
+             if path.read_text().splitlines()[line - 1].strip() != _CANARIES.get(path.relative_to(ROOT).as_posix())]
+    assert found == [], "plant a git through the git_wrapper fixture (tests/conftest.py)"
+
+
+def test_the_planted_git_check_sees_the_slip_it_is_for() -> None:
+    assert planted_gits('x = 1\n(wrapper / "git").write_text(f"#!/bin/sh\\nexec git")\n') == [2]
+    assert planted_gits("script = folder / 'git'\nscript.write_text('#!/bin/sh\\n')\n") == [1]
+    assert planted_gits('assert argv[0] == str(tmp_path / "bin" / "git")\n') == []
+    assert planted_gits('git(repo, "status")\n(repo / ".git" / "HEAD").read_text()\n(repo / "gitx").touch()\n') == []

@@ -19,6 +19,8 @@ from locks_helpers import Transaction, aged, fast, judge, locks_now, quarantined
 
 from gates.domain import procscan
 
+pytestmark = pytest.mark.machine  # gits in namespaces of their own: no other run's lock scan can follow them
+
 
 def _unshare_works(*flags: str) -> bool:
     if shutil.which("unshare") is None:

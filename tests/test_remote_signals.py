@@ -8,16 +8,16 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import signal
 import socket
 import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
-from conftest import GATE_BIN, git, run_gate
+from conftest import GATE_BIN, REAL_GIT, git, run_gate
 from remote_helpers import clone, seed_bare
 
 CONFIG = "claims:\n  remote: origin\n  remote_timeout: 20s\n"
@@ -79,8 +79,15 @@ def _hanging_brief(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, threadi
     scratch_tmp = tmp_path / "tmp"
     scratch_tmp.mkdir()
     assert GATE_BIN
-    proc = subprocess.Popen([GATE_BIN, "brief"], cwd=tree, env={**os.environ, "TMPDIR": str(scratch_tmp)},
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A run started in the background by a shell without job control (`pytest &` in a script) ignores SIGINT, and
+    # so would the gate it starts: the gate keeps an ignored signal ignored, so this test's ^C would be lost. A
+    # handler here (for the moment of the start) is what makes the child start with SIGINT at its default.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen([GATE_BIN, "brief"], cwd=tree, env={**os.environ, "TMPDIR": str(scratch_tmp)},
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     if not _wait_for(lambda: _gits_in(scratch_tmp), 30):
         proc.kill()
         proc.communicate()
@@ -104,7 +111,8 @@ def test_a_signal_during_network_work_leaves_nothing_behind(number: int, tmp_pat
         stop.set()
 
 
-def test_a_signal_while_the_scratch_repository_is_made_leaves_nothing_behind(tmp_path: Path) -> None:
+def test_a_signal_while_the_scratch_repository_is_made_leaves_nothing_behind(tmp_path: Path,
+                                                                             git_wrapper: Callable[..., Path]) -> None:
     """The scratch repository's own `git init` writes in the scratch folder too: a signal that comes while it
     runs must kill it before the folder is removed (a CI run left `gate-remote-*` behind this way). The git on
     PATH here is real git that, after its init, goes on writing for a while, as a slow disk makes git do."""
@@ -114,13 +122,10 @@ def test_a_signal_while_the_scratch_repository_is_made_leaves_nothing_behind(tmp
     git(tree, "remote", "set-url", "origin", f"git://127.0.0.1:{port}/x.git")
     scratch_tmp, marker = tmp_path / "tmp", tmp_path / "in-init"
     scratch_tmp.mkdir()
-    wrapper = tmp_path / "bin" / "git"
-    wrapper.parent.mkdir()
-    wrapper.write_text(f'#!/bin/sh\ncase " $* " in *" init "*) for last; do :; done\n'
-                       f'  {shutil.which("git")} "$@" || exit\n  : > {marker}\n  sleep 2\n'
-                       f'  mkdir -p "$last/objects/late"\n  exit 0;;\nesac\nexec {shutil.which("git")} "$@"\n')
-    wrapper.chmod(0o755)
-    env = {**os.environ, "TMPDIR": str(scratch_tmp), "PATH": f"{wrapper.parent}:{os.environ['PATH']}"}
+    wrapper = git_wrapper(f'case " $* " in *" init "*) for last; do :; done\n  {REAL_GIT} "$@" || exit\n'
+                          f'  : > {marker}\n  sleep 2\n  mkdir -p "$last/objects/late"\n  exit 0;;\nesac\n'
+                          f'exec {REAL_GIT} "$@"\n')
+    env = {**os.environ, "TMPDIR": str(scratch_tmp), "PATH": f"{wrapper}:{os.environ['PATH']}"}
     assert GATE_BIN
     proc = subprocess.Popen([GATE_BIN, "brief"], cwd=tree, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -176,7 +181,8 @@ def test_a_claim_killed_anywhere_leaves_no_local_claim_without_the_remote_one(tm
     assert half == []
 
 
-def test_a_flood_of_flag_refs_costs_the_brief_a_bounded_number_of_git_processes(tmp_path: Path) -> None:
+def test_a_flood_of_flag_refs_costs_the_brief_a_bounded_number_of_git_processes(tmp_path: Path,
+                                                                                 git_wrapper: Callable[..., Path]) -> None:
     bare = seed_bare(tmp_path, CONFIG)
     tree = clone(f"file://{bare}", tmp_path / "b")
     payload = json.dumps({"version": 1, "clone": "x", "host": "h", "pushed": "now",
@@ -189,11 +195,8 @@ def test_a_flood_of_flag_refs_costs_the_brief_a_bounded_number_of_git_processes(
     subprocess.run(["git", "update-ref", "--stdin"], cwd=bare, check=True, text=True,
                    input="".join(f"create refs/gate/flags/{i:032x} {commit}\n" for i in range(3000)))
     count = tmp_path / "git-calls"
-    wrapper = tmp_path / "bin" / "git"
-    wrapper.parent.mkdir()
-    wrapper.write_text(f'#!/bin/sh\necho x >> {count}\nexec {shutil.which("git")} "$@"\n')
-    wrapper.chmod(0o755)
-    env = {**os.environ, "PATH": f"{wrapper.parent}:{os.environ['PATH']}"}
+    wrapper = git_wrapper(f'echo x >> {count}\nexec {REAL_GIT} "$@"\n')
+    env = {**os.environ, "PATH": f"{wrapper}:{os.environ['PATH']}"}
     proc = run_gate(tree, "brief", env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "2968 more clones' flag refs were not read" in proc.stdout

@@ -184,10 +184,26 @@ def _git_process(base: Path, roots: list[str], mount_ns: tuple[int, int]) -> str
         argv = _nul_list(base / "cmdline", "command line")
         if not argv:
             _nul_list(base / "environ", "environment")  # an exiting process shows none: ESRCH once its memory is gone
+            if _exiting(base):
+                return None  # in the kernel's exit path: it runs no code of its own again, so it writes no lock
             raise Doubt("its command line is empty")
         return targets(cwd, argv, env, roots)
     except Doubt as exc:
         return f"cwd {cwd}, and its target cannot be established: {exc}"
+
+
+_PF_EXITING = 0x4  # include/linux/sched.h: the task is in do_exit (its memory may be gone already)
+
+
+def _exiting(base: Path) -> bool:
+    """Whether the process's flags (field 9 of /proc/<pid>/stat, after its name in parentheses) say it is exiting
+    and it has no other thread: between giving up its memory (an empty command line) and becoming a zombie, it runs
+    no code of its own. (A leader that left by itself shows the same while its other threads go on.)"""
+    try:
+        fields = fsio.read_regular(base / "stat", 4096).rpartition(b")")[2].split()
+        return bool(int(fields[6]) & _PF_EXITING) and len(os.listdir(base / "task")) == 1
+    except (OSError, ValueError, IndexError):
+        return False  # cannot tell: doubt stays
 
 
 def _nul_list(path: Path, what: str) -> list[str]:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Callable
 
 import pytest
-from conftest import call_gate, commit_all, git, handoff_text, init_repo, run_gate
+from conftest import REAL_GIT, call_gate, commit_all, git, handoff_text, init_repo, run_gate
 
 from gates.domain import flags
 from gates.infra.git import discover
@@ -180,13 +180,10 @@ def test_the_brief_groups_open_flags_by_reason(repo: Path) -> None:
     assert one not in "\n".join(section)
 
 
-def test_the_gates_own_git_is_no_holder_of_a_stale_lock(repo: Path, tmp_path: Path) -> None:
+def test_the_gates_own_git_is_no_holder_of_a_stale_lock(repo: Path, git_wrapper: Callable[..., Path]) -> None:
     """brief asks `git status` while it judges the locks: its own git, still running then, is no other writer that
     could hold the lock (in a large repository status outlasts the scan; a slow git stands in for it here)."""
-    wrapper = tmp_path / "bin"
-    wrapper.mkdir()
-    (wrapper / "git").write_text(f'#!/bin/sh\ncase "$*" in *" status "*) sleep 2;; esac\nexec "{shutil.which("git")}" "$@"\n')
-    (wrapper / "git").chmod(0o755)
+    wrapper = git_wrapper(f'case "$*" in *" status "*) sleep 2;; esac\nexec "{REAL_GIT}" "$@"\n')
     with (repo / ".gate.yaml").open("a") as config:
         config.write("locks:\n  threshold: 1s\n")
     lock = repo / ".git" / "index.lock"

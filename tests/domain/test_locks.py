@@ -394,6 +394,30 @@ def test_a_git_process_whose_target_cannot_be_read_is_doubt(repo: Path, tmp_path
                                  "cannot be established: its environment cannot be read (Is a directory)")
 
 
+@pytest.mark.parametrize("flags, threads, verdict", [(0x404044, 1, lockscan.STALE), (0x400040, 1, lockscan.LIVE),
+                                                      (0x404044, 2, lockscan.LIVE), (None, 1, lockscan.LIVE)],
+                         ids=["exiting", "not exiting", "exiting leader, a thread goes on", "no stat"])
+def test_a_git_whose_command_line_is_empty_is_doubt_unless_it_is_exiting(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: int | None, threads: int,
+        verdict: str) -> None:
+    """An exiting git gives up its memory (its command line reads empty) a moment before it is a zombie; a test run
+    beside another met thousands of them. The kernel's PF_EXITING flag in /proc/<pid>/stat says it runs no code of
+    its own again: no other writer. Anything else with an empty command line stays doubt."""
+    other = tmp_path / "other"
+    other.mkdir()
+    proc = _fake_proc(tmp_path, other, [], [])
+    if flags is not None:  # the name in parentheses may hold spaces and parentheses: the fields follow the last ")"
+        (proc / "4000000" / "stat").write_text(f"4000000 (git (x) y) R 1 1 1 0 -1 {flags} 0 0 0 0\n")
+    for task in range(threads):
+        (proc / "4000000" / "task" / str(4000000 + task)).mkdir(parents=True)
+    monkeypatch.setattr(procscan, "PROC", proc)
+    aged(repo / ".git" / "HEAD.lock")
+    judged = judge(repo, 60)["HEAD.lock"]
+    assert judged.verdict == verdict, judged.reason
+    if verdict == lockscan.LIVE:
+        assert judged.reason.endswith("its target cannot be established: its command line is empty"), judged.reason
+
+
 @needs_lsof
 def test_without_proc_a_git_process_anywhere_is_doubt(repo: Path, tmp_path: Path, no_proc: set[int]) -> None:
     """lsof shows no environment, so a git in another directory may still have `GIT_DIR` pointing here. With /proc
@@ -525,6 +549,7 @@ def test_gate_doctor_takes_a_fifo_at_a_worktrees_gitdir_as_doubt(repo: Path, tmp
     assert _everything(tmp_path) == before and fifo_gitdir.is_fifo()
 
 
+@pytest.mark.machine  # its git's common dir is a FIFO: doubt for every lock scan while it runs
 @pytest.mark.skipif(not os.path.isfile("/proc/self/environ"), reason="reads a git process's environment in /proc")
 def test_a_git_process_whose_git_dir_has_a_fifo_for_commondir_is_doubt_not_a_hang(repo: Path, tmp_path: Path) -> None:
     """The attack one step further: a git process of this user started with GIT_DIR at a folder whose `commondir`

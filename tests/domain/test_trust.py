@@ -273,6 +273,7 @@ def test_claude_and_gemini_started_in_a_subdirectory_run_nothing(repo: Path, cap
         "cannot be told" in line
 
 
+@pytest.mark.machine  # a git whose paths cannot be followed: doubt for every lock scan while it runs
 def test_nothing_is_said_of_a_harness_not_wired_here(repo: Path, home: Path) -> None:
     _codex_config(home, repo, folder="untrusted")
     lines = _doctor(repo)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import subprocess
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
-from conftest import commit_all, flag_records, git, handoff_text, init_repo, run_gate
+from conftest import REAL_GIT, commit_all, flag_records, git, handoff_text, init_repo, run_gate
 
 from gates.infra.errors import GateError
 from gates.infra.git import Early, GitFailed, discover
@@ -228,14 +228,10 @@ def test_an_early_discovery_never_read_is_reaped(repo: Path, monkeypatch: pytest
         os.waitpid(pid, os.WNOHANG)  # no zombie left behind: it was waited for
 
 
-def _slow_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, repo: Path) -> Path:
+def _slow_git(plant: Callable[..., Path], monkeypatch: pytest.MonkeyPatch, repo: Path) -> Path:
     """git on PATH that takes 2 s for a call in `repo` and then leaves a mark; the path of that mark."""
-    wrapper = tmp_path / "bin"
-    wrapper.mkdir()
-    finished = tmp_path / "finished"
-    (wrapper / "git").write_text(f'#!/bin/sh\ncase "$*" in *"-C {repo} "*) sleep 2; touch "{finished}";; esac\n'
-                                 f'exec "{shutil.which("git")}" "$@"\n')
-    (wrapper / "git").chmod(0o755)
+    finished = repo.parent / "finished"
+    wrapper = plant(f'case "$*" in *"-C {repo} "*) sleep 2; touch "{finished}";; esac\nexec "{REAL_GIT}" "$@"\n')
     monkeypatch.setenv("PATH", f"{wrapper}:{os.environ['PATH']}")
     monkeypatch.setattr("gates.infra.git._GIT", [])  # git is found on this PATH
     return finished
@@ -243,10 +239,11 @@ def _slow_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, repo: Path) -> Pa
 
 @pytest.mark.parametrize("how", ["never read", "read from elsewhere"])
 def test_an_early_discovery_not_read_here_is_stopped_not_waited_for(repo: Path, tmp_path: Path, how: str,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   git_wrapper: Callable[..., Path]) -> None:
     """A check that fails before it asks (a usage error), or asks from another folder, does not wait for the slow
     git it started: it is stopped (a wait would let it finish and leave its mark)."""
-    finished = _slow_git(tmp_path, monkeypatch, repo)
+    finished = _slow_git(git_wrapper, monkeypatch, repo)
     other = tmp_path / "other"
     other.mkdir()
     git(other, "init", "-q", "-b", "main")
@@ -262,15 +259,15 @@ def test_an_early_discovery_not_read_here_is_stopped_not_waited_for(repo: Path, 
     assert not finished.exists()
 
 
-def test_prefetched_calls_nobody_read_are_stopped_when_the_invocation_ends(repo: Path, tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prefetched_calls_nobody_read_are_stopped_when_the_invocation_ends(repo: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                          git_wrapper: Callable[..., Path]) -> None:
     from gates.commands.invocation import Invocation
     from gates.infra.git import own_processes
 
     monkeypatch.chdir(repo)
     run = Invocation(["check"])
     found = run.repo()
-    finished = _slow_git(tmp_path, monkeypatch, repo)
+    finished = _slow_git(git_wrapper, monkeypatch, repo)
     found.prefetch(("rev-list", "HEAD"), ("log", "-1"))
     pids = [running.pid for running in found.started.values()]
     assert set(pids) <= own_processes()  # the gate's own: never taken for another writer while they run
@@ -283,12 +280,9 @@ def test_prefetched_calls_nobody_read_are_stopped_when_the_invocation_ends(repo:
     assert not finished.exists()
 
 
-def test_commands_other_than_check_start_no_early_git(repo: Path, tmp_path: Path) -> None:
-    wrapper = tmp_path / "bin"
-    wrapper.mkdir()
-    log = wrapper / "calls.log"
-    (wrapper / "git").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{shutil.which("git")}" "$@"\n')
-    (wrapper / "git").chmod(0o755)
+def test_commands_other_than_check_start_no_early_git(repo: Path, tmp_path: Path, git_wrapper: Callable[..., Path]) -> None:
+    log = tmp_path / "bin" / "calls.log"
+    wrapper = git_wrapper(f'echo "$*" >> "{log}"\nexec "{REAL_GIT}" "$@"\n')
     env = {**os.environ, "PATH": f"{wrapper}:{os.environ['PATH']}"}
     assert run_gate(repo, "schema", "config", env=env).returncode == 0
     assert not log.exists()
