@@ -434,7 +434,13 @@ def test_the_codex_screen_tells_the_user_the_gate_is_not_installed(tmp_path: Pat
             if "Trust this folder" in _wait_for(name, "Trust this folder"):
                 subprocess.run(["tmux", "send-keys", "-t", name, "Enter"], check=True)
             if "Hooks need review" in _wait_for(name, "Hooks need review"):
-                subprocess.run(["tmux", "send-keys", "-t", name, "Down"], check=True)  # 2. Trust all and continue
+                # 2. Trust all and continue. On a busy machine a Down sent as the choice is drawn was lost once, and
+                # Enter then took the first choice (the hooks' review): Enter goes once the choice is seen to move.
+                time.sleep(1)  # the choice takes keys a moment after it is drawn, as the composer below does
+                for _ in range(3):
+                    subprocess.run(["tmux", "send-keys", "-t", name, "Down"], check=True)
+                    if "› 2. Trust all" in _wait_for(name, "› 2. Trust all", 5):
+                        break
                 subprocess.run(["tmux", "send-keys", "-t", name, "Enter"], check=True)
             _wait_for(name, "Ask Codex")
             time.sleep(1)  # the composer takes keys a moment after it is drawn
