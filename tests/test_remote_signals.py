@@ -162,10 +162,14 @@ def test_a_claim_killed_anywhere_leaves_no_local_claim_without_the_remote_one(tm
     bare = seed_bare(tmp_path, CONFIG)
     tree = clone(f"file://{bare}", tmp_path / "a")
     assert GATE_BIN
+    # A gate killed in its network work keeps its scratch folder (no handler runs on SIGKILL): here, not in /tmp.
+    scratch_tmp = tmp_path / "tmp"
+    scratch_tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch_tmp)}
     deadline, rounds, half = time.monotonic() + 90, 0, []
     while rounds < 12 and time.monotonic() < deadline:
         rounds += 1
-        proc = subprocess.Popen([GATE_BIN, "claim", "--session", "A"], cwd=tree, stdout=subprocess.DEVNULL,
+        proc = subprocess.Popen([GATE_BIN, "claim", "--session", "A"], cwd=tree, env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
         time.sleep(random.uniform(0.05, 0.6))
         try:
