@@ -170,10 +170,13 @@ _CANARIES = {"tests/test_no_programs.py": '(repo / "git").symlink_to(canary("PAT
 
 
 def test_a_git_wrapper_is_planted_only_by_the_fixture_that_marks_its_test() -> None:
-    found = [f"{path.relative_to(ROOT)}:{line}" for path in sorted((ROOT / "tests").rglob("*.py"))
-             if path.name not in ("conftest.py", "test_code_quality.py")
-             for line in planted_gits(path.read_text())
-             if path.read_text().splitlines()[line - 1].strip() != _CANARIES.get(path.relative_to(ROOT).as_posix())]
+    found = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        if path.name in ("conftest.py", "test_code_quality.py"):
+            continue
+        name, lines = path.relative_to(ROOT).as_posix(), path.read_text().splitlines()
+        found += [f"{name}:{number}" for number in planted_gits("\n".join(lines))
+                  if lines[number - 1].strip() != _CANARIES.get(name)]
     assert found == [], "plant a git through the git_wrapper fixture (tests/conftest.py)"
 
 

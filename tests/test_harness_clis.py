@@ -441,6 +441,8 @@ def test_the_codex_screen_tells_the_user_the_gate_is_not_installed(tmp_path: Pat
                     subprocess.run(["tmux", "send-keys", "-t", name, "Down"], check=True)
                     if "› 2. Trust all" in _wait_for(name, "› 2. Trust all", 5):
                         break
+                else:
+                    pytest.fail("the hooks' choice never moved to 2. Trust all:\n" + _screen(name)[-3000:])
                 subprocess.run(["tmux", "send-keys", "-t", name, "Enter"], check=True)
             _wait_for(name, "Ask Codex")
             time.sleep(1)  # the composer takes keys a moment after it is drawn
