@@ -37,23 +37,54 @@ AGENT_ENV_VARS = ("CLAUDECODE", "CODEX_THREAD_ID", "GEMINI_CLI", "CODEX_HOME", "
 GATE_BIN = str(_BIN / "gate") if (_BIN / "gate").exists() else shutil.which("gate")
 
 
-@pytest.fixture(autouse=True)
-def machine_turn(request: pytest.FixtureRequest) -> Iterator[None]:
+class MachineTurn:
     """Test runs side by side on one machine (`.ci/run` runs a fast set per Python version at once): a lock's
     verdict weighs every process of this user, and a process whose target cannot be established keeps an aged lock
     live. A test that keeps such a process running (a planted `git` wrapper, a git in another namespace or with
-    paths that cannot be followed: marker `machine`) takes the machine alone; every other test shares it. The
-    turnstile lets a waiting `machine` test in before tests that come after it."""
-    import fcntl
+    paths that cannot be followed) takes the machine alone from then on (`alone()`; from its start when it is
+    marked `machine`); every other test shares it. The turnstile lets a waiting test in before tests that come
+    after it."""
 
-    alone = request.node.get_closest_marker("machine") is not None
-    base = os.path.join(tempfile.gettempdir(), f"handoff-gate-tests-{os.geteuid()}")
-    with open(f"{base}.turnstile", "a") as turnstile, open(f"{base}.lock", "a") as lock:
-        fcntl.flock(turnstile, fcntl.LOCK_EX)
-        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
-        if not alone:
-            fcntl.flock(turnstile, fcntl.LOCK_UN)
-        yield  # both are released when the files close
+    def __init__(self, alone: bool) -> None:
+        import fcntl
+
+        self._flock = fcntl.flock
+        self._ex, self._sh, self._un = fcntl.LOCK_EX, fcntl.LOCK_SH, fcntl.LOCK_UN
+        base = os.path.join(tempfile.gettempdir(), f"handoff-gate-tests-{os.geteuid()}")
+        self._turnstile, self._lock = open(f"{base}.turnstile", "a"), open(f"{base}.lock", "a")
+        self.is_alone = False
+        if alone:
+            self.alone()
+        else:
+            self._flock(self._turnstile, self._ex)
+            self._flock(self._lock, self._sh)
+            self._flock(self._turnstile, self._un)
+
+    def alone(self) -> None:
+        if self.is_alone:
+            return
+        self._flock(self._lock, self._un)  # never wait at the turnstile holding the lock: a waiting test holds it
+        self._flock(self._turnstile, self._ex)
+        self._flock(self._lock, self._ex)
+        self.is_alone = True
+
+    def close(self) -> None:
+        self._lock.close()  # closing releases the locks
+        self._turnstile.close()
+
+
+@pytest.fixture(autouse=True)
+def machine_turn(request: pytest.FixtureRequest) -> Iterator[MachineTurn]:
+    turn = MachineTurn(request.node.get_closest_marker("machine") is not None)
+    yield turn
+    turn.close()
+
+
+@pytest.fixture
+def alone(machine_turn: MachineTurn) -> Callable[[], None]:
+    """Call it just before starting a process no other run's lock scan can follow: the machine is this test's
+    alone from then until it ends (see MachineTurn)."""
+    return machine_turn.alone
 
 
 @pytest.fixture(autouse=True)
@@ -74,11 +105,12 @@ REAL_GIT = shutil.which("git") or "git"
 
 
 @pytest.fixture
-def git_wrapper(tmp_path: Path) -> Callable[..., Path]:
+def git_wrapper(tmp_path: Path, machine_turn: MachineTurn) -> Callable[..., Path]:
     """`plant(body, folder="bin")`: a folder of tmp_path holding a `git` that runs the shell program `body`, to put
     first on PATH (REAL_GIT is the real one). While it runs it is a process named git whose target no lock scan can
-    establish, so a test that asks for this fixture is marked `machine` (pytest_collection_modifyitems)."""
+    establish, so the test takes the machine alone when it plants one (MachineTurn)."""
     def plant(body: str, folder: str = "bin") -> Path:
+        machine_turn.alone()
         where = tmp_path / folder
         where.mkdir(exist_ok=True)
         (where / "git").write_text(f"#!/bin/sh\n{body}")
@@ -86,12 +118,6 @@ def git_wrapper(tmp_path: Path) -> Callable[..., Path]:
         return where
 
     return plant
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "git_wrapper" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.machine)
 
 
 def bare_python(code: str, cwd: Path | None = None, *args: str, top: Path = ROOT, flags: tuple[str, ...] = (),

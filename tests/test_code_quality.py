@@ -160,7 +160,7 @@ _PLANTED_GIT = re.compile(r"""/\s*["']git["']""")  # a path whose last part is `
 
 def planted_gits(source: str) -> list[int]:
     """The lines of a test module that name a file `git` themselves, to plant a program of that name (the
-    `git_wrapper` fixture is the one way: it marks its test `machine`, so no other run's lock test meets it)."""
+    `git_wrapper` fixture is the one way: it takes the machine alone as it plants, so no other run's lock test meets it)."""
     return [number for number, line in enumerate(source.splitlines(), 1)
             if _PLANTED_GIT.search(line) and not line.lstrip().startswith("assert ")]
 
@@ -169,7 +169,7 @@ def planted_gits(source: str) -> list[int]:
 _CANARIES = {"tests/test_no_programs.py": '(repo / "git").symlink_to(canary("PATH-relative-git"))'}
 
 
-def test_a_git_wrapper_is_planted_only_by_the_fixture_that_marks_its_test() -> None:
+def test_a_git_wrapper_is_planted_only_by_the_fixture_that_takes_the_machine_alone() -> None:
     found = []
     for path in sorted((ROOT / "tests").rglob("*.py")):
         if path.name in ("conftest.py", "test_code_quality.py"):

@@ -12,14 +12,13 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Callable
 
 import pytest
 from conftest import GATE_BIN, git, run_gate
 from locks_helpers import Transaction, aged, fast, judge, locks_now, quarantined
 
 from gates.domain import procscan
-
-pytestmark = pytest.mark.machine  # gits in namespaces of their own: no other run's lock scan can follow them
 
 
 def _unshare_works(*flags: str) -> bool:
@@ -55,7 +54,8 @@ def _lines(out: str, *shown: str) -> list[str]:
 @needs_pid_ns
 @on_the_host
 @pytest.mark.parametrize("how", ["its own /proc", "the host's /proc"])
-def test_a_gate_in_another_pid_namespace_never_moves_the_locks_of_a_git_outside_it(repo: Path, how: str) -> None:
+def test_a_gate_in_another_pid_namespace_never_moves_the_locks_of_a_git_outside_it(repo: Path, how: str,
+                                                                                   alone: Callable[[], None]) -> None:
     """The attack: the gate runs under `unshare --pid --fork` (with or without a /proc of its own) while a prepared
     transaction outside holds its locks; it saw no git and moved them, and the transaction's commit failed."""
     fast(repo)
@@ -66,6 +66,7 @@ def test_a_gate_in_another_pid_namespace_never_moves_the_locks_of_a_git_outside_
 
         time.sleep(1.2)  # older than the threshold: only liveness keeps them now
         here = run_gate(repo, "locks")
+        alone()  # the gate's gits in a PID namespace of their own: no other run's lock scan can follow them
         assert _lines(here.stdout, "HEAD.lock") and all(line.startswith("live") for line in
                                                         _lines(here.stdout, "HEAD.lock", "main.lock")), here.stdout
         inside = subprocess.run(["unshare", *flags, str(GATE_BIN), "locks", "--quarantine"], cwd=repo, capture_output=True,
@@ -88,6 +89,7 @@ def test_a_gate_in_another_pid_namespace_never_moves_the_locks_of_a_git_outside_
 
 @needs_mount_ns
 @on_the_host
+@pytest.mark.machine  # its git in a mount namespace of its own: doubt for every lock scan while it runs
 def test_a_git_in_another_mount_namespace_is_doubt(repo: Path, tmp_path: Path) -> None:
     """The mirror attack: a container's git works in the repository through a bind mount at another path; from the
     host its cwd reads as that path (an empty folder here), so it looked as if it worked elsewhere and its locks were

@@ -123,20 +123,21 @@ def test_a_signal_while_the_scratch_repository_is_made_leaves_nothing_behind(tmp
     scratch_tmp, marker = tmp_path / "tmp", tmp_path / "in-init"
     scratch_tmp.mkdir()
     wrapper = git_wrapper(f'case " $* " in *" init "*) for last; do :; done\n  {REAL_GIT} "$@" || exit\n'
-                          f'  : > {marker}\n  sleep 2\n  mkdir -p "$last/objects/late"\n  exit 0;;\nesac\n'
+                          f'  echo $$ > {marker}\n  sleep 2\n  mkdir -p "$last/objects/late"\n  exit 0;;\nesac\n'
                           f'exec {REAL_GIT} "$@"\n')
     env = {**os.environ, "TMPDIR": str(scratch_tmp), "PATH": f"{wrapper}:{os.environ['PATH']}"}
     assert GATE_BIN
     proc = subprocess.Popen([GATE_BIN, "brief"], cwd=tree, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        if not _wait_for(marker.exists, 30):
+        if not _wait_for(lambda: marker.exists() and marker.read_text().strip(), 30):
             proc.kill()
             pytest.fail("the brief never made its scratch repository")
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 130, err
-        time.sleep(3)  # a git left running would write its last directory by now
+        init = marker.read_text().strip()  # the git that goes on writing after its init: stopped, so it never will
+        assert _wait_for(lambda: not os.path.exists(f"/proc/{init}"), 10), f"git {init} still runs"
         assert os.listdir(scratch_tmp) == []
     finally:
         proc.kill()

@@ -12,7 +12,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 from conftest import ROOT, git, init_repo, run_gate, write_target
 
 from gates.domain import agents
@@ -62,7 +61,6 @@ def _adopted(tmp_path: Path) -> Path:
     return repo
 
 
-@pytest.mark.machine  # hooks' gits with a relative GIT_INDEX_FILE and a work tree: doubt for every lock scan
 def test_a_week_of_sessions_reads_true_at_every_step(tmp_path: Path) -> None:
     repo = _adopted(tmp_path)
 
@@ -271,7 +269,6 @@ def test_five_sessions_through_the_real_hooks_read_true_line_by_line(tmp_path: P
     assert week.returncode == 0 and week.stdout.endswith("and 7 commits of " + f"{adopted}..HEAD)\n"), week.stdout
 
 
-@pytest.mark.machine  # hooks' gits with a relative GIT_INDEX_FILE and a work tree: doubt for every lock scan
 def test_a_problem_fixed_before_the_close_out_is_told_whatever_second_it_fell_in(tmp_path: Path) -> None:
     """Before issue 27 the line counted flags last seen at or after the Meta `updated`: a fix a second before the
     close-out's stamp was never told. It counts what was resolved since the closing session began (journal order)."""

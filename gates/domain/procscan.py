@@ -163,6 +163,10 @@ _GLOBAL_WITH_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--names
 _ENV_PATHS = ("GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")
 _NAMES_GIT_DIR = ("--git-dir", "GIT_DIR", "GIT_COMMON_DIR")
 _WORK_TREE = ("--work-tree", "GIT_WORK_TREE")
+# Read (again) once git has set up, so relative to where it stands then: the top of its work tree, which is where a
+# process that holds a lock is. (A relative GIT_DIR or work tree is relative to where git started: git carries it
+# along when it changes folder.)
+_AFTER_SETUP = ("GIT_INDEX_FILE", "GIT_COMMON_DIR")
 
 
 class Doubt(Exception):
@@ -239,17 +243,23 @@ def targets(cwd: str, argv: list[str], env: dict[str, str], roots: list[str]) ->
     named += [(key, env[key]) for key in _ENV_PATHS if env.get(key)]
     if any(name == "--bare" for name, _ in options):
         named.append(("--bare", here))
-    moved = any(name in _WORK_TREE for name, _ in named)  # git may have changed to the work tree since it started
+    work_trees = [_resolve(os.path.join(here, value), name) for name, value in named if name in _WORK_TREE]
     git_dirs: list[str] = []
     for name, value in named:
-        if not os.path.isabs(value) and moved and name not in _WORK_TREE:
+        bases = [here]
+        if os.path.isabs(value):
+            pass
+        elif name in _AFTER_SETUP:  # read again once git stands where it works: any folder it may have moved to
+            bases = list(dict.fromkeys((cwd, here, *work_trees)))
+        elif work_trees and name not in _WORK_TREE:
             raise Doubt(f"{name} {value[:200]!r} is relative, and with a work tree given git may have left the "
                         "directory it is relative to")
-        real = _resolve(os.path.join(here, value), name)
-        if _inside(real, roots):
-            return f"{name} {real}"
-        if name in (*_NAMES_GIT_DIR, "--bare"):
-            git_dirs.append(real)
+        for base in bases:
+            real = _resolve(os.path.join(base, value), name)
+            if _inside(real, roots):
+                return f"{name} {real}"
+            if name in (*_NAMES_GIT_DIR, "--bare"):
+                git_dirs.append(real)
     if not any(name in ("--git-dir", "GIT_DIR", "--bare") for name, _ in named):
         for start in dict.fromkeys((cwd, os.path.normpath(here))):
             found = _discover(start)

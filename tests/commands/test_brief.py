@@ -183,12 +183,12 @@ def test_the_brief_groups_open_flags_by_reason(repo: Path) -> None:
 def test_the_gates_own_git_is_no_holder_of_a_stale_lock(repo: Path, git_wrapper: Callable[..., Path]) -> None:
     """brief asks `git status` while it judges the locks: its own git, still running then, is no other writer that
     could hold the lock (in a large repository status outlasts the scan; a slow git stands in for it here)."""
-    wrapper = git_wrapper(f'case "$*" in *" status "*) sleep 2;; esac\nexec "{REAL_GIT}" "$@"\n')
     with (repo / ".gate.yaml").open("a") as config:
         config.write("locks:\n  threshold: 1s\n")
     lock = repo / ".git" / "index.lock"
     lock.write_text("")
     time.sleep(1.5)  # older than the threshold by its ctime too, which nothing can set back
+    wrapper = git_wrapper(f'case "$*" in *" status "*) sleep 2;; esac\nexec "{REAL_GIT}" "$@"\n')
     proc = run_gate(repo, "brief", env={**os.environ, "PATH": f"{wrapper}:{os.environ['PATH']}"})
     said = [line for line in proc.stdout.splitlines() if line.startswith("Git lock")]
     assert len(said) == 1 and ": stale —" in said[0], proc.stdout

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 from conftest import GATE_BIN, call_gate, flag_records, git, run_gate
@@ -336,6 +337,19 @@ def test_where_a_git_process_works_is_read_from_its_cwd_command_line_and_environ
     assert where(["git", "config", f"--file={repo}/.git/config", "a.b", "c"]) == f"its command line names {repo}/.git/config"
     assert where(["git", "status"], {"GIT_DIR": str(tmp_path / "fake-worktree")}) == (
         f"{tmp_path}/fake-worktree has its common dir at {repo}/.git")
+    # GIT_INDEX_FILE and GIT_COMMON_DIR are read again once git has set up, relative to where it then stands (the
+    # top of its work tree): the process's cwd or any work tree it is given. A hook's `.git/index` in another
+    # repository works there; `git -C sub` at the top of another repository reads `../repo/...` from that top.
+    (other / "sub").mkdir()
+    (other / "repo" / ".git").mkdir(parents=True)  # a decoy: from `sub` the index file resolves harmlessly here
+    hook = {"GIT_DIR": str(other / ".git"), "GIT_WORK_TREE": str(other), "GIT_INDEX_FILE": ".git/index"}
+    assert where(["git", "cat-file", "--batch"], hook) is None
+    assert where(["git", "-C", "sub", "commit", "-a"], {"GIT_INDEX_FILE": "../repo/.git/index"}) == (
+        f"GIT_INDEX_FILE {repo}/.git/index")
+    assert where(["git", "status"], {"GIT_WORK_TREE": str(tmp_path), "GIT_INDEX_FILE": "repo/.git/index"}) == (
+        f"GIT_INDEX_FILE {repo}/.git/index")
+    assert where(["git", "status"], {"GIT_WORK_TREE": str(tmp_path), "GIT_COMMON_DIR": "repo/.git"}) == (
+        f"GIT_COMMON_DIR {repo}/.git")
     (tmp_path / "gitfile-here").mkdir()
     (tmp_path / "gitfile-here" / ".git").write_text(f"gitdir: {repo}/.git\n")
     (tmp_path / "gitfile-here" / "sub").mkdir()
@@ -354,6 +368,68 @@ def test_where_a_git_process_works_is_read_from_its_cwd_command_line_and_environ
     for why, (argv, env, cwd) in doubts.items():
         with pytest.raises(procscan.Doubt, match=why):
             where(argv, env, cwd)
+
+
+def test_a_git_of_another_repository_reading_a_relative_index_file_is_judged_where_it_works(repo: Path,
+                                                                                           tmp_path: Path) -> None:
+    """A hook of another repository's `git commit` is given GIT_INDEX_FILE=.git/index (relative), and a tool there
+    (GitPython's `cat-file`) adds GIT_DIR and GIT_WORK_TREE: git reads that file from the top of its work tree, so
+    the process works elsewhere and an aged lock here is stale. (It was doubt, so live, for as long as it ran.)"""
+    fast(repo)
+    aged(repo / ".git" / "index.lock")
+    other = tmp_path / "other"
+    git(tmp_path, "init", "-q", str(other))
+    env = {**os.environ, "GIT_DIR": str(other / ".git"), "GIT_WORK_TREE": str(other), "GIT_INDEX_FILE": ".git/index"}
+    time.sleep(1.2)  # older than the threshold by its ctime too
+    reader = subprocess.Popen(["git", "cat-file", "--batch"], cwd=other, env=env, stdin=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL)
+    try:
+        proc = run_gate(repo, "locks", "--format", "json", timeout=TIMEOUT)
+        judged = next(lock for lock in json.loads(proc.stdout)["locks"] if lock["shown"] == "index.lock")
+        assert judged["verdict"] == lockscan.STALE, judged
+        assert reader.poll() is None  # it ran all along
+    finally:
+        assert reader.stdin is not None
+        reader.stdin.close()
+        reader.wait(timeout=TIMEOUT)
+
+
+def test_a_commit_in_another_repository_holding_this_index_keeps_its_lock(repo: Path, tmp_path: Path) -> None:
+    """The attack: `git -C sub commit -a` in another repository with GIT_INDEX_FILE=../repo/.git/index takes this
+    repository's index.lock (git reads the variable from the top of its work tree, where it stands then). Resolved
+    from `sub` instead (a decoy folder there), the lock looked unheld and was moved while the commit held it, and
+    the commit failed."""
+    fast(repo)
+    other = tmp_path / "other"
+    git(tmp_path, "init", "-q", "-b", "main", str(other))
+    (other / "sub").mkdir()
+    (other / "repo" / ".git").mkdir(parents=True)
+    (other / ".git" / "objects" / "info" / "alternates").write_text(f"{repo}/.git/objects\n")
+    reached, go = tmp_path / "reached", tmp_path / "go"
+    hook = other / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(f'#!/bin/sh\n: > "{reached}"\nwhile [ ! -e "{go}" ]; do sleep 0.05; done\n')
+    hook.chmod(0o755)
+    env = {**os.environ, "GIT_INDEX_FILE": "../repo/.git/index"}
+    commit = subprocess.Popen(["git", "-C", "sub", "commit", "-q", "-a", "--allow-empty", "-m", "theirs"], cwd=other,
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not reached.exists() and commit.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert reached.exists(), commit.communicate()
+        time.sleep(1.2)  # the lock it holds is older than the threshold now
+        before = locks_now(repo)
+        assert "index.lock" in before
+        proc = run_gate(repo, "locks", "--quarantine", timeout=TIMEOUT)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        said = [line for line in proc.stdout.splitlines() if "index.lock" in line]
+        assert len(said) == 1 and said[0].startswith("live") and f"GIT_INDEX_FILE {repo}/.git/index" in said[0], said
+        assert locks_now(repo) == before and quarantined(repo) == []
+    finally:
+        go.touch()
+        out, err = commit.communicate(timeout=TIMEOUT)
+    assert commit.returncode == 0, err
 
 
 def _fake_proc(tmp_path: Path, cwd: Path, cmdline: list[str], environ: list[str] | None) -> Path:
@@ -549,9 +625,9 @@ def test_gate_doctor_takes_a_fifo_at_a_worktrees_gitdir_as_doubt(repo: Path, tmp
     assert _everything(tmp_path) == before and fifo_gitdir.is_fifo()
 
 
-@pytest.mark.machine  # its git's common dir is a FIFO: doubt for every lock scan while it runs
 @pytest.mark.skipif(not os.path.isfile("/proc/self/environ"), reason="reads a git process's environment in /proc")
-def test_a_git_process_whose_git_dir_has_a_fifo_for_commondir_is_doubt_not_a_hang(repo: Path, tmp_path: Path) -> None:
+def test_a_git_process_whose_git_dir_has_a_fifo_for_commondir_is_doubt_not_a_hang(repo: Path, tmp_path: Path,
+                                                                                  alone: Callable[[], None]) -> None:
     """The attack one step further: a git process of this user started with GIT_DIR at a folder whose `commondir`
     is a FIFO. git itself waits on it forever; the gate, reading it to learn where that git works, must not."""
     planted = tmp_path / "planted-git-dir"
@@ -561,12 +637,13 @@ def test_a_git_process_whose_git_dir_has_a_fifo_for_commondir_is_doubt_not_a_han
     fast(repo)
     aged(repo / ".git" / "index.lock")
     before = _everything(tmp_path)
+    time.sleep(1.2)  # older than the threshold
+    alone()  # its git's common dir is a FIFO: doubt for every lock scan while it runs
     stuck = subprocess.Popen(["git", "rev-parse", "--git-common-dir"], cwd=tmp_path, env={**os.environ,
                              "GIT_DIR": str(planted)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        time.sleep(1.2)
-        assert stuck.poll() is None  # git waits on the FIFO
         proc = run_gate(repo, "locks", "--quarantine", "--format", "json", timeout=TIMEOUT)
+        assert stuck.poll() is None  # git waits on the FIFO still
         assert proc.returncode == 0, proc.stdout + proc.stderr
         judged = next(lock for lock in json.loads(proc.stdout)["locks"] if lock["shown"] == "index.lock")
         assert judged["verdict"] == lockscan.LIVE

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-import time
 from pathlib import Path
 from typing import Callable
 
@@ -237,6 +236,14 @@ def _slow_git(plant: Callable[..., Path], monkeypatch: pytest.MonkeyPatch, repo:
     return finished
 
 
+def _stopped_before_it_finished(pid: int, finished: Path) -> None:
+    """The slow git `pid` (a child of this process) is gone and reaped, and it never left its mark: the wrapper
+    leaves it before it exits, so it was stopped, and nothing of it is left running to leave it later."""
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reaped: no zombie, and no longer running
+    assert not finished.exists()
+
+
 @pytest.mark.parametrize("how", ["never read", "read from elsewhere"])
 def test_an_early_discovery_not_read_here_is_stopped_not_waited_for(repo: Path, tmp_path: Path, how: str,
                                                                    monkeypatch: pytest.MonkeyPatch,
@@ -250,13 +257,13 @@ def test_an_early_discovery_not_read_here_is_stopped_not_waited_for(repo: Path, 
     monkeypatch.chdir(repo)
     early = Early()
     assert early.running is not None and early.running.argv[:3] == [str(tmp_path / "bin" / "git"), "-C", str(repo)]
+    pid = early.running.pid
     if how == "never read":
         early.drop()
     else:
         assert discover(other, early=early).toplevel == os.path.realpath(other)
-    assert early.running is None and not finished.exists()
-    time.sleep(2.5)
-    assert not finished.exists()
+    assert early.running is None
+    _stopped_before_it_finished(pid, finished)
 
 
 def test_prefetched_calls_nobody_read_are_stopped_when_the_invocation_ends(repo: Path, monkeypatch: pytest.MonkeyPatch,
@@ -274,10 +281,7 @@ def test_prefetched_calls_nobody_read_are_stopped_when_the_invocation_ends(repo:
     run.close()
     assert found.started == {} and not set(pids) & own_processes()
     for pid in pids:
-        with pytest.raises(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)  # reaped: no zombie
-    time.sleep(2.5)
-    assert not finished.exists()
+        _stopped_before_it_finished(pid, finished)
 
 
 def test_commands_other_than_check_start_no_early_git(repo: Path, tmp_path: Path, git_wrapper: Callable[..., Path]) -> None:
