@@ -56,8 +56,10 @@ def _probe(repo: Path) -> str:
 
 
 def test_a_check_loads_no_heavy_module_once_the_config_is_cached(repo: Path) -> None:
+    """A claim is held, so the claim gate reads its record: JSON, through jsonio's strict reader (not dataio's)."""
     (repo / ".gate.yaml").write_text("handoff:\n  max_lines: 500\n")
     assert "jsonschema" in _probe(repo)  # the first run parses and validates .gate.yaml
+    assert run_gate(repo, "claim").returncode == 0
     (repo / "HANDOFF.md").write_text(handoff_text(git(repo, "rev-parse", "HEAD"), target="Another target."))
     assert _probe(repo) == "LOADED= CODE=0"  # the parsers and the modules above, kept off every hook
 

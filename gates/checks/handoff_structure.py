@@ -200,15 +200,15 @@ def schema_error(relative: str, problem: str) -> GateError:
 
 
 def load_project_schema(ctx: Context, relative: str) -> dict[str, Any]:
-    from gates.infra import dataio, fsio
+    from gates.infra import fsio, jsonio
     from gates.infra.errors import GateError
 
     data = fsio.read_bytes_capped(ctx.repo.path(relative), 1 << 20, relative)
     if isinstance(data, int):
         raise GateError(f"schema is {data:,} bytes, over the 1 MiB cap", reason="config-invalid", path=relative)
     try:
-        schema = dataio.load_json(fsio.decode_text(data, relative))
-    except dataio.DataError as exc:
+        schema = jsonio.load_json(fsio.decode_text(data, relative))
+    except jsonio.DataError as exc:
         raise GateError(exc.message, reason="config-invalid", path=relative, line=exc.line or None) from None
     if not isinstance(schema, dict):
         raise schema_error(relative, "a schema must be a JSON object")

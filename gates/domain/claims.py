@@ -26,13 +26,13 @@ import os
 import posixpath
 import stat
 
-from gates.infra import clock, dataio, fsio, jsonio, paths, state
+from gates.infra import clock, fsio, jsonio, paths, state
 from gates.infra.clock import datetime, timedelta
 from gates.infra.digest import sha256
 from gates.infra.errors import USAGE, GateError
 from gates.infra.git import Repo
 from gates.infra.plain import NamedTuple
-from gates.infra.text import Pattern
+from gates.infra.text import Pattern, unsafe
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def check_session(session: str | None) -> str | None:
 def check_note(note: str | None) -> str | None:
     if note is None:
         return None
-    if dataio.unsafe_text(note):
+    if unsafe(note):
         raise _usage("note refused: it holds control, NUL or bidi characters")
     if len(note) > MAX_NOTE_CHARS:
         raise _usage(f"note refused: {len(note)} characters, at most {MAX_NOTE_CHARS}")
@@ -186,8 +186,8 @@ def _load(path: str) -> dict[str, Any] | None:
     if data is None:
         return None
     try:
-        record = dataio.load_json(fsio.decode_text(data, path))
-    except (dataio.DataError, GateError) as exc:
+        record = jsonio.load_json(fsio.decode_text(data, path))
+    except (jsonio.DataError, GateError) as exc:
         raise GateError(f"claim record {path} is unreadable ({exc}): inspect it, then move it aside with "
                         "`gate release --force --reason TEXT`", reason="state-unsafe") from None
     if not isinstance(record, dict) or not isinstance(record.get("token"), str):

@@ -317,10 +317,10 @@ def slug(title: str) -> str:
 
 
 def new(repo: Repo, config: Config, title: str, now: datetime) -> str:
-    from gates.infra import dataio
+    from gates.infra.text import unsafe
 
     title = " ".join(title.split())
-    if not title or len(title) > 200 or dataio.unsafe_text(title):
+    if not title or len(title) > 200 or unsafe(title):
         raise GateError("a record title is 1-200 characters of plain text (no control, NUL or bidi characters)",
                         code=USAGE, reason="usage")
     directory, _ = folder(repo, config)

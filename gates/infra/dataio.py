@@ -7,8 +7,10 @@ NaN and deep nesting are refused with the line where they stand.
 
 from __future__ import annotations
 
-from gates.infra import jsonio
-from gates.infra.text import excerpt, unsafe
+from gates.infra.jsonio import DataError as DataError  # re-exported: callers move to jsonio
+from gates.infra.jsonio import bounded
+from gates.infra.jsonio import load_json as load_json
+from gates.infra.text import excerpt
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -19,18 +21,6 @@ Path_ = tuple[object, ...]
 
 _CORE = "tag:yaml.org,2002:"
 _SCALAR_TAGS = {f"{_CORE}{name}" for name in ("str", "int", "float", "bool", "null", "timestamp")}
-
-
-class DataError(Exception):
-    """Unparseable or refused data; `line` is 1-based (0 when unknown)."""
-
-    def __init__(self, message: str, line: int = 0) -> None:
-        super().__init__(message)
-        self.message = message
-        self.line = line
-
-
-unsafe_text = unsafe  # whether a text (a note, a title: words people read) holds control, NUL, bidi or zero-width characters
 
 
 def load_yaml(text: str) -> tuple[Any, dict[Path_, int]]:
@@ -139,7 +129,7 @@ def _scalar(kind: str, raw: str, line: int) -> Any:
         if kind == "int":
             text = raw.replace("_", "")
             value = int(text, 0) if text.lower().lstrip("+-").startswith(("0x", "0o", "0b")) else int(text, 10)
-            return _bounded(value, line)
+            return bounded(value, line)
         if kind == "float":
             if raw.lower().lstrip("+-") in (".nan", ".inf"):
                 raise DataError(f"'{raw}' is not allowed: numbers must be finite", line)
@@ -147,56 +137,3 @@ def _scalar(kind: str, raw: str, line: int) -> Any:
     except ValueError:
         raise DataError(f"'{excerpt(raw)}' is not a valid {kind}", line) from None
     return raw  # str, and timestamps kept as the text that was written
-
-
-MAX_INT = 1 << 63  # beyond any count, size or time the gate reads; Python cannot even print an int of 4,300 digits
-
-
-def _bounded(value: int, line: int = 0) -> int:
-    if abs(value) >= MAX_INT:
-        raise DataError("a number beyond 2**63 is not allowed", line)
-    return value
-
-
-INVALID_JSON = "invalid JSON: a comma, colon, quote or bracket is missing or out of place"
-
-
-def load_json(text: str) -> Any:
-    """JSON with duplicate keys, NaN and Infinity refused, and deep nesting a parse error."""
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        result: dict[str, Any] = {}
-        for key, value in items:
-            if key in result:
-                raise DataError(f"duplicate key '{excerpt(key)}'")
-            result[key] = value
-        return result
-
-    def constant(name: str) -> Any:
-        raise DataError(f"{name} is not allowed: numbers must be finite")
-
-    def number(raw: str) -> float:
-        value = float(raw)
-        if value in (float("inf"), float("-inf")):
-            raise DataError(f"'{excerpt(raw)}' is not allowed: numbers must be finite")
-        return value
-
-    def integer(raw: str) -> int:
-        if len(raw.lstrip("-")) > 19:
-            raise DataError("a number beyond 2**63 is not allowed")
-        return _bounded(int(raw))
-
-    try:
-        data = jsonio.loads(text, object_pairs_hook=pairs, parse_constant=constant, parse_float=number,
-                          parse_int=integer)
-        if "\\ud" in text or "\\uD" in text:  # a lone surrogate escape (`"\ud800"`) decodes to no character
-            jsonio.dumps(data, ensure_ascii=False).encode("utf-8")
-    except ValueError as exc:  # json.JSONDecodeError: named by its fields, so `json` is imported only on this path
-        # Our own words, not the stdlib's (they change between Python versions: 3.13 says "Illegal trailing comma"
-        # where 3.12 says "Expecting property name"); the line is where the parser stopped.
-        raise DataError(INVALID_JSON, getattr(exc, "lineno", 0)) from None
-    except RecursionError:
-        raise DataError("invalid JSON: nested too deeply") from None
-    except UnicodeEncodeError:
-        raise DataError("invalid JSON: a string holds a lone surrogate (an escape like \\ud800 that is no character)") from None
-    return data

@@ -27,8 +27,8 @@ def sha256(data: bytes = b"") -> Hash:
     return found
 
 
-_INNER = bytes(byte ^ 0x36 for byte in range(256))  # HMAC's pads (RFC 2104), as translation tables
-_OUTER = bytes(byte ^ 0x5C for byte in range(256))
+_INNER = int.from_bytes(b"\x36" * 64, "big")  # HMAC's pads (RFC 2104), one SHA-256 block each, as numbers to XOR
+_OUTER = int.from_bytes(b"\x5c" * 64, "big")
 
 
 class Hmac:
@@ -38,9 +38,9 @@ class Hmac:
     def __init__(self, key: bytes) -> None:
         if len(key) > 64:  # SHA-256's block
             key = sha256(key).digest()
-        key = key.ljust(64, b"\0")
-        self._inner = sha256(key.translate(_INNER))
-        self._outer = key.translate(_OUTER)
+        number = int.from_bytes(key.ljust(64, b"\0"), "big")
+        self._inner = sha256((number ^ _INNER).to_bytes(64, "big"))
+        self._outer = (number ^ _OUTER).to_bytes(64, "big")
 
     def update(self, data: bytes) -> None:
         self._inner.update(data)

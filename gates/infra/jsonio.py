@@ -7,9 +7,14 @@ a flag or a manifest pays for neither. The answers are `json`'s own: the same sc
 encoder, the same hooks. Anything this door does not do itself (an indented document, an input
 that does not parse, an interpreter without `_json`) is handed to `json`, which then gives its
 exact result or error.
+
+`load_json` is the strict reader of every JSON file the gate reads (a claim, a flag, a manifest, a harness's
+input): duplicate keys, NaN, Infinity and numbers beyond 2**63 are refused as a DataError, in our own words.
 """
 
 from __future__ import annotations
+
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,20 +28,7 @@ except ImportError:  # pragma: no cover - an interpreter without the accelerator
     ACCELERATED = False
 
 _SPACE = " \t\n\r"  # JSON's whitespace, and all that `json` skips around a document
-
-
-class _Context:
-    """What the C scanner reads off its context (as `json.JSONDecoder` hands it itself)."""
-
-    strict = True
-    object_hook = None
-
-    def __init__(self, pairs: Callable[..., Any] | None, parse_float: Callable[[str], Any],
-                 parse_int: Callable[[str], Any], parse_constant: Callable[[str], Any]) -> None:
-        self.object_pairs_hook = pairs
-        self.parse_float = parse_float
-        self.parse_int = parse_int
-        self.parse_constant = parse_constant
+_FIELDS: Any = type(sys.implementation)  # types.SimpleNamespace (without importing types): what the C scanner reads
 
 
 def _constant(name: str) -> float:
@@ -49,7 +41,8 @@ def loads(text: str, *, object_pairs_hook: Callable[..., Any] | None = None,
     """`json.loads(text, ...)` for a str, with the same hooks; errors are `json`'s own."""
     if ACCELERATED:
         start = len(text) - len(text.lstrip(_SPACE))
-        context: Any = _Context(object_pairs_hook, parse_float, parse_int, parse_constant)  # a JSONDecoder's fields
+        context = _FIELDS(strict=True, object_hook=None, object_pairs_hook=object_pairs_hook,  # a JSONDecoder's fields
+                          parse_float=parse_float, parse_int=parse_int, parse_constant=parse_constant)
         try:
             value, end = make_scanner(context)(text, start)
         except (StopIteration, ValueError, SystemError):
@@ -81,3 +74,65 @@ def dumps(value: Any, *, indent: int | str | None = None, sort_keys: bool = Fals
     if isinstance(value, str):
         return str(quote(value))
     return "".join(make_encoder({}, _unencodable, quote, None, key, item, sort_keys, False, True)(value, 0))
+
+
+class DataError(Exception):
+    """Unparseable or refused data (JSON here, YAML in gates/infra/dataio.py); `line` is 1-based (0 when unknown)."""
+
+    def __init__(self, message: str, line: int = 0) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+MAX_INT = 1 << 63  # beyond any count, size or time the gate reads; Python cannot even print an int of 4,300 digits
+
+
+def bounded(value: int, line: int = 0) -> int:
+    if abs(value) >= MAX_INT:
+        raise DataError("a number beyond 2**63 is not allowed", line)
+    return value
+
+
+INVALID_JSON = "invalid JSON: a comma, colon, quote or bracket is missing or out of place"
+
+
+def load_json(text: str) -> Any:
+    """JSON with duplicate keys, NaN and Infinity refused, and deep nesting a parse error."""
+    from gates.infra.text import excerpt
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key, value in items:
+            if key in result:
+                raise DataError(f"duplicate key '{excerpt(key)}'")
+            result[key] = value
+        return result
+
+    def constant(name: str) -> Any:
+        raise DataError(f"{name} is not allowed: numbers must be finite")
+
+    def number(raw: str) -> float:
+        value = float(raw)
+        if value in (float("inf"), float("-inf")):
+            raise DataError(f"'{excerpt(raw)}' is not allowed: numbers must be finite")
+        return value
+
+    def integer(raw: str) -> int:
+        if len(raw.lstrip("-")) > 19:
+            raise DataError("a number beyond 2**63 is not allowed")
+        return bounded(int(raw))
+
+    try:
+        data = loads(text, object_pairs_hook=pairs, parse_constant=constant, parse_float=number, parse_int=integer)
+        if "\\ud" in text or "\\uD" in text:  # a lone surrogate escape (`"\ud800"`) decodes to no character
+            dumps(data, ensure_ascii=False).encode("utf-8")
+    except ValueError as exc:  # json.JSONDecodeError: named by its fields, so `json` is imported only on this path
+        # Our own words, not the stdlib's (they change between Python versions: 3.13 says "Illegal trailing comma"
+        # where 3.12 says "Expecting property name"); the line is where the parser stopped.
+        raise DataError(INVALID_JSON, getattr(exc, "lineno", 0)) from None
+    except RecursionError:
+        raise DataError("invalid JSON: nested too deeply") from None
+    except UnicodeEncodeError:
+        raise DataError("invalid JSON: a string holds a lone surrogate (an escape like \\ud800 that is no character)") from None
+    return data

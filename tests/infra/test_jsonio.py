@@ -10,8 +10,8 @@ from conftest import bare_python, imported_by
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gates.infra import dataio, jsonio
-from gates.infra.dataio import DataError, load_json
+from gates.infra import jsonio
+from gates.infra.jsonio import DataError, load_json
 
 _SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
 DATA = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
@@ -68,10 +68,10 @@ def test_refusals_keep_their_words_and_lines() -> None:
     assert caught.value.message == "duplicate key 'a'"
     with pytest.raises(DataError) as caught:
         load_json('{\n"a": 1\n"b": 2}')  # a missing comma: every Python stops at line 3
-    assert (caught.value.message, caught.value.line) == (dataio.INVALID_JSON, 3)
+    assert (caught.value.message, caught.value.line) == (jsonio.INVALID_JSON, 3)
     with pytest.raises(DataError) as caught:  # a trailing comma: 3.13 stops at the comma, earlier ones after it
         load_json('{\n"a": 1,\n}')
-    assert caught.value.message == dataio.INVALID_JSON and caught.value.line in (2, 3)
+    assert caught.value.message == jsonio.INVALID_JSON and caught.value.line in (2, 3)
     with pytest.raises(DataError, match="NaN is not allowed"):
         load_json("[NaN]")
     with pytest.raises(TypeError, match="not JSON serializable"):
