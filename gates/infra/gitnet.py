@@ -348,8 +348,8 @@ def _file_path(url: str, key: str) -> str:
 def _local_remote(repo: Repo, path: str, key: str) -> str:
     """A remote on this machine: its receive-pack runs here, with its own config, so one inside this repository
     (a bare repository committed to the work tree, or this very git dir) is refused: whoever shaped the
-    repository shaped it too. Judged as git will find it: the path through every symlink, then each folder
-    enter_repo() may take (`/.git`, as is, `.git/.git`, `.git`), a gitfile's target and a `commondir`."""
+    repository shaped it too. Judged as git will find it: the path through every symlink, then each of
+    GIT_SUFFIXES, a gitfile's target and a `commondir`."""
     if len(path) >= PATH_MAX:
         raise _refused(key, "the path is too long")
     base = os.path.realpath(path.rstrip("/") or "/")
@@ -389,7 +389,7 @@ def _pointer(where: str, name: str, key: str) -> str:
         text = text[len("gitdir:"):].strip()
     if not text or len(data) > PATH_MAX or "\0" in text:
         raise _refused(key, f"{path[:80]!r} cannot be read as git reads it")
-    return os.path.realpath(os.path.join(os.path.dirname(path) if not name else where, text))
+    return os.path.realpath(os.path.join(os.path.dirname(path), text))
 
 
 # What a local far repository's own config could make its receive-pack/upload-pack run, switched off on its command
@@ -475,14 +475,14 @@ def push_refs(work: Scratch, url: str, updates: list[tuple[str, str | None, str 
     return PushResult(ok, bool(status), status, _last_line(proc.stderr) if not ok else "")
 
 
-def make_commit(work: Scratch, files: dict[str, bytes], message: str, parent: str | None = None,
-                when: int | None = None) -> str:
-    """A commit (no parent unless given) whose tree holds `files`, made in the scratch repository."""
+def make_commit(work: Scratch, files: dict[str, bytes], message: str, when: int, parent: str | None = None) -> str:
+    """A commit (no parent unless given) whose tree holds `files`, dated `when` (seconds, UTC), made in the scratch
+    repository."""
     entries = []
     for name, data in sorted(files.items()):
         entries.append(f"100644 blob {_made(work, 'hash-object', '-w', '--stdin', stdin=data)}\t{name}\n")
     tree = _made(work, "mktree", stdin="".join(entries).encode())
-    dated = {"GIT_AUTHOR_DATE": f"{when} +0000", "GIT_COMMITTER_DATE": f"{when} +0000"} if when is not None else {}
+    dated = {"GIT_AUTHOR_DATE": f"{when} +0000", "GIT_COMMITTER_DATE": f"{when} +0000"}
     return _made(work, "commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-", stdin=message.encode(), env=dated)
 
 
