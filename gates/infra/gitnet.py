@@ -37,6 +37,9 @@ GATE_IDENTITY = {"GIT_AUTHOR_NAME": "handoff-gate", "GIT_AUTHOR_EMAIL": "gate@ha
                  "GIT_COMMITTER_NAME": "handoff-gate", "GIT_COMMITTER_EMAIL": "gate@handoff-gate.invalid"}
 
 _NETWORK_ARGS = (
+    # The scratch repository has no config of the repository's: the user's own credential helper (for a host that
+    # needs one) may answer here, unlike in every other call.
+    *(arg for item in SAFE_CONFIG if item != "credential.helper=" for arg in ("-c", item)),
     "-c", "core.hooksPath=/dev/null",
     "-c", "protocol.allow=never",
     *(arg for proto in NETWORK_PROTOCOLS for arg in ("-c", f"protocol.{proto}.allow=always")),
@@ -85,12 +88,9 @@ class Scratch:
 
     def _call(self, args: tuple[str, ...], stdin: bytes | None, timeout: float, network: bool,
               env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
-        # The scratch repository has no config of the repository's: the user's own credential helper (for a
-        # host that needs one) may answer here, unlike in every other call.
         if _SIGNALLED:  # a signal ended the network work: nothing new starts while the run unwinds
             raise KeyboardInterrupt
-        safe = [arg for item in SAFE_CONFIG if item != "credential.helper=" for arg in ("-c", item)]
-        argv = [git_program(), "--no-pager", *safe, *_NETWORK_ARGS, *args]
+        argv = [git_program(), "--no-pager", *_NETWORK_ARGS, *args]
         try:
             return _guarded(argv, self.git_dir, env, stdin, timeout)
         except TimeoutError:
