@@ -117,8 +117,8 @@ def test_a_far_repository_is_found_as_git_finds_it(name: str, tmp_path: Path) ->
 
 
 def test_url_decode_is_gits() -> None:
-    assert gitnet._url_decode("a%2e%2E%2f%zz%4") == "a../%zz%4"
-    assert gitnet._url_decode("a+b%25") == "a+b%"
+    assert gitnet._file_path("file://h/a%2e%2E%2f%zz%4", "k") == "/a../%zz%4"
+    assert gitnet._file_path("file://h/a+b%25", "k") == "/a+b%"
     assert gitnet._file_path("file://[a/b]/x%2Fy", "k") == "/x/y"
     assert gitnet._file_path("file://h/p", "k") == "/p"
     with pytest.raises(GateError, match="control character"):

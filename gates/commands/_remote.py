@@ -1,7 +1,6 @@
 """`gate claim/release/claims` with a remote: the local claim and the remote one, composed.
 
-A claim is granted only when both are: a denial of either is a denial naming its holder, and a
-local claim this run took is given back when the remote one cannot be taken. An unreachable
+A claim is granted only when both are: a denial of either is a denial naming its holder. An unreachable
 remote is a denial (exit 3, `remote-unreachable`), never "nobody holds it"; `--offline` takes
 the local claim only, marked unverified (`claim-unverified`).
 """
@@ -41,17 +40,25 @@ def _journal(run: Invocation, action: str, record: dict[str, Any], now: datetime
 
 def claim(args: argparse.Namespace, run: Invocation, name: str | None, state_rel: str, holder: claims.Holder,
           ttl: timedelta | None, note: str | None, now: datetime) -> int:
-    """The remote claim first, then the local one (a compare-and-swap in that order, issue 25): a run killed
-    between the two leaves a remote claim this worktree holds (renewed by its next `gate claim`, given back by
-    `gate release`, abandoned at its TTL), never a local claim the remote does not hold."""
+    """The remote claim first, then the local one, never a local claim the remote does not hold (issue 25:
+    docs/security.md, "No half-taken claim")."""
     repo = run.repo()
     who = remote.me(repo, holder.session)
     key = remote.key_for(repo, state_rel)
     if args.offline or name is None:
-        return _claim_offline(run, name, state_rel, holder, ttl, note, now, key, who)
+        local = claims.claim(repo, state_rel, holder, ttl, note, now)
+        assert local.record is not None
+        if local.kind == "denied":
+            return _denied_here(run, state_rel, local.record)
+        remote.remember(repo, key, name or "", who, {"fence": None, "expires": local.record.get("expires")}, None,
+                        unverified=True)
+        run.announce("claim-unverified", f"claimed {state_rel} for {claims.describe(local.record)} OFFLINE: the "
+                     f"remote claim was not checked, so another clone may hold it — run `gate claim` again when "
+                     "the remote can be reached")
+        return OK
     blocking = claims.blocking(repo, state_rel, holder, now)  # read only: a local denial touches no remote
     if blocking is not None:
-        return _denied_here(run, state_rel, blocking)
+        return _denied_here(run, state_rel, blocking[0])
     try:
         target = _connect(run, name)
         outcome = remote.acquire(target, state_rel, who, ttl, note, now)
@@ -80,7 +87,7 @@ def claim(args: argparse.Namespace, run: Invocation, name: str | None, state_rel
     assert local.record is not None
     if local.kind == "denied":  # another worktree of this clone claimed it between the look and the claim
         _give_back(run, target, outcome, state_rel, who, key, now)
-        return _denied_here(run, state_rel, (local.record, local.why))
+        return _denied_here(run, state_rel, local.record)
     if local.kind == "taken-over":
         assert local.previous is not None
         run.announce("claim-taken-over", f"took over the claim on {state_rel}: the previous claim by "
@@ -91,24 +98,9 @@ def claim(args: argparse.Namespace, run: Invocation, name: str | None, state_rel
     return OK
 
 
-def _denied_here(run: Invocation, state_rel: str, blocking: tuple[dict[str, Any], str]) -> int:
-    return run.deny("claim-denied", f"denied: {state_rel} is claimed by {claims.describe(blocking[0])} (in this "
-                    "clone) — the first mover wins: fold your update into a later session")
-
-
-def _claim_offline(run: Invocation, name: str | None, state_rel: str, holder: claims.Holder, ttl: timedelta | None,
-                   note: str | None, now: datetime, key: str, who: remote.Me) -> int:
-    repo = run.repo()
-    local = claims.claim(repo, state_rel, holder, ttl, note, now)
-    assert local.record is not None
-    if local.kind == "denied":
-        return _denied_here(run, state_rel, (local.record, local.why))
-    remote.remember(repo, key, name or "", who, {"fence": None, "expires": local.record.get("expires")}, None,
-                    unverified=True)
-    run.announce("claim-unverified", f"claimed {state_rel} for {claims.describe(local.record)} OFFLINE: the "
-                 f"remote claim was not checked, so another clone may hold it — run `gate claim` again when "
-                 "the remote can be reached")
-    return OK
+def _denied_here(run: Invocation, state_rel: str, record: dict[str, Any]) -> int:
+    return run.deny("claim-denied", f"denied: {state_rel} is claimed by {claims.describe(record)} (in this clone) — "
+                    "the first mover wins: fold your update into a later session")
 
 
 def _held_here(run: Invocation, state_rel: str, holder: claims.Holder) -> bool:

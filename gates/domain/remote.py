@@ -1,17 +1,10 @@
 """Claims through the git remote (issue 18): one ref per claimed state file, changed only by compare-and-swap.
 
-A claim is the ref `refs/gate/claims/<key>` on the remote, where `<key>` is a hex digest of the
-canonical state-file path. It points at a commit with no parent whose tree holds `claim.json`:
-clone id, host, worktree, branch, session, harness, since, TTL, note and a fence number. Every
-change is a push of that one ref with a lease pinned to the value just read (create: the empty
-lease, "must not exist"); receive-pack applies it as a compare-and-swap, so of any number of
-racing clones exactly one wins. Released claims are deleted, so that the remote keeps one ref
-per live claim; the fence must outlive them, so the commit of the last acquisition is also kept
-at `refs/gate/fences/<key>` and every acquisition moves both refs in one `--atomic` push.
-
-Reads always go to the remote: `ls-remote` of the two exact refs, then a fetch by id of the
-objects not yet in this clone's scratch repository (gitnet.scratch). Nothing here pushes a glob or
-any ref but the ones named, and nothing writes a ref of the user's repository.
+`refs/gate/claims/<key>` (`<key>`: a digest of the canonical state-file path) points at a commit with no parent
+whose tree holds `claim.json`; `refs/gate/fences/<key>` keeps the last acquisition's commit, so that the fence
+outlives a release. Every change is a push leased to the value just read, and every read goes to the remote: the
+whole design is docs/claims.md ("Claims beyond one clone"). Nothing here pushes a glob or any ref but the ones
+named, and nothing writes a ref of the user's repository.
 """
 
 from __future__ import annotations
@@ -20,6 +13,7 @@ import os
 
 from gates.infra import clock, dataio, fsio, gitnet, jsonio, paths, state
 from gates.infra.clock import datetime, timedelta
+from gates.infra.config import Config, parse_duration
 from gates.infra.digest import sha256
 from gates.infra.errors import VIOLATION, GateError
 from gates.infra.git import Repo
@@ -97,9 +91,7 @@ class Remote(NamedTuple):
     work: gitnet.Scratch
 
 
-def timeout_of(config: Any) -> float:
-    from gates.infra.config import parse_duration
-
+def timeout_of(config: Config) -> float:
     return parse_duration(config.section("claims")["remote_timeout"], "claims.remote_timeout").total_seconds()
 
 
@@ -199,11 +191,16 @@ def hidden_message(remote: Remote, ref: str, how: str) -> str:
             "`gate doctor --remote` checks)")
 
 
-def refused_as_hidden(remote: Remote, result: gitnet.PushResult) -> None:
-    """Raise Hidden when receive-pack refused a ref of `result` because it hides it (transfer.hideRefs)."""
+def _push(remote: Remote, updates: list[tuple[str, str | None, str | None]], must_answer: bool = True) -> bool:
+    """Compare-and-swap `updates` (gitnet.push_refs): whether every ref moved. A ref receive-pack refuses because it
+    hides it (transfer.hideRefs) raises Hidden; a remote that gives no answer raises Unreachable if `must_answer`."""
+    result = gitnet.push_refs(remote.work, remote.url, updates)
     for ref, status in result.status.items():
         if "hidden ref" in status:
             raise Hidden(hidden_message(remote, ref, f"it refuses to update it ({status.lstrip('! ')})"))
+    if must_answer and not result.reached:
+        raise gitnet.Unreachable(f"git push {remote.url}: {result.message}")
+    return result.ok
 
 
 def is_holder(record: dict[str, Any], who: Me) -> bool:
@@ -262,15 +259,14 @@ def _record(key: str, state_rel: str, who: Me, ttl: timedelta | None, note: str 
 
 def _commit(remote: Remote, record: dict[str, Any], now: datetime) -> str:
     try:
-        body: bytes | None = (jsonio.dumps(record, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
-    except UnicodeEncodeError:
-        body = None  # a worktree path or branch that is not UTF-8: no reader could take it
-    # Never write what a reader (this one included) would refuse: one bound for both.
-    why = parse_record(body)[1] if body is not None else "the worktree path or branch is not UTF-8 text"
+        body = (jsonio.dumps(record, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a worktree path or branch that is not UTF-8: no reader could take it
+        why: str | None = "the worktree path or branch is not UTF-8 text"
+    else:  # never write what a reader (this one included) would refuse: one bound for both
+        why = parse_record(body)[1]
     if why is not None:
         raise GateError(f"the claim record for {record['path']} was not written: {why}", code=VIOLATION,
                         reason="claim-denied")
-    assert body is not None
     subject = f"gate claim {record['path']} fence {record['fence']}"
     return gitnet.make_commit(remote.work, {RECORD: body}, subject, when=int(now.timestamp()))
 
@@ -290,10 +286,8 @@ def acquire(remote: Remote, state_rel: str, who: Me, ttl: timedelta | None, note
             record = _record(key, state_rel, who, keep_ttl, note if note is not None else current.get("note"), now,
                              int(current["fence"]), token=current.get("token"), since=current.get("since"))
             oid = _commit(remote, record, now)
-            renewed = gitnet.push_refs(remote.work, remote.url, [(f"{CLAIMS}/{key}", oid, seen.oid)])
-            if renewed.ok:
+            if _push(remote, [(f"{CLAIMS}/{key}", oid, seen.oid)], must_answer=False):
                 return Outcome("renewed", record, oid=oid)
-            refused_as_hidden(remote, renewed)
             continue
         why = ""
         if current is not None:
@@ -307,13 +301,8 @@ def acquire(remote: Remote, state_rel: str, who: Me, ttl: timedelta | None, note
                             "holder of an older fence can still push", code=VIOLATION, reason="claim-denied")
         record = _record(key, state_rel, who, ttl, note, now, seen.fence + 1)
         oid = _commit(remote, record, now)
-        result = gitnet.push_refs(remote.work, remote.url, [(f"{CLAIMS}/{key}", oid, seen.oid),
-                                                         (f"{FENCES}/{key}", oid, seen.fence_oid)])
-        if result.ok:
+        if _push(remote, [(f"{CLAIMS}/{key}", oid, seen.oid), (f"{FENCES}/{key}", oid, seen.fence_oid)]):
             return Outcome("taken-over" if current else "granted", record, previous=current, why=why, oid=oid)
-        refused_as_hidden(remote, result)
-        if not result.reached:
-            raise gitnet.Unreachable(f"git push {remote.url}: {result.message}")
     after = read(remote, key)
     if after.record is not None:
         return Outcome("denied", after.record, why="another clone won the race")
@@ -333,12 +322,8 @@ def release(remote: Remote, state_rel: str, who: Me, force_reason: str | None = 
             raise unreadable(seen.problem, "nothing was released", "release-denied")
         if not mine and force_reason is None:
             return Outcome("not-holder", seen.record)
-        result = gitnet.push_refs(remote.work, remote.url, [(f"{CLAIMS}/{key}", None, seen.oid)])
-        if result.ok:
+        if _push(remote, [(f"{CLAIMS}/{key}", None, seen.oid)]):
             return Outcome("released" if mine else "broken", seen.record, why=force_reason or "", oid=seen.oid)
-        refused_as_hidden(remote, result)
-        if not result.reached:
-            raise gitnet.Unreachable(f"git push {remote.url}: {result.message}")
     raise GateError(f"the remote claim on {state_rel} kept changing under {ATTEMPTS} attempts: try again",
                     reason="release-denied")
 

@@ -1,11 +1,6 @@
-"""Flags that travel (issue 18): each clone publishes its open flags at `refs/gate/flags/<clone id>`.
-
-`gate flags --push` appends a commit (parent: the ref's value just read, lease pinned to it)
-whose tree holds `flags.json`: this clone's open flags now. Acknowledging or resolving a flag
-travels the same way: the next push no longer lists it. `gate brief` in any clone lists
-`refs/gate/flags/*` and fetches at most MAX_CLONES_READ of them by id into the scratch repository,
-within the time bound, and shows the other clones' open flags, labelled by clone and host and
-sanitised (they are text from another machine: information, not instructions).
+"""Flags that travel (issue 18): each clone publishes its open flags at `refs/gate/flags/<clone id>` (`gate flags
+--push`), and `gate brief` shows the other clones' (docs/claims.md, "Flags that travel"). They are text from another
+machine: bounded, labelled by clone and host, sanitised, and information, not instructions.
 """
 
 from __future__ import annotations

@@ -1,28 +1,22 @@
 """The git door's network half (issue 18): every network git call of the product, and the objects it pushes.
 
-Network calls never run inside the user's repository: they run in a private bare repository
-made by this process in a private temp folder (removed at exit), with an empty
-template, so the repository's `.git/config` is never read by them at all: no
-`remote.<name>.receivepack`/`uploadpack`, `core.sshCommand`, `core.gitProxy`,
-`credential.helper`, `core.askPass` or hook of the repository can take effect. Only the URL is
-taken from the repository (`remote_url`: the one git itself reports, after its rewriting), and it
-is judged as git will read it (decoded, resolved, confined) first. The
-user's own global and system config (credential helpers, ssh settings) still apply. On top:
-hooks off, no protocol but file, git, http(s) and ssh, explicit receive-pack/upload-pack
-programs, a time bound that kills the whole process group, and no prompt.
-
-The local half, and the rules every call follows, are in gates/infra/git.py; nothing else runs git.
+Every call runs in a private scratch bare repository, never in the user's, so nothing of the repository's config
+takes effect; only a remote's URL is taken from it, judged as git will read it. What that promises, and the tests
+that hold it: docs/security.md ("Network calls read nothing of the repository's config" and "Remote URLs, far
+repositories and the scratch repository"). The local half, and the rules every call follows, are in
+gates/infra/git.py; nothing else runs git.
 """
 
 from __future__ import annotations
 
 import os
 
+from gates.infra import fsio
 from gates.infra.errors import USAGE, GateError
 from gates.infra.git import REPO_ENV_VARS, SAFE_CONFIG, Repo, _env, failed, git_program
 from gates.infra.paths import git_dirs, within
 from gates.infra.plain import NamedTuple
-from gates.infra.text import Pattern
+from gates.infra.text import Pattern, excerpt, shell_quote
 
 _REMOTE_NAME = Pattern(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _SCHEME = Pattern(r"^([A-Za-z][A-Za-z0-9+.-]*)://")  # git's is_url()
@@ -43,6 +37,9 @@ GATE_IDENTITY = {"GIT_AUTHOR_NAME": "handoff-gate", "GIT_AUTHOR_EMAIL": "gate@ha
                  "GIT_COMMITTER_NAME": "handoff-gate", "GIT_COMMITTER_EMAIL": "gate@handoff-gate.invalid"}
 
 _NETWORK_ARGS = (
+    # The scratch repository has no config of the repository's: the user's own credential helper (for a host that
+    # needs one) may answer here, unlike in every other call.
+    *(arg for item in SAFE_CONFIG if item != "credential.helper=" for arg in ("-c", item)),
     "-c", "core.hooksPath=/dev/null",
     "-c", "protocol.allow=never",
     *(arg for proto in NETWORK_PROTOCOLS for arg in ("-c", f"protocol.{proto}.allow=always")),
@@ -91,12 +88,9 @@ class Scratch:
 
     def _call(self, args: tuple[str, ...], stdin: bytes | None, timeout: float, network: bool,
               env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
-        # The scratch repository has no config of the repository's: the user's own credential helper (for a
-        # host that needs one) may answer here, unlike in every other call.
         if _SIGNALLED:  # a signal ended the network work: nothing new starts while the run unwinds
             raise KeyboardInterrupt
-        safe = [arg for item in SAFE_CONFIG if item != "credential.helper=" for arg in ("-c", item)]
-        argv = [git_program(), "--no-pager", *safe, *_NETWORK_ARGS, *args]
+        argv = [git_program(), "--no-pager", *_NETWORK_ARGS, *args]
         try:
             return _guarded(argv, self.git_dir, env, stdin, timeout)
         except TimeoutError:
@@ -113,8 +107,6 @@ def _guarded(argv: list[str], cwd: str, env: dict[str, str], stdin: bytes | None
     and raises TimeoutError."""
     import subprocess
 
-    # The guarded signals wait while git starts: a handler that ran between the fork and `_LIVE.add` would
-    # not know of this git, which would go on writing in the scratch folder the handler removes.
     with _Held() as mask:  # a signal that comes meanwhile is handled once the git is in _LIVE
         try:
             proc = subprocess.Popen(argv, cwd=cwd, env=env, start_new_session=True,
@@ -135,7 +127,6 @@ def _guarded(argv: list[str], cwd: str, env: dict[str, str], stdin: bytes | None
 
 _LIVE: set[Any] = set()  # the network git processes running now, each the leader of its own process group
 _FOLDERS: list[str] = []  # the scratch folders this process made
-_GUARD: list[bool] = []  # set once the signal handlers are in place
 _SIGNALLED: list[int] = []  # the signal that ended this run's network work
 
 
@@ -188,11 +179,8 @@ def _guard() -> None:
     """SIGTERM, SIGHUP and SIGINT (a harness's timeout, a closed terminal, ^C) kill this process's network git
     processes (each its own group, helpers included) and remove its scratch folders before the run ends as
     interrupted (exit 130, through the CLI's KeyboardInterrupt boundary). A signal already ignored stays ignored."""
-    if _GUARD:
-        return
     import signal
 
-    _GUARD.append(True)
     for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         try:
             if signal.getsignal(number) is not signal.SIG_IGN:
@@ -239,11 +227,8 @@ _SCRATCH: dict[str, str] = {}  # this process's scratch repository per clone
 
 
 def scratch(repo: Repo, timeout: float = NETWORK_TIMEOUT) -> Scratch:
-    """A scratch repository of this process, made anew in a private temp folder and removed at exit.
-
-    Never one kept under the git dir: anything there may have been written by whoever shaped the
-    repository (a config with `core.sshCommand`, say), so nothing of it is trusted or reused.
-    """
+    """A scratch repository of this process, made anew in a private temp folder and removed at exit: never one kept
+    under the git dir, where whoever shaped the repository may have planted a config (`core.sshCommand`, say)."""
     key = str(repo.common_dir)
     if _SIGNALLED:
         raise KeyboardInterrupt
@@ -251,12 +236,12 @@ def scratch(repo: Repo, timeout: float = NETWORK_TIMEOUT) -> Scratch:
         import atexit
         import tempfile
 
-        _guard()
+        if not _FOLDERS:  # the first scratch folder of this process: its handlers and its clean-up at exit
+            _guard()
+            atexit.register(cleanup)
         with _Held():  # made and known to the handler at once: a signal between the two would leave it behind
             folder = tempfile.mkdtemp(prefix="gate-remote-")  # 0700, a name nobody can guess or plant
             _FOLDERS.append(folder)
-        if len(_FOLDERS) == 1:
-            atexit.register(cleanup)
         target = os.path.join(folder, "scratch.git")
         # The repository's object format (SHA-1 or SHA-256): git fetches and pushes only between equals.
         fmt = repo.ask("rev-parse", "--show-object-format").stdout.strip() or "sha1"
@@ -318,7 +303,7 @@ def _refused(key: str, why: str) -> GateError:
     return GateError(f"{key} refused: {why}", reason="remote-unreachable")
 
 
-def judge_url(repo: Repo, url: str, key: str = "remote URL") -> str:
+def judge_url(repo: Repo, url: str, key: str) -> str:
     """The URL to use for `url` (as git would read it), or refuse it: no transport helper (`<helper>::`), no
     option, no control character, no protocol but file, git, http(s) and ssh, no local repository inside this one."""
     shown = url[:80]
@@ -345,9 +330,12 @@ def judge_url(repo: Repo, url: str, key: str = "remote URL") -> str:
 
 
 def _file_path(url: str, key: str) -> str:
-    """The path git's connect.c takes from a file:// URL: the whole URL percent-decoded (url.c's url_decode), the
-    host part (a [bracketed] one whole) skipped, the path from the first '/' after it."""
-    rest = _url_decode(url[len("file://"):])
+    """The path git's connect.c takes from a file:// URL: the whole URL percent-decoded (url.c's url_decode: %XX of
+    two hex digits becomes that byte, anything else, `+` included, stays), the host part (a [bracketed] one whole)
+    skipped, the path from the first '/' after it."""
+    from urllib.parse import unquote_to_bytes
+
+    rest = unquote_to_bytes(url[len("file://"):].encode("utf-8", "surrogateescape")).decode("utf-8", "surrogateescape")
     if any(ord(c) < 0x20 or ord(c) == 0x7F for c in rest):  # NUL included
         raise _refused(key, f"{url[:80]!r} decodes to a control character or NUL")
     start = rest.find("]") + 1 if rest.startswith("[") else 0
@@ -357,25 +345,11 @@ def _file_path(url: str, key: str) -> str:
     return rest[slash:]
 
 
-def _url_decode(text: str) -> str:
-    """%XX (two hex digits) becomes that byte; anything else, `+` included, stays (git's url_decode)."""
-    out, i, hexdigits = bytearray(), 0, "0123456789abcdefABCDEF"
-    raw = text.encode("utf-8", "surrogateescape")
-    while i < len(raw):
-        if raw[i] == 0x25 and i + 2 < len(raw) and chr(raw[i + 1]) in hexdigits and chr(raw[i + 2]) in hexdigits:
-            out.append(int(raw[i + 1:i + 3], 16))
-            i += 3
-            continue
-        out.append(raw[i])
-        i += 1
-    return out.decode("utf-8", "surrogateescape")
-
-
 def _local_remote(repo: Repo, path: str, key: str) -> str:
     """A remote on this machine: its receive-pack runs here, with its own config, so one inside this repository
     (a bare repository committed to the work tree, or this very git dir) is refused: whoever shaped the
-    repository shaped it too. Judged as git will find it: the path through every symlink, then each folder
-    enter_repo() may take (`/.git`, as is, `.git/.git`, `.git`), a gitfile's target and a `commondir`."""
+    repository shaped it too. Judged as git will find it: the path through every symlink, then each of
+    GIT_SUFFIXES, a gitfile's target and a `commondir`."""
     if len(path) >= PATH_MAX:
         raise _refused(key, "the path is too long")
     base = os.path.realpath(path.rstrip("/") or "/")
@@ -401,8 +375,6 @@ def _local_remote(repo: Repo, path: str, key: str) -> str:
 def _pointer(where: str, name: str, key: str) -> str:
     """Where a gitfile (`where` itself, name "") or a git dir's `commondir` file leads, resolved; `where` when
     there is no such file; refused when it cannot be read."""
-    from gates.infra import fsio
-
     path = os.path.join(where, name) if name else where
     try:
         data = fsio.read_regular(path, PATH_MAX, follow=True)
@@ -417,16 +389,12 @@ def _pointer(where: str, name: str, key: str) -> str:
         text = text[len("gitdir:"):].strip()
     if not text or len(data) > PATH_MAX or "\0" in text:
         raise _refused(key, f"{path[:80]!r} cannot be read as git reads it")
-    return os.path.realpath(os.path.join(os.path.dirname(path) if not name else where, text))
+    return os.path.realpath(os.path.join(os.path.dirname(path), text))
 
 
 # What a local far repository's own config could make its receive-pack/upload-pack run, switched off on its command
-# line (which outranks its config): hooks (pre-receive, update, post-receive, post-update, reference-transaction,
-# push-to-checkout, proc-receive for receive.procReceiveRefs) by an empty hooks path; push-to-deploy
-# (receive.denyCurrentBranch=updateInstead runs a checkout, and with it filters and fsmonitor) refused; auto gc and
-# maintenance (a hook, a repack) off; core.alternateRefsCommand replaced by `true`; fsmonitor off. The far side's
-# other config runs no program during a push or a fetch (uploadpack.packObjectsHook is honoured from protected
-# config only, never the repository's).
+# line (which outranks its config); each mechanism is named in docs/security.md ("A local far repository runs none of
+# its programs").
 FAR_SIDE_CONFIG = (
     "core.hooksPath=/dev/null",
     "receive.denyCurrentBranch=refuse",
@@ -444,8 +412,6 @@ def _program(url: str, side: str) -> str:
     """The option naming the program the far side runs for `side` (receive-pack or upload-pack), explicitly: never
     the repository's receivepack/uploadpack."""
     if url.startswith("file://"):
-        from gates.infra.text import shell_quote
-
         far = " ".join([shell_quote(git_program()), *(f"-c {shell_quote(item)}" for item in FAR_SIDE_CONFIG)])
         return f"--{side}={far} {side}"
     return f"--{side}=git-{side}"
@@ -509,14 +475,14 @@ def push_refs(work: Scratch, url: str, updates: list[tuple[str, str | None, str 
     return PushResult(ok, bool(status), status, _last_line(proc.stderr) if not ok else "")
 
 
-def make_commit(work: Scratch, files: dict[str, bytes], message: str, parent: str | None = None,
-                when: int | None = None) -> str:
-    """A commit (no parent unless given) whose tree holds `files`, made in the scratch repository."""
+def make_commit(work: Scratch, files: dict[str, bytes], message: str, when: int, parent: str | None = None) -> str:
+    """A commit (no parent unless given) whose tree holds `files`, dated `when` (seconds, UTC), made in the scratch
+    repository."""
     entries = []
     for name, data in sorted(files.items()):
         entries.append(f"100644 blob {_made(work, 'hash-object', '-w', '--stdin', stdin=data)}\t{name}\n")
     tree = _made(work, "mktree", stdin="".join(entries).encode())
-    dated = {"GIT_AUTHOR_DATE": f"{when} +0000", "GIT_COMMITTER_DATE": f"{when} +0000"} if when is not None else {}
+    dated = {"GIT_AUTHOR_DATE": f"{when} +0000", "GIT_COMMITTER_DATE": f"{when} +0000"}
     return _made(work, "commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-", stdin=message.encode(), env=dated)
 
 
@@ -577,6 +543,4 @@ def _answered(proc: subprocess.CompletedProcess[bytes]) -> subprocess.CompletedP
 
 def _last_line(data: bytes) -> str:
     lines = [line for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
-    from gates.infra.text import excerpt
-
     return excerpt(lines[-1].removeprefix("fatal: ").removeprefix("error: "), 200) if lines else "no answer"
