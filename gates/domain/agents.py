@@ -37,9 +37,8 @@ FILES = {
     "cursor": ".cursor/hooks.json",
     "agents-md": "AGENTS.md",
 }
-# The hook program a harness's committed hooks run from a file of its own, where the harness quotes the hook's
-# command to the model on every block (Claude Code 2.1.332: `Stop hook blocking error from command: "…": reason`):
-# the command stays a short line that says nothing, the program with its not-installed notice is in the file.
+# The hook program the committed hooks run from a file of its own where the harness quotes the hook's command to the
+# model on every block (Claude Code 2.1.332): the command stays a short line that says nothing.
 SCRIPTS = {"claude": ".claude/hooks/handoff-gate.sh"}
 GROUPED = ("claude", "codex", "gemini")  # whose events list matcher groups, each holding hooks
 MAX_BYTES = 1 << 20
@@ -100,11 +99,12 @@ def portable_line(kind: str, fmt: str) -> str:
     return f"/bin/sh -c '{_FIND}{_say_not_installed(kind, fmt)}; exit 0' {NAME} {kind} --format {fmt}"
 
 
-def _say_not_installed(kind: str, fmt: str) -> str:
-    """The `echo`s of NOT_INSTALLED[kind] in `fmt`'s document: to stdout, and to stderr where the harness wants it."""
+def _say_not_installed(kind: str, fmt: str, message: str | None = None) -> str:
+    """The `echo`s of `message` (NOT_INSTALLED[kind]) in `fmt`'s document: to stdout, and to stderr where the harness
+    wants it."""
     from gates.domain import harness
 
-    out, err = harness.missing_envelope(kind, fmt, NOT_INSTALLED[kind])
+    out, err = harness.missing_envelope(kind, fmt, message or NOT_INSTALLED[kind])
     return f"echo {_sh_double(out)}" + (f"; echo {_sh_double(err)} >&2" if err else "")
 
 
@@ -127,10 +127,7 @@ def short_line(kind: str, fmt: str) -> str:
     which Claude Code reads as a block)."""
     missing = "exit 0"
     if kind == "brief":  # the start hook is never quoted with a block: it says the loop is not running here
-        from gates.domain import harness
-
-        out, _ = harness.missing_envelope(kind, fmt, SCRIPT_MISSING.format(script=SCRIPTS[fmt], fmt=fmt))
-        missing = f"{{ echo {_sh_double(out)}; exit 0; }}"
+        missing = f"{{ {_say_not_installed(kind, fmt, SCRIPT_MISSING.format(script=SCRIPTS[fmt], fmt=fmt))}; exit 0; }}"
     return (f"/bin/sh -c 'f=${{CLAUDE_PROJECT_DIR:-.}}/{SCRIPTS[fmt]}; [ -f \"$f\" ] && [ ! -h \"$f\" ] || {missing}; "
             f"exec /bin/sh \"$f\" \"$@\"' {NAME} {kind} --format {fmt}")
 
@@ -455,10 +452,8 @@ def _put(repo: Repo, target: _File, before: bytes | None, after: bytes) -> None:
 
 
 class _Script:
-    """SCRIPTS[agent], the program the harness's hooks run: a file of its own (`own_path`: no link, no FIFO) that is
-    ours byte for byte (script_text), or one an earlier install wrote (its record says so), or not there. Anything
-    else is `foreign`: the gate neither runs, nor overwrites, nor removes a program it did not write. A link or a
-    FIFO there is refused (GateError) as for a configuration file."""
+    """SCRIPTS[agent], the program the harness's hooks run, at its own path (`own_path`). Bytes that are neither ours
+    (script_text) nor what an earlier install wrote (its record) are `foreign`: never run, overwritten or removed."""
 
     def __init__(self, repo: Repo, agent: str) -> None:
         self.repo, self.ours = repo, script_text(agent)
@@ -730,11 +725,8 @@ def findable(repo: Repo) -> str | None:
     absolute PATH folder that lies, resolved, outside the repository; None when there is none."""
     top = os.path.realpath(repo.toplevel)
     for folder in os.environ.get("PATH", "").split(os.pathsep):
-        if not folder.startswith("/") or not os.path.isdir(folder):
-            continue
-        if paths.within(os.path.realpath(folder), top):
-            continue
-        candidate = os.path.join(folder, "gate")
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
+        if folder.startswith("/") and os.path.isdir(folder) and not paths.within(os.path.realpath(folder), top):
+            candidate = os.path.join(folder, "gate")
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                return candidate
     return None

@@ -47,7 +47,7 @@ def checks(repo: Repo, environ: Mapping[str, str], cwd: str) -> list[tuple[str, 
         elif agent == "codex":
             out += _codex(repo, environ, positions)
         else:
-            out += _gemini(repo, environ) if agent == "gemini" else _copilot(repo, environ)
+            out += _by_variable(agent, environ) or (_gemini(repo, environ) if agent == "gemini" else _copilot(repo, environ))
     return out
 
 
@@ -59,27 +59,26 @@ GEMINI_HOW = ("trust it once in an interactive `gemini` at the top of the work t
 COPILOT_HOW = "start it with `--trust-folder`, accept its folder-trust prompt, or set COPILOT_ALLOW_ALL=true"
 
 
-def _by_variable(agent: str, environ: Mapping[str, str]) -> list[tuple[str, str]] | None:
-    variable = BY_VARIABLE[agent]
+def _by_variable(agent: str, environ: Mapping[str, str]) -> list[tuple[str, str]]:
+    """What this environment decides, before any file (Gemini CLI 0.61.0: GEMINI_RESTRICTED_MODE=true or
+    GEMINI_CLI_TRUST_WORKSPACE=false distrust every folder, =true trusts); [] when it decides nothing."""
+    name, variable = NAMES[agent], BY_VARIABLE[agent]
+    restricted = environ.get("GEMINI_RESTRICTED_MODE") == "true"
+    if agent == "gemini" and (restricted or environ.get(variable) == "false"):
+        distrust = "GEMINI_RESTRICTED_MODE=true" if restricted else "GEMINI_CLI_TRUST_WORKSPACE=false"
+        return [(WARN, f"{name} runs none of this project's hooks from this environment: {distrust} distrusts every "
+                       "folder")]
     if environ.get(variable) == "true":
-        return [(OK, f"{NAMES[agent]}: {variable}=true trusts the folder for a session started from this environment "
+        return [(OK, f"{name}: {variable}=true trusts the folder for a session started from this environment "
                      "(one started elsewhere may not be)")]
-    return None
+    return []
 
 
 def _gemini(repo: Repo, environ: Mapping[str, str]) -> list[tuple[str, str]]:
-    """Gemini CLI 0.61.0: the variables decide first, then `security.folderTrust.enabled: false` in the user's
-    settings (every folder trusted), else the longest rule of `trustedFolders.json` whose folder holds this one
-    (TRUST_PARENT names a path whose parent is trusted); none is untrusted: a headless run exits 55."""
+    """Gemini CLI 0.61.0, after the variables: `security.folderTrust.enabled: false` in the user's settings trusts
+    every folder, else the longest rule of `trustedFolders.json` whose folder holds this one (TRUST_PARENT names a
+    path whose parent is trusted); none is untrusted: a headless run exits 55."""
     name = NAMES["gemini"]
-    restricted = environ.get("GEMINI_RESTRICTED_MODE") == "true"
-    if restricted or environ.get("GEMINI_CLI_TRUST_WORKSPACE") == "false":
-        variable = "GEMINI_RESTRICTED_MODE=true" if restricted else "GEMINI_CLI_TRUST_WORKSPACE=false"
-        return [(WARN, f"{name} runs none of this project's hooks from this environment: {variable} distrusts every "
-                       "folder")]
-    trusted = _by_variable("gemini", environ)
-    if trusted:
-        return trusted
     home = environ.get("GEMINI_CLI_HOME") or environ.get("HOME") or os.path.expanduser("~")
     settings = _config(os.path.join(home, ".gemini", "settings.json"), [home])
     security = settings.get("security") if isinstance(settings, dict) else None
@@ -113,12 +112,9 @@ def _gemini(repo: Repo, environ: Mapping[str, str]) -> list[tuple[str, str]]:
 
 
 def _copilot(repo: Repo, environ: Mapping[str, str]) -> list[tuple[str, str]]:
-    """GitHub Copilot CLI 1.0.102: COPILOT_ALLOW_ALL=true, else the folder or one above it in the `trustedFolders` of
+    """GitHub Copilot CLI 1.0.102, after the variable: the folder or one above it in the `trustedFolders` of
     `$COPILOT_HOME/config.json`; `--trust-folder` trusts it for one session. Untrusted, it runs no project hook."""
     name = NAMES["copilot"]
-    trusted = _by_variable("copilot", environ)
-    if trusted:
-        return trusted
     path, shown, roots = _home_config(environ, "COPILOT_HOME", ".copilot", "config.json")
     parsed = _config(path, roots)
     if parsed is None:
