@@ -550,13 +550,9 @@ def _uninstall(repo: Repo, agent: str, target: _File) -> list[str]:
 
 def _rmdir_if_empty(repo: Repo, relative: str) -> None:
     try:
-        folder = _unlinked(repo, relative)  # a folder the gate made, not one a link now stands for
-    except GateError:
-        return
-    try:
-        os.rmdir(folder)
-    except OSError:
-        pass  # not empty, or gone: left as it is
+        os.rmdir(_unlinked(repo, relative))  # a folder the gate made, not one a link now stands for
+    except (GateError, OSError):
+        pass  # a link on its way, not empty, or gone: left as it is
 
 
 def _what(agent: str) -> str:

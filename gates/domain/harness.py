@@ -104,13 +104,8 @@ def read_stdin(stream: Any = None, limit: int = MAX_INPUT, seconds: float = INPU
         return HookInput({}, f"the input is over the {limit:,}-byte cap and was not read", True)
     if not raw.strip():
         return HookInput({}, "no input arrived within the time limit" if timed_out else None)
-    return parse(raw, timed_out)
-
-
-def parse(raw: bytes, timed_out: bool = False) -> HookInput:
-    text = raw.decode("utf-8", "replace").lstrip("\ufeff")  # Cursor's payload has been seen with a BOM
     try:
-        data = dataio.load_json(text)
+        data = dataio.load_json(raw.decode("utf-8", "replace").lstrip("\ufeff"))  # Cursor's has been seen with a BOM
     except (dataio.DataError, RecursionError) as exc:
         cut = " (cut off: the sender did not finish within the time limit)" if timed_out else ""
         return HookInput({}, f"the input is not JSON{cut}: {excerpt(str(exc), 120)}", True)
