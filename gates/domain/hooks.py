@@ -189,11 +189,9 @@ def is_current(text: str, kind: str) -> bool:
 
 
 def read_hook(path: str) -> str:
-    """A hook file's text ('' when there is none or it cannot be read), its first HOOK_CAP bytes.
-
-    Read through a symlink, as git runs it. A FIFO, a device, a socket or a folder there is refused with a
-    one-line error: git cannot run it, the gate must not wait on it, and it is no hook of the user's to chain.
-    """
+    """A hook file's first HOOK_CAP bytes as text ('' when there is none or it cannot be read), read through a
+    symlink as git runs it. A FIFO, a device, a socket or a folder there is refused with a one-line error: git cannot
+    run it, the gate must not wait on it, and it is no hook of the user's to chain."""
     try:
         data = fsio.read_regular(path, HOOK_CAP, follow=True)
     except fsio.NotRegularFile as exc:

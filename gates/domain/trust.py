@@ -159,28 +159,24 @@ def _codex(repo: Repo, environ: Mapping[str, str], positions: list[tuple[str, in
     if isinstance(parsed, str):  # why it is not read, or not valid
         return [(WARN, f"Codex: cannot tell whether it trusts this folder and its hooks: {shown} {parsed}")]
     tops = list(dict.fromkeys((str(repo.toplevel), os.path.realpath(repo.toplevel))))
-    out = []
     features = parsed.get("features")
-    if isinstance(features, dict) and features.get("hooks") is False:
-        out.append((WARN, f"Codex runs no hook at all: `[features] hooks = false` in {shown}"))
+    hooks_off = isinstance(features, dict) and features.get("hooks") is False
+    off = [(WARN, f"Codex runs no hook at all: `[features] hooks = false` in {shown}")] if hooks_off else []
     folder = _folder_trust(parsed, tops)
     if folder != "trusted":
-        out.append((WARN, f"Codex will skip this project's hooks: this folder is {folder} in {shown} — {REVIEW}"))
-        return out
+        return off + [(WARN, f"Codex will skip this project's hooks: this folder is {folder} in {shown} — {REVIEW}")]
     missing = [event for event, group, handler in positions if not _entry_trusted(parsed, tops, event, group, handler)]
     if missing:
         events = ", ".join(excerpt(event, 40) for event in sorted(set(missing)))
-        out.append((WARN, f"Codex will skip {len(missing)} of the {len(positions)} hooks of .codex/hooks.json, "
-                          f"silently: no trust is recorded for {events} — {REVIEW}"))
-        return out
+        return off + [(WARN, f"Codex will skip {len(missing)} of the {len(positions)} hooks of .codex/hooks.json, "
+                             f"silently: no trust is recorded for {events} — {REVIEW}")]
     changed = _newer(repo.path(agents.FILES["codex"]), config)
-    out.append((WARN, f"Codex: the folder is trusted and a trust is recorded for each of the {len(positions)} hooks of "
-                      ".codex/hooks.json, but whether each still matches cannot be told: Codex trusts a hash of the "
-                      "entry as it was reviewed, and any change since (a re-install, an upgrade, a timeout edit) "
-                      "un-trusts it silently"
-                      + (" — .codex/hooks.json changed after Codex last wrote its config: " + REVIEW if changed
-                         else "; after such a change, review them again (/hooks)")))
-    return out
+    return off + [(WARN, f"Codex: the folder is trusted and a trust is recorded for each of the {len(positions)} hooks "
+                         "of .codex/hooks.json, but whether each still matches cannot be told: Codex trusts a hash of "
+                         "the entry as it was reviewed, and any change since (a re-install, an upgrade, a timeout edit) "
+                         "un-trusts it silently"
+                         + (" — .codex/hooks.json changed after Codex last wrote its config: " + REVIEW if changed
+                            else "; after such a change, review them again (/hooks)"))]
 
 
 def _home_config(environ: Mapping[str, str], variable: str, folder: str, name: str) -> tuple[str, str, list[str]]:
