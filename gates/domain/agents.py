@@ -1,26 +1,13 @@
-"""`gate install-hooks --agent NAME`: wire the session loop into an agent harness's project configuration.
+"""`gate install-hooks --agent NAME`: wire the session loop into an agent harness's project configuration
+(docs/agents.md: what each harness gets, and why).
 
-Each harness gets a start hook running `gate brief --format NAME` (every source, `compact` and `fork`
-included) where its start hook can take context, and a stop hook running `gate closeout --format NAME`.
-`agents-md` keeps a marked block in AGENTS.md for harnesses without hooks.
-
-The project files are committed and run on every clone, so their hooks name no path of this machine: each
-is the portable form (`portable_line`), a POSIX `/bin/sh -c` program that finds the gate on PATH (then
-`python3 -I -m gates`), looking only in absolute PATH folders outside the repository, and that says
-"handoff-gate is not installed here" in the harness's own document, exiting 0, when it finds none. It is
-the same bytes from every installation. Claude Code quotes a blocking hook's whole command to the model, so its
-file holds a short line (`short_line`) that runs the same program from a committed file the installer writes
-(SCRIPTS, `_Script`): ours byte for byte, or refused. `--local` (Claude Code's `.claude/settings.local.json`, which is
-not committed) gets this interpreter's absolute path in isolated mode instead, as the native git hooks
-(hooks.py); one file or the other runs the gate, never both.
-
-The files are in the work tree, often committed, and may be symlinks an attacker planted: every path
-is confined to the work tree (paths.confined) and must be a file of its own at exactly that path (no
-symlink at it or on its way, in the tree or not, no other hard link: `own_path`), for the installer, the
-uninstaller and the doctor alike; it is written with fsio.write_atomic, which follows no link. Existing files are
-merged, never clobbered: unrelated keys, other hooks and their order stay; a second run writes
-nothing. The bytes a file had before the first install are kept in the state dir, so `--uninstall`
-puts them back exactly when nothing else changed since; otherwise it removes only our entries.
+The committed files run on every clone, so their hooks name no path of this machine: each runs the portable
+program (`portable_line`; Claude Code, which quotes a blocking hook's command to the model, runs it from SCRIPTS
+through `short_line`), the same bytes from every installation. `--local` (a per-user file) names this interpreter
+instead (`command_line`); one file or the other runs the gate, never both. Every file is a file of its own at
+exactly its path (`own_path`, docs/security.md), written with fsio, which follows no link; existing files are
+merged, never clobbered, and the bytes a file had before the first install are kept in the state dir, so
+`--uninstall` puts them back exactly when nothing else changed since.
 """
 
 from __future__ import annotations
@@ -38,7 +25,7 @@ from gates.infra.text import Pattern
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Any, Callable, TypeGuard
 
 AGENTS = ("claude", "codex", "gemini", "copilot", "cursor", "agents-md")
 LOCAL_FILES = {"claude": ".claude/settings.local.json"}  # per-user project files, never committed
@@ -50,10 +37,10 @@ FILES = {
     "cursor": ".cursor/hooks.json",
     "agents-md": "AGENTS.md",
 }
-# The hook program a harness's committed hooks run from a file of its own, where the harness quotes the hook's
-# command to the model on every block (Claude Code 2.1.332: `Stop hook blocking error from command: "…": reason`):
-# the command stays a short line that says nothing, the program with its not-installed notice is in the file.
+# The hook program the committed hooks run from a file of its own where the harness quotes the hook's command to the
+# model on every block (Claude Code 2.1.332): the command stays a short line that says nothing.
 SCRIPTS = {"claude": ".claude/hooks/handoff-gate.sh"}
+GROUPED = ("claude", "codex", "gemini")  # whose events list matcher groups, each holding hooks
 MAX_BYTES = 1 << 20
 ALL_SOURCES = "startup|resume|clear|compact|fork"
 EARLIER_SOURCES = ("startup|resume|clear|compact",)  # what earlier versions wrote: widened to ALL_SOURCES on re-install
@@ -90,17 +77,13 @@ def command_line(kind: str, fmt: str) -> str:
     return f"{hooks.command()} {kind} --format {fmt}"
 
 
-# The portable hook's program, run by /bin/sh (POSIX) with `kind --format fmt` as "$@". It looks for the gate only
-# in PATH folders that are absolute and, resolved, outside the repository (the first folder up from the harness's
-# working folder holding a `.git`): a relative folder (`.`, an empty entry, `bin`) or one in the work tree would run a
-# program the repository commits. No folder left: /dev/null, never the empty PATH that means the current folder.
-# The gate it runs gets this PATH too. `python3 -I` imports nothing from the working folder (a committed gates/).
-# The hook's exit code is 0 or 1 whatever the gate's: Gemini reads any other as a deny, Claude Code reads 2 as a
-# block. A `gate` that cannot start (126, 127: its interpreter gone) is passed over, as if there were none.
-# Gemini CLI resolves `$NAME`, `${NAME}` and `${NAME:-default}` in its settings strings against its own environment
-# before any shell runs them (measured in 0.61.0): so every variable, PATH and the program's own, is read as
-# `${x#}` (its value, an empty prefix removed), which its resolver leaves alone (an exported `r` or `p` would
-# otherwise rewrite the program), and no `${…:-…}` appears (it would always be the default there).
+# The portable hook's program, run by /bin/sh (POSIX) with `kind --format fmt` as "$@" (docs/security.md: the
+# committed harness hooks run no program the repository commits). It looks for the gate only in PATH folders that
+# are absolute and, resolved, outside the repository (the first folder up holding a `.git`); none left: /dev/null,
+# never the empty PATH that means the current folder. Its exit code is 0 or 1 (Gemini reads any other as a deny,
+# Claude Code 2 as a block); a `gate` exiting 126 or 127 (its interpreter gone) is passed over. Gemini CLI 0.61.0
+# rewrites `$NAME`, `${NAME}` and `${NAME:-default}` in its settings strings: so every variable is read as `${x#}`
+# and no `${…:-…}` appears.
 _FIND = ('set -f; IFS=:; r=$(pwd -P); t=${r#}; while [ -n "${t#}" ] && [ ! -e "${t#}/.git" ]; do t=${t%/*}; done; '
          '[ -n "${t#}" ] && r=${t#}; p=; for d in ${PATH#}; do case ${d#} in /*) e=$(cd -P "${d#}" 2>/dev/null && pwd -P) || '
          'continue; case ${e#}/ in "${r#}"/*) ;; *) p=${p#}${p:+:}${d#};; esac;; esac; done; unset IFS; set +f; '
@@ -116,11 +99,12 @@ def portable_line(kind: str, fmt: str) -> str:
     return f"/bin/sh -c '{_FIND}{_say_not_installed(kind, fmt)}; exit 0' {NAME} {kind} --format {fmt}"
 
 
-def _say_not_installed(kind: str, fmt: str) -> str:
-    """The `echo`s of NOT_INSTALLED[kind] in `fmt`'s document: to stdout, and to stderr where the harness wants it."""
+def _say_not_installed(kind: str, fmt: str, message: str | None = None) -> str:
+    """The `echo`s of `message` (NOT_INSTALLED[kind]) in `fmt`'s document: to stdout, and to stderr where the harness
+    wants it."""
     from gates.domain import harness
 
-    out, err = harness.missing_envelope(kind, fmt, NOT_INSTALLED[kind])
+    out, err = harness.missing_envelope(kind, fmt, message or NOT_INSTALLED[kind])
     return f"echo {_sh_double(out)}" + (f"; echo {_sh_double(err)} >&2" if err else "")
 
 
@@ -138,16 +122,12 @@ SCRIPT_MISSING = ("handoff-gate is wired here but its hook script {script} is mi
 
 def short_line(kind: str, fmt: str) -> str:
     """`/bin/sh -c '…' handoff-gate KIND --format FMT` that runs SCRIPTS[fmt] (script_text) from the project folder
-    the harness names (`$CLAUDE_PROJECT_DIR`, else the working folder): the same bytes on every machine, short,
-    and true whatever it is quoted with. No regular file of its own there (gone, a link, a FIFO): the start hook says
-    so (SCRIPT_MISSING, in the start document: loud at every session start) and the stop hook does nothing; both
-    exit 0, where `sh` on a missing file would exit 2, which Claude Code reads as a block."""
+    the harness names (`$CLAUDE_PROJECT_DIR`, else the working folder). No regular file of its own there: the start
+    hook says so (SCRIPT_MISSING) and the stop hook does nothing; both exit 0 (`sh` on a missing file exits 2,
+    which Claude Code reads as a block)."""
     missing = "exit 0"
     if kind == "brief":  # the start hook is never quoted with a block: it says the loop is not running here
-        from gates.domain import harness
-
-        out, _ = harness.missing_envelope(kind, fmt, SCRIPT_MISSING.format(script=SCRIPTS[fmt], fmt=fmt))
-        missing = f"{{ echo {_sh_double(out)}; exit 0; }}"
+        missing = f"{{ {_say_not_installed(kind, fmt, SCRIPT_MISSING.format(script=SCRIPTS[fmt], fmt=fmt))}; exit 0; }}"
     return (f"/bin/sh -c 'f=${{CLAUDE_PROJECT_DIR:-.}}/{SCRIPTS[fmt]}; [ -f \"$f\" ] && [ ! -h \"$f\" ] || {missing}; "
             f"exec /bin/sh \"$f\" \"$@\"' {NAME} {kind} --format {fmt}")
 
@@ -213,10 +193,6 @@ def _entries(agent: str, local: bool = False) -> list[tuple[str, dict[str, Any],
     raise ValueError(agent)
 
 
-def _grouped(agent: str) -> bool:
-    return agent in ("claude", "codex", "gemini")
-
-
 def _command_of(agent: str, hook: object) -> str | None:
     if not isinstance(hook, dict):
         return None
@@ -229,7 +205,7 @@ def _hooks_of(agent: str, item: object) -> list[Any]:
     an object, or a group's `hooks` is not a list (the harness would run none of them)."""
     if not isinstance(item, dict):
         return []
-    inner = item.get("hooks") if _grouped(agent) else [item]
+    inner = item.get("hooks") if agent in GROUPED else [item]
     return inner if isinstance(inner, list) else []
 
 
@@ -257,7 +233,7 @@ def _replace(agent: str, listed: list[Any], entry: dict[str, Any], kind: str) ->
         for n, hook in enumerate(inner):
             if not is_ours(_command_of(agent, hook), kind):
                 continue
-            if not _grouped(agent):
+            if agent not in GROUPED:
                 listed[at] = entry
             else:
                 inner[n] = entry["hooks"][0]
@@ -283,7 +259,7 @@ def _strip(agent: str, doc: dict[str, Any]) -> dict[str, Any]:
             inner = [hook for hook in hooks if not is_ours(_command_of(agent, hook))]
             if hooks and not inner:
                 continue  # the entry, or its matcher group, held nothing but ours
-            if _grouped(agent) and hooks:
+            if agent in GROUPED and hooks:
                 item["hooks"] = inner
             kept.append(item)
         if kept:
@@ -339,6 +315,10 @@ class _File:
     file named, never through a link (see `own_path`)."""
 
     def __init__(self, repo: Repo, agent: str, local: bool = False, shown: str | None = None) -> None:
+        if local and agent not in LOCAL_FILES:
+            raise GateError(f"--local: {agent} has no per-user project file (only Claude Code has one, "
+                            f"{LOCAL_FILES['claude']}): commit {FILES[agent]}, whose hooks run on every clone",
+                            code=USAGE, reason="config-invalid")
         self.repo, self.shown = repo, shown or (LOCAL_FILES if local else FILES)[agent]
         self.path = own_path(repo, self.shown)
 
@@ -377,25 +357,20 @@ class _File:
 
 def own_path(repo: Repo, shown: str) -> str:
     """The path of the work-tree file `shown` when it is a file of its own there (or not there yet), else a
-    one-line refusal naming it.
-
-    Confined like every path (paths.confined), and more: it must resolve to itself, so no component of it is
-    a symlink (a committed `.claude/settings.json -> ../package.json` would have the installer rewrite
-    package.json while it says .claude/settings.json, in the tree or not), and what is there must be a
-    regular file with no other hard link (the same inode under another name). fsio then opens exactly this
-    path, following no link, so one swapped in after this check is refused too.
-    """
+    one-line refusal naming it: confined (paths.confined), no symlink at it or on its way (a committed
+    `.claude/settings.json -> ../package.json` would have package.json rewritten), and a regular file with no other
+    hard link. fsio then opens exactly this path, following no link, so one swapped in after this check is refused
+    too (docs/security.md)."""
     lexical = _unlinked(repo, shown)
     try:
         info = os.lstat(lexical)
     except FileNotFoundError:
         return lexical
     if not stat.S_ISREG(info.st_mode):
-        raise GateError("refusing it: not a regular file", code=CANNOT_RUN, reason="input-unreadable", path=shown)
+        raise _refused(shown, "not a regular file")
     if info.st_nlink > 1:
-        raise GateError(f"refusing it: it has {info.st_nlink - 1} other hard link(s), so it is another file too: the gate "
-                        "writes only the file it names — copy it to a file of its own", code=CANNOT_RUN,
-                        reason="input-unreadable", path=shown)
+        raise _refused(shown, f"it has {info.st_nlink - 1} other hard link(s), so it is another file too: the gate "
+                              "writes only the file it names — copy it to a file of its own")
     return lexical
 
 
@@ -403,14 +378,17 @@ def _unlinked(repo: Repo, shown: str) -> str:
     """The path of `shown` in the work tree when it is confined and resolves to itself: no symlink on it."""
     lexical = repo.path(shown)
     real = paths.confined(repo, lexical, shown, reason="input-unreadable")
-    if real != os.path.join(str(repo.toplevel), *shown.split("/")):
-        parts = shown.split("/")
+    parts = shown.split("/")
+    if real != os.path.join(str(repo.toplevel), *parts):
         link = next(("/".join(parts[:n]) for n in range(1, len(parts) + 1) if os.path.islink(repo.path("/".join(parts[:n])))),
                     shown)
-        raise GateError(f"refusing it: {link} is a symlink (to {os.path.relpath(real, repo.toplevel)}): the gate writes "
-                        "only the file it names — replace the link by a regular file", code=CANNOT_RUN,
-                        reason="input-unreadable", path=shown)
+        raise _refused(shown, f"{link} is a symlink (to {os.path.relpath(real, repo.toplevel)}): the gate writes only "
+                              "the file it names — replace the link by a regular file")
     return lexical
+
+
+def _refused(shown: str, why: str, reason: str = "input-unreadable") -> GateError:
+    return GateError(f"refusing it: {why}", code=CANNOT_RUN, reason=reason, path=shown)
 
 
 def _record_path(repo: Repo, shown: str) -> str:
@@ -431,18 +409,19 @@ def _read_record(repo: Repo, shown: str) -> dict[str, Any] | None:
     return record if isinstance(record, dict) and record.get("path") == shown else None
 
 
-def _digest(data: bytes | None) -> str | None:
-    return sha256(data).hexdigest() if data is not None else None
+def _wrote(record: dict[str, Any] | None, data: bytes | None) -> TypeGuard[dict[str, Any]]:
+    """Whether `record` says the gate's last write left `data` (None: no file) there."""
+    return record is not None and record.get("written") == (sha256(data).hexdigest() if data is not None else None)
 
 
 def install(repo: Repo, agent: str, local: bool = False) -> list[str]:
-    target = _target(repo, agent, local)
+    target = _File(repo, agent, local)
     _one_of_them(repo, agent, local)
     script = _Script(repo, agent) if agent in SCRIPTS and not local else None
     if script and script.foreign:  # refused before anything is written
-        raise GateError(f"refusing it: not the hook program `gate install-hooks --agent {agent}` writes, and the hooks "
-                        f"in {FILES[agent]} would run it — look at what it does, move it aside, then run this again",
-                        code=CANNOT_RUN, reason="config-invalid", path=SCRIPTS[agent])
+        raise _refused(SCRIPTS[agent], f"not the hook program `gate install-hooks --agent {agent}` writes, and the "
+                       f"hooks in {FILES[agent]} would run it — look at what it does, move it aside, then run this again",
+                       reason="config-invalid")
     before = target.read()
     if agent == "agents-md":
         text = fsio.decode_text(before, target.shown) if before else ""
@@ -462,30 +441,26 @@ def install(repo: Repo, agent: str, local: bool = False) -> list[str]:
 def _put(repo: Repo, target: _File, before: bytes | None, after: bytes) -> None:
     """Writes `after` where `before` was, keeping the bytes the file had before the first install (the record)."""
     record = _read_record(repo, target.shown)
-    if record is None or record.get("written") != _digest(before):
+    if not _wrote(record, before):
         import base64
 
         record = {"path": target.shown, "original": base64.b64encode(before).decode() if before is not None else None,
                   "created_dirs": [os.path.relpath(d, repo.toplevel) for d in target.missing_dirs()]}
-    record["written"] = _digest(after)
+    record["written"] = sha256(after).hexdigest()
     target.write(after, before)
     state.write(repo, _record_path(repo, target.shown), (jsonio.dumps(record) + "\n").encode())
 
 
 class _Script:
-    """SCRIPTS[agent], the program the harness's hooks run: a file of its own (`own_path`: no link, no FIFO) that is
-    ours byte for byte (script_text), or one an earlier install wrote (its record says so), or not there. Anything
-    else is `foreign`: the gate neither runs, nor overwrites, nor removes a program it did not write. A link or a
-    FIFO there is refused (GateError) as for a configuration file."""
+    """SCRIPTS[agent], the program the harness's hooks run, at its own path (`own_path`). Bytes that are neither ours
+    (script_text) nor what an earlier install wrote (its record) are `foreign`: never run, overwritten or removed."""
 
     def __init__(self, repo: Repo, agent: str) -> None:
         self.repo, self.ours = repo, script_text(agent)
         self.file = _File(repo, agent, shown=SCRIPTS[agent])
         self.current = self.file.read()
         self.record = _read_record(repo, self.file.shown)
-        written = self.current is not None and self.record is not None and \
-            self.record.get("written") == _digest(self.current)
-        self.foreign = self.current not in (None, self.ours) and not written
+        self.foreign = self.current not in (None, self.ours) and not _wrote(self.record, self.current)
         self.folders: list[str] = []
 
     def install(self) -> str:
@@ -508,18 +483,10 @@ class _Script:
         return f"removed {self.file.shown}"
 
 
-def _target(repo: Repo, agent: str, local: bool) -> _File:
-    if local and agent not in LOCAL_FILES:
-        raise GateError(f"--local: {agent} has no per-user project file (only Claude Code has one, "
-                        f"{LOCAL_FILES['claude']}): commit {FILES[agent]}, whose hooks run on every clone",
-                        code=USAGE, reason="config-invalid")
-    return _File(repo, agent, local)
-
-
 def _one_of_them(repo: Repo, agent: str, local: bool) -> None:
     """Refuses to wire a harness's per-user file when its committed one runs the gate already, and the other way
     round: the harness runs the hooks of both, so every brief and every stop would come twice."""
-    if agent not in LOCAL_FILES or not _has_ours(repo, agent, not local):
+    if agent not in LOCAL_FILES or not _ours_in(repo, agent, not local):
         return
     other = (FILES if local else LOCAL_FILES)[agent]
     undo = f"gate install-hooks --agent {agent}{'' if local else ' --local'} --uninstall"
@@ -528,7 +495,7 @@ def _one_of_them(repo: Repo, agent: str, local: bool) -> None:
 
 
 def uninstall(repo: Repo, agent: str, local: bool = False) -> list[str]:
-    target = _target(repo, agent, local)
+    target = _File(repo, agent, local)
     script = _Script(repo, agent) if agent in SCRIPTS and not local else None
     said = script.uninstall() if script else None
     out = ([said] if said else []) + _uninstall(repo, agent, target)
@@ -542,7 +509,7 @@ def _uninstall(repo: Repo, agent: str, target: _File) -> list[str]:
     record = _read_record(repo, target.shown)
     record_path = _record_path(repo, target.shown)
     # A link here (planted, or the user's own) was refused by _File: nothing is deleted or written through it.
-    if record is not None and current is not None and record.get("written") == _digest(current):
+    if current is not None and _wrote(record, current):
         original = record.get("original")
         if original is None:
             os.unlink(target.path)
@@ -583,13 +550,9 @@ def _uninstall(repo: Repo, agent: str, target: _File) -> list[str]:
 
 def _rmdir_if_empty(repo: Repo, relative: str) -> None:
     try:
-        folder = _unlinked(repo, relative)  # a folder the gate made, not one a link now stands for
-    except GateError:
-        return
-    try:
-        os.rmdir(folder)
-    except OSError:
-        pass  # not empty, or gone: left as it is
+        os.rmdir(_unlinked(repo, relative))  # a folder the gate made, not one a link now stands for
+    except (GateError, OSError):
+        pass  # a link on its way, not empty, or gone: left as it is
 
 
 def _what(agent: str) -> str:
@@ -611,7 +574,7 @@ def _notes(repo: Repo, agent: str, local: bool = False) -> list[str]:
         notes.append("note: Codex runs project hooks only after you review and trust them: start `codex` here and "
                      "trust them in /hooks (older versions also need `[features] codex_hooks = true` in "
                      "~/.codex/config.toml, which the gate does not edit)")
-    if agent in ("copilot", "claude") and _has_ours(repo, "claude") and _has_ours(repo, "copilot"):
+    if agent in ("copilot", "claude") and _ours_in(repo, "claude") and _ours_in(repo, "copilot"):
         notes.append("note: Copilot CLI also runs the hooks in .claude/settings.json; a stop judged by one of them is "
                      "not judged again by the other within seconds, so a session is blocked once per stop, but a "
                      "Copilot session may be given the brief twice (once by each file)")
@@ -636,25 +599,20 @@ def _bound_notes(repo: Repo) -> list[str]:
             "raises the closeout-missing flag"]
 
 
-def _has_ours(repo: Repo, agent: str, local: bool = False) -> bool:
-    return bool(_our_hooks(agent, _parsed(repo, agent, local)))
-
-
-def _parsed(repo: Repo, agent: str, local: bool) -> dict[str, Any]:
-    """The harness's parsed file; empty when it is missing, unreadable or a link (the doctor says so)."""
+def _ours_in(repo: Repo, agent: str, local: bool = False) -> list[tuple[str, int, int, str]]:
+    """`_our_hooks` of the harness's file; none when it is missing, unreadable or a link (the doctor says so)."""
     try:
         target = _File(repo, agent, local)
-        return target.parse(target.read())
+        return _our_hooks(agent, target.parse(target.read()))
     except GateError:
-        return {}
+        return []
 
 
 def wired(repo: Repo, agent: str) -> list[tuple[str, int, int]]:
-    """(event, group, handler) of each hook of ours in the harness's project file and its per-user one, numbered as
-    the harness numbers them (`_our_hooks`); none from a file that is missing, unreadable or a link (the doctor says so)."""
+    """(event, group, handler) of each hook of ours in the harness's project file and its per-user one (`_ours_in`)."""
     found: list[tuple[str, int, int]] = []
     for local in (False, True) if agent in LOCAL_FILES else (False,):
-        found += [(event, group, handler) for event, group, handler, _ in _our_hooks(agent, _parsed(repo, agent, local))]
+        found += [(event, group, handler) for event, group, handler, _ in _ours_in(repo, agent, local)]
     return found
 
 
@@ -763,11 +721,8 @@ def findable(repo: Repo) -> str | None:
     absolute PATH folder that lies, resolved, outside the repository; None when there is none."""
     top = os.path.realpath(repo.toplevel)
     for folder in os.environ.get("PATH", "").split(os.pathsep):
-        if not folder.startswith("/") or not os.path.isdir(folder):
-            continue
-        if paths.within(os.path.realpath(folder), top):
-            continue
-        candidate = os.path.join(folder, "gate")
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
+        if folder.startswith("/") and os.path.isdir(folder) and not paths.within(os.path.realpath(folder), top):
+            candidate = os.path.join(folder, "gate")
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                return candidate
     return None

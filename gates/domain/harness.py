@@ -5,30 +5,8 @@ MAX_INPUT bytes are read, and the read gives up after INPUT_SECONDS (a harness t
 or never closes the pipe). Input that is missing or broken is not an error: the hook goes on with
 what it has, and the caller flags why (`input-unreadable`).
 
-Sources, checked against each harness's own documentation or schema (see docs/agents.md):
-- Claude Code: hooks reference (code.claude.com/docs/en/hooks), and measured in 2.1.332. SessionStart
-  context is `hookSpecificOutput.additionalContext`; a hook's output over 10,000 UTF-16 units (an emoji
-  counts 2) is saved to a file and the model sees a 2 KB preview, so the brief is kept under 9,000
-  units (`units`). Stop: `decision: block` and `reason`; empty output lets it stop, and a
-  `systemMessage` is shown to the user (a let-through says why with it). Claude Code ends the turn
-  itself after 9 consecutive blocks (CLAUDE_CODE_STOP_HOOK_BLOCK_CAP), so the gate's bound is capped
-  below that (`block_bound`).
-- Codex: developers.openai.com/codex/hooks and its generated output schemas
-  (`session-start.command.output`, `stop.command.output`, additionalProperties false). Context over
-  `additionalContextLimit` (default 2,500 tokens) is spilled to disk: the brief is kept under 6,000
-  characters. A bare `{"continue": true}` is rejected at SessionStart; `{}` lets a Stop through. The
-  stop reason reaches the model XML-escaped inside `<hook_prompt>` (`&&` reads `&amp;&amp;`), so a
-  reason for Codex says `then` instead and holds no `&`, `<` or `>` (`_codex_words`).
-- Gemini CLI: docs/hooks/reference.md. stdout must hold the JSON and nothing else; AfterAgent's
-  `decision: "deny"` with `reason` retries with the reason as a new prompt; any exit code but 0 and
-  1 is a deny too, so every hook of ours exits 0. No size cap is documented: the Claude Code budget
-  is used.
-- GitHub Copilot: hooks reference, and measured in Copilot CLI 1.0.102. The reference says sessionStart
-  output is ignored, but `{"additionalContext": …}` on its stdout does reach the model: the brief goes
-  there. No size cap is documented: the Claude Code budget is used. agentStop `{"decision": "block",
-  "reason": …}` queues the reason as the next prompt, `{}` allows.
-- Cursor: `stop` takes `{"followup_message": …}` (auto-submitted) and passes `loop_count`; `{}`
-  lets it stop. Its sessionStart is rejected by some versions, so no brief through it.
+Each harness's envelopes, budgets and caps are taken from its own documentation or schema and measured in its
+CLI: docs/agents.md has them, harness by harness, with the sources.
 """
 
 from __future__ import annotations
@@ -126,13 +104,8 @@ def read_stdin(stream: Any = None, limit: int = MAX_INPUT, seconds: float = INPU
         return HookInput({}, f"the input is over the {limit:,}-byte cap and was not read", True)
     if not raw.strip():
         return HookInput({}, "no input arrived within the time limit" if timed_out else None)
-    return parse(raw, timed_out)
-
-
-def parse(raw: bytes, timed_out: bool = False) -> HookInput:
-    text = raw.decode("utf-8", "replace").lstrip("\ufeff")  # Cursor's payload has been seen with a BOM
     try:
-        data = dataio.load_json(text)
+        data = dataio.load_json(raw.decode("utf-8", "replace").lstrip("\ufeff"))  # Cursor's has been seen with a BOM
     except (dataio.DataError, RecursionError) as exc:
         cut = " (cut off: the sender did not finish within the time limit)" if timed_out else ""
         return HookInput({}, f"the input is not JSON{cut}: {excerpt(str(exc), 120)}", True)
@@ -144,31 +117,29 @@ def parse(raw: bytes, timed_out: bool = False) -> HookInput:
 def _read_bounded(fd: int, limit: int, seconds: float) -> tuple[bytes, bool, str | None]:
     """Up to `limit` + 1 bytes, until end of file, a complete JSON object, or the deadline: (bytes, timed out, error)."""
     deadline = time.monotonic() + seconds
-    chunks: list[bytes] = []
-    size = 0
-    while size <= limit:
+    raw = b""
+    while len(raw) <= limit:
         left = deadline - time.monotonic()
         if left <= 0:
-            return b"".join(chunks), True, None
+            return raw, True, None
         try:
             ready, _, _ = select.select([fd], [], [], left)
         except (OSError, ValueError) as exc:
-            return b"".join(chunks), False, str(exc)
+            return raw, False, str(exc)
         if not ready:
-            return b"".join(chunks), True, None
+            return raw, True, None
         try:
-            chunk = os.read(fd, min(1 << 16, limit + 1 - size))
+            chunk = os.read(fd, min(1 << 16, limit + 1 - len(raw)))
         except BlockingIOError:
             continue
         except OSError as exc:
-            return b"".join(chunks), False, exc.strerror or str(exc)
+            return raw, False, exc.strerror or str(exc)
         if not chunk:
             break
-        chunks.append(chunk)
-        size += len(chunk)
-        if chunk.rstrip().endswith(b"}") and _complete(b"".join(chunks)):
+        raw += chunk
+        if chunk.rstrip().endswith(b"}") and _complete(raw):
             break  # a harness that keeps the pipe open after writing
-    return b"".join(chunks), False, None
+    return raw, False, None
 
 
 def _complete(raw: bytes) -> bool:
@@ -231,9 +202,7 @@ def missing_envelope(kind: str, fmt: str, message: str) -> tuple[str, str | None
         return jsonio.dumps(document, ensure_ascii=False), None
     if kind == "brief":  # no systemMessage here: the model is the one who can tell the user
         return start_envelope(fmt, message + RELAY), message
-    if fmt in NOTICE_FORMATS:
-        return jsonio.dumps({"systemMessage": message}, ensure_ascii=False), None
-    return allow_envelope(fmt), message
+    return allow_envelope(fmt, message), None if fmt in NOTICE_FORMATS else message
 
 
 # ---- stop ------------------------------------------------------------------------------------------------
@@ -292,7 +261,6 @@ def schema(name: str) -> dict[str, Any]:
     return schemas.load(f"harness/{name}")
 
 
-START_SCHEMA = {"claude": "claude-session-start", "codex": "codex-session-start", "gemini": "gemini-session-start",
-                "copilot": "copilot-session-start"}
+START_SCHEMA = {fmt: f"{fmt}-session-start" for fmt in HOOK_START_FORMATS}
 STOP_SCHEMA = {"claude": "claude-stop", "codex": "codex-stop", "gemini": "gemini-after-agent",
                "copilot": "copilot-agent-stop", "cursor": "cursor-stop"}

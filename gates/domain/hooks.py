@@ -1,12 +1,8 @@
 """`gate install-hooks`: native git hooks for users who do not use the pre-commit framework.
 
-The hook runs this very interpreter, by absolute path and in isolated mode (`-I`), so no shim is
-looked up and nothing from the repository under review is imported. It starts the gate with `-c`
-rather than `-m gates`: `-m` loads runpy first (~5 ms on every commit). An existing hook is kept and
-chained: it moves to `<name>.pre-gate` and runs first. The hooks folder is git's own answer
-(`git rev-parse --git-path hooks`), so `core.hooksPath` and linked worktrees are respected; a folder
-other repositories share (a global `core.hooksPath`) is written only with `--global`, and the hook
-written there does nothing in a repository without a `.gate.yaml` (`shared_by_others`, `_allowed`).
+What the hook runs, where it is written and how a hook of the user's is chained are in
+docs/gates.md#without-the-framework-native-hooks; a folder other repositories share (a global
+`core.hooksPath`) is written only with `--global` (`shared_by_others`, `_allowed`; docs/security.md).
 """
 
 from __future__ import annotations
@@ -31,10 +27,8 @@ PUSH_ARGS = " --remote --pre-push"  # the pushed refs on stdin; handoff-claim-re
 
 
 def hooks_dir(repo: Repo) -> str:
-    """Where git runs hooks from. A `core.hooksPath` set by the repository's own config (which anyone who
-    shaped the repository may have written) must lead into the repository; the user's global one is theirs,
-    and `shared_by_others` says when writing there would change every other repository's commits.
-    Asked of git once a run."""
+    """Where git runs hooks from (asked of git once a run). A `core.hooksPath` set by the repository's own config
+    (which anyone who shaped the repository may have written) must lead into the repository."""
     if "hooks_dir" in repo.memo:
         return str(repo.memo["hooks_dir"])
     proc = repo.git("rev-parse", "--git-path", "hooks")
@@ -73,10 +67,8 @@ def _inside(repo: Repo, path: str) -> bool:
 
 def shared_by_others(repo: Repo) -> str | None:
     """Why the hooks folder is not this repository's own (a hook written there runs in other repositories
-    too), or None when it is. A `core.hooksPath` from the global or system config (or a `-c` of the command)
-    with an absolute value names one folder for every repository; a relative one names a folder in each
-    repository and is judged like the repository's own. A folder that resolves outside the repository (the
-    default `.git/hooks` linked elsewhere) is shared as well."""
+    too), or None when it is: an absolute `core.hooksPath` from outside the repository's own config (a relative
+    one names a folder in each repository), or a folder that resolves outside the repository."""
     folder = hooks_dir(repo)
     source = hooks_path_source(repo)
     if source is not None and source[0] not in OWN_SCOPES and source[2].startswith(("/", "~")):
@@ -90,9 +82,8 @@ def shared_by_others(repo: Repo) -> str | None:
 
 
 def _allowed(repo: Repo, everywhere: bool, doing: str) -> None:
-    """Refuses a hooks folder that `everywhere` (`--global`: for every repository) does not mean. Without it, a
-    shared folder is refused with one line naming the setting and where it comes from; with it, a folder that
-    is this repository's own is refused too, so `--global` always means what it says."""
+    """Refuses a hooks folder that `everywhere` (`--global`: for every repository) does not mean, either way, so
+    `--global` always means what it says."""
     shared = shared_by_others(repo)
     if shared and not everywhere:
         raise GateError(f"refusing to {doing}: {shared} — pass --global if that is what you want (the gate's hook "
@@ -121,16 +112,9 @@ def doctor(repo: Repo) -> list[tuple[str, str]]:
 
 def command() -> str:
     """`<python> -I [-S] -c '…'`: how a hook starts the gate, with no shim looked up and nothing imported from
-    the repository under review.
-
-    When this gate is installed in one of the interpreter's site-packages folders (a plain install) and
-    `site` would add nothing there but the folder itself, the interpreter starts without `site` (-S:
-    its .pth files and the sitecustomize it looks for cost a tenth of a check) and the program puts
-    the folders back itself. Should `gates` no longer be in any of them (the environment was rebuilt
-    for another Python), it runs `site` after all, so the hook still finds what is installed now. An
-    editable or unusual install keeps `site`, which knows how to find it: no folder of a checkout is
-    ever put on the path.
-    """
+    the repository under review. `-S` (no `site`: a tenth of a check) where `_site_folders` allows it, and the
+    program puts those folders back itself, or runs `site` after all when `gates` is no longer in any of them
+    (docs/gates.md)."""
     folders = _site_folders()
     if folders:
         program = (f"import sys, os; p = {py_list(folders)}; sys.path += p if any(os.path.isdir(os.path.join(f, "
@@ -205,11 +189,9 @@ def is_current(text: str, kind: str) -> bool:
 
 
 def read_hook(path: str) -> str:
-    """A hook file's text ('' when there is none or it cannot be read), its first HOOK_CAP bytes.
-
-    Read through a symlink, as git runs it. A FIFO, a device, a socket or a folder there is refused with a
-    one-line error: git cannot run it, the gate must not wait on it, and it is no hook of the user's to chain.
-    """
+    """A hook file's first HOOK_CAP bytes as text ('' when there is none or it cannot be read), read through a
+    symlink as git runs it. A FIFO, a device, a socket or a folder there is refused with a one-line error: git cannot
+    run it, the gate must not wait on it, and it is no hook of the user's to chain."""
     try:
         data = fsio.read_regular(path, HOOK_CAP, follow=True)
     except fsio.NotRegularFile as exc:
@@ -227,9 +209,7 @@ def is_ours(path: str) -> bool:
 def install(repo: Repo, kinds: list[str], everywhere: bool = False) -> list[str]:
     """Write our hook of each of `kinds`, chaining a hook of the user's. Only into this repository's own hooks
     folder, unless `everywhere` (`--global`) says the shared one is meant (see `_allowed`)."""
-    _allowed(repo, everywhere, "install the hooks")
-    folder = hooks_dir(repo)
-    present = _present(folder, kinds)
+    folder, present = _prepared(repo, kinds, everywhere, "install the hooks")
     os.makedirs(folder, exist_ok=True)
     said = []
     for kind in kinds:
@@ -253,9 +233,7 @@ def install(repo: Repo, kinds: list[str], everywhere: bool = False) -> list[str]
 def uninstall(repo: Repo, kinds: list[str], everywhere: bool = False) -> list[str]:
     """Remove each of our hooks among `kinds`, putting back the hook that was moved aside for it: in a shared
     hooks folder only with `everywhere` (`--global`), as for `install`."""
-    _allowed(repo, everywhere, "remove the hooks")
-    folder = hooks_dir(repo)
-    present = _present(folder, kinds)
+    folder, present = _prepared(repo, kinds, everywhere, "remove the hooks")
     said = []
     for kind in kinds:
         path = os.path.join(folder, kind)
@@ -283,10 +261,12 @@ def _exact(path: str) -> bytes:
         raise GateError(f"cannot read {path}: {exc.strerror}", reason="io-error") from None
 
 
-def _present(folder: str, kinds: list[str]) -> dict[str, bool]:
-    """For each of `kinds` with a hook in place, whether it is ours. All are read before anything changes, so a
-    hook that is refused (a FIFO) leaves every hook as it was."""
-    return {kind: is_ours(path) for kind in kinds if os.path.lexists(path := os.path.join(folder, kind))}
+def _prepared(repo: Repo, kinds: list[str], everywhere: bool, doing: str) -> tuple[str, dict[str, bool]]:
+    """The hooks folder `_allowed` lets this run change, and for each of `kinds` with a hook in place, whether it is
+    ours: all are read before anything changes, so a hook that is refused (a FIFO) leaves every hook as it was."""
+    _allowed(repo, everywhere, doing)
+    folder = hooks_dir(repo)
+    return folder, {kind: is_ours(path) for kind in kinds if os.path.lexists(path := os.path.join(folder, kind))}
 
 
 def _move(source: str, target: str, what: str) -> None:

@@ -1,24 +1,11 @@
 """`gate doctor`: will each harness wired here run the project's hooks at all? (issue 26)
 
 A harness that does not trust the project, or was started below the top of the work tree, skips the hooks and
-says nothing. What the measured facts (docs/agents.md#a-loop-that-did-not-run) let the doctor tell:
-
-- Codex runs project hooks only when the folder is trusted (`[projects."<top>"] trust_level = "trusted"` in
-  `$CODEX_HOME/config.toml`, default `~/.codex/`) and each hook entry is (`[hooks.state."<top>/.codex/hooks.json:
-  <event>:<group>:<handler>"] trusted_hash`). The hash covers the entry as it was reviewed, and how Codex computes
-  it is not known here: a recorded trust is "cannot tell whether it still matches", never ok.
-- Gemini CLI loads project hooks only in a trusted folder: the variables that decide it for this environment, the
-  user's `security.folderTrust.enabled`, else the longest matching rule of `~/.gemini/trustedFolders.json`
-  (`_gemini`). Copilot CLI likewise: `COPILOT_ALLOW_ALL=true`, else the `trustedFolders` of
-  `~/.copilot/config.json`, the folder or one above it (`_copilot`); `--trust-folder` is one session's.
-- Claude Code (and Gemini) read the project's settings only from the folder they were started in; an interactive
-  Claude Code session runs their hooks only after its folder-trust prompt (stored where the facts do not say:
-  cannot tell). Run from a subdirectory, the doctor says that a harness started there runs nothing.
-
-The files read are the user's own harness config (Codex's, Gemini's settings and trusted folders, Copilot's): each
-at most CONFIG_CAP bytes of a regular file (a FIFO or device is refused before it is opened), through a link only
-while the link stays within the folder it belongs to ($HOME, or the harness's own home variable when set). Nothing
-of it is shown but yes/no, a trust level and the names of the gate's own entries.
+says nothing. What the doctor reads of each harness and what it can tell from it, measured in each CLI, is
+docs/agents.md#a-loop-that-did-not-run; Codex's trusted hash cannot be checked here, so a recorded trust is
+"cannot tell whether it still matches", never ok. The user's config is hostile input (docs/security.md): at most
+CONFIG_CAP bytes of a regular file, through a link only within its own folder ($HOME, or the harness's home
+variable), and nothing of it is shown but yes/no, a trust level and the names of the gate's own entries.
 """
 
 from __future__ import annotations
@@ -60,7 +47,7 @@ def checks(repo: Repo, environ: Mapping[str, str], cwd: str) -> list[tuple[str, 
         elif agent == "codex":
             out += _codex(repo, environ, positions)
         else:
-            out += _gemini(repo, environ) if agent == "gemini" else _copilot(repo, environ)
+            out += _by_variable(agent, environ) or (_gemini(repo, environ) if agent == "gemini" else _copilot(repo, environ))
     return out
 
 
@@ -72,33 +59,29 @@ GEMINI_HOW = ("trust it once in an interactive `gemini` at the top of the work t
 COPILOT_HOW = "start it with `--trust-folder`, accept its folder-trust prompt, or set COPILOT_ALLOW_ALL=true"
 
 
-def _by_variable(agent: str, environ: Mapping[str, str]) -> list[tuple[str, str]] | None:
-    variable = BY_VARIABLE[agent]
+def _by_variable(agent: str, environ: Mapping[str, str]) -> list[tuple[str, str]]:
+    """What this environment decides, before any file (Gemini CLI 0.61.0: GEMINI_RESTRICTED_MODE=true or
+    GEMINI_CLI_TRUST_WORKSPACE=false distrust every folder, =true trusts); [] when it decides nothing."""
+    name, variable = NAMES[agent], BY_VARIABLE[agent]
+    restricted = environ.get("GEMINI_RESTRICTED_MODE") == "true"
+    if agent == "gemini" and (restricted or environ.get(variable) == "false"):
+        distrust = "GEMINI_RESTRICTED_MODE=true" if restricted else "GEMINI_CLI_TRUST_WORKSPACE=false"
+        return [(WARN, f"{name} runs none of this project's hooks from this environment: {distrust} distrusts every "
+                       "folder")]
     if environ.get(variable) == "true":
-        return [(OK, f"{NAMES[agent]}: {variable}=true trusts the folder for a session started from this environment "
+        return [(OK, f"{name}: {variable}=true trusts the folder for a session started from this environment "
                      "(one started elsewhere may not be)")]
-    return None
+    return []
 
 
 def _gemini(repo: Repo, environ: Mapping[str, str]) -> list[tuple[str, str]]:
-    """Gemini CLI 0.61.0: GEMINI_RESTRICTED_MODE=true or GEMINI_CLI_TRUST_WORKSPACE=false distrust, =true trusts;
-    `security.folderTrust.enabled: false` in the user's settings trusts every folder; else the longest rule of
-    `trustedFolders.json` (`$GEMINI_CLI_TRUSTED_FOLDERS_PATH`, else ~/.gemini/, ~ being $GEMINI_CLI_HOME when
-    set) whose folder holds this one decides (TRUST_PARENT names a path whose parent is trusted), and none is
-    untrusted: a headless run exits 55, an interactive one asks."""
+    """Gemini CLI 0.61.0, after the variables: `security.folderTrust.enabled: false` in the user's settings trusts
+    every folder, else the longest rule of `trustedFolders.json` whose folder holds this one (TRUST_PARENT names a
+    path whose parent is trusted); none is untrusted: a headless run exits 55."""
     name = NAMES["gemini"]
-    restricted = environ.get("GEMINI_RESTRICTED_MODE") == "true"
-    if restricted or environ.get("GEMINI_CLI_TRUST_WORKSPACE") == "false":
-        variable = "GEMINI_RESTRICTED_MODE=true" if restricted else "GEMINI_CLI_TRUST_WORKSPACE=false"
-        return [(WARN, f"{name} runs none of this project's hooks from this environment: {variable} distrusts every "
-                       "folder")]
-    trusted = _by_variable("gemini", environ)
-    if trusted:
-        return trusted
     home = environ.get("GEMINI_CLI_HOME") or environ.get("HOME") or os.path.expanduser("~")
-    settings = _user_file(os.path.join(home, ".gemini", "settings.json"), [home])
-    parsed = _jsonc(settings) if isinstance(settings, bytes) else None
-    security = parsed.get("security") if isinstance(parsed, dict) else None
+    settings = _config(os.path.join(home, ".gemini", "settings.json"), [home])
+    security = settings.get("security") if isinstance(settings, dict) else None
     folder_trust = security.get("folderTrust") if isinstance(security, dict) else None
     if isinstance(folder_trust, dict) and folder_trust.get("enabled") is False:
         return [(OK, f"{name}: folder trust is off in ~/.gemini/settings.json (security.folderTrust.enabled: false), "
@@ -106,14 +89,13 @@ def _gemini(repo: Repo, environ: Mapping[str, str]) -> list[tuple[str, str]]:
     given = environ.get("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
     path = given or os.path.join(home, ".gemini", "trustedFolders.json")
     shown = "$GEMINI_CLI_TRUSTED_FOLDERS_PATH" if given else "~/.gemini/trustedFolders.json"
-    data = _user_file(path, [home] + ([os.path.dirname(given)] if given else []))
-    if data is None:
+    rules = _config(path, [home] + ([os.path.dirname(given)] if given else []),
+                    invalid="is not a JSON object (Gemini CLI refuses to start)")
+    if rules is None:
         return [(WARN, f"{name} will not load this project's hooks: there is no {shown}, so no folder is trusted (a "
                        f"headless run exits 55) — {GEMINI_HOW}")]
-    rules = _jsonc(data) if isinstance(data, bytes) else None
-    if not isinstance(rules, dict):
-        why = data if isinstance(data, str) else "is not a JSON object (Gemini CLI refuses to start)"
-        return [(WARN, f"{name}: cannot tell whether this folder is trusted: {shown} {why}")]
+    if isinstance(rules, str):
+        return [(WARN, f"{name}: cannot tell whether this folder is trusted: {shown} {rules}")]
     top = os.path.realpath(repo.toplevel)
     best: tuple[int, str] | None = None
     for rule, level in rules.items():
@@ -130,24 +112,16 @@ def _gemini(repo: Repo, environ: Mapping[str, str]) -> list[tuple[str, str]]:
 
 
 def _copilot(repo: Repo, environ: Mapping[str, str]) -> list[tuple[str, str]]:
-    """GitHub Copilot CLI 1.0.102: COPILOT_ALLOW_ALL=true trusts; else the folder, or one above it, listed in the
-    `trustedFolders` of `$COPILOT_HOME/config.json` (default ~/.copilot/) is trusted (`settings.json` does not
-    count); `--trust-folder` trusts it for one session. Untrusted, it runs no project hook and says nothing."""
+    """GitHub Copilot CLI 1.0.102, after the variable: the folder or one above it in the `trustedFolders` of
+    `$COPILOT_HOME/config.json`; `--trust-folder` trusts it for one session. Untrusted, it runs no project hook."""
     name = NAMES["copilot"]
-    trusted = _by_variable("copilot", environ)
-    if trusted:
-        return trusted
-    home = environ.get("HOME") or os.path.expanduser("~")
-    copilot_home = environ.get("COPILOT_HOME") or os.path.join(home, ".copilot")
-    shown = "$COPILOT_HOME/config.json" if environ.get("COPILOT_HOME") else "~/.copilot/config.json"
-    data = _user_file(os.path.join(copilot_home, "config.json"), [home, copilot_home])
-    if data is None:
+    path, shown, roots = _home_config(environ, "COPILOT_HOME", ".copilot", "config.json")
+    parsed = _config(path, roots)
+    if parsed is None:
         return [(WARN, f"{name} will skip this project's hooks, silently, unless started with `--trust-folder`: "
                        f"there is no {shown}, so no folder is trusted — {COPILOT_HOW}")]
-    parsed = _jsonc(data) if isinstance(data, bytes) else None
-    if not isinstance(parsed, dict):
-        why = data if isinstance(data, str) else "is not a JSON object"
-        return [(WARN, f"{name}: cannot tell whether this folder is trusted: {shown} {why}")]
+    if isinstance(parsed, str):
+        return [(WARN, f"{name}: cannot tell whether this folder is trusted: {shown} {parsed}")]
     listed = parsed.get("trustedFolders")
     if listed is not None and not isinstance(listed, list):
         return [(WARN, f"{name}: cannot tell whether this folder is trusted: the trustedFolders of {shown} is not a "
@@ -171,55 +145,53 @@ def _jsonc(data: bytes) -> Any:
     from gates.infra import dataio
 
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    try:
-        return dataio.load_json(_COMMENT.sub(r"\1", text))
-    except dataio.DataError:
+        return dataio.load_json(_COMMENT.sub(r"\1", data.decode("utf-8")))
+    except (UnicodeDecodeError, dataio.DataError):
         return None
 
 
 def _codex(repo: Repo, environ: Mapping[str, str], positions: list[tuple[str, int, int]]) -> list[tuple[str, str]]:
-    home = environ.get("HOME") or os.path.expanduser("~")
-    codex_home = environ.get("CODEX_HOME") or os.path.join(home, ".codex")
-    config = os.path.join(codex_home, "config.toml")
-    shown = "$CODEX_HOME/config.toml" if environ.get("CODEX_HOME") else "~/.codex/config.toml"
-    data = _user_file(config, [home, codex_home])
-    if data is None:
+    config, shown, roots = _home_config(environ, "CODEX_HOME", ".codex", "config.toml")
+    parsed = _config(config, roots, toml=True)
+    if parsed is None:
         return [(WARN, f"Codex will skip this project's hooks: there is no {shown}, so it trusts neither this folder "
                        f"nor its hooks — {REVIEW}")]
-    parsed = data if isinstance(data, str) else _toml(data)
     if isinstance(parsed, str):  # why it is not read, or not valid
         return [(WARN, f"Codex: cannot tell whether it trusts this folder and its hooks: {shown} {parsed}")]
     tops = list(dict.fromkeys((str(repo.toplevel), os.path.realpath(repo.toplevel))))
-    out = []
     features = parsed.get("features")
-    if isinstance(features, dict) and features.get("hooks") is False:
-        out.append((WARN, f"Codex runs no hook at all: `[features] hooks = false` in {shown}"))
+    hooks_off = isinstance(features, dict) and features.get("hooks") is False
+    off = [(WARN, f"Codex runs no hook at all: `[features] hooks = false` in {shown}")] if hooks_off else []
     folder = _folder_trust(parsed, tops)
     if folder != "trusted":
-        out.append((WARN, f"Codex will skip this project's hooks: this folder is {folder} in {shown} — {REVIEW}"))
-        return out
+        return off + [(WARN, f"Codex will skip this project's hooks: this folder is {folder} in {shown} — {REVIEW}")]
     missing = [event for event, group, handler in positions if not _entry_trusted(parsed, tops, event, group, handler)]
     if missing:
         events = ", ".join(excerpt(event, 40) for event in sorted(set(missing)))
-        out.append((WARN, f"Codex will skip {len(missing)} of the {len(positions)} hooks of .codex/hooks.json, "
-                          f"silently: no trust is recorded for {events} — {REVIEW}"))
-        return out
+        return off + [(WARN, f"Codex will skip {len(missing)} of the {len(positions)} hooks of .codex/hooks.json, "
+                             f"silently: no trust is recorded for {events} — {REVIEW}")]
     changed = _newer(repo.path(agents.FILES["codex"]), config)
-    out.append((WARN, f"Codex: the folder is trusted and a trust is recorded for each of the {len(positions)} hooks of "
-                      ".codex/hooks.json, but whether each still matches cannot be told: Codex trusts a hash of the "
-                      "entry as it was reviewed, and any change since (a re-install, an upgrade, a timeout edit) "
-                      "un-trusts it silently"
-                      + (" — .codex/hooks.json changed after Codex last wrote its config: " + REVIEW if changed
-                         else "; after such a change, review them again (/hooks)")))
-    return out
+    return off + [(WARN, f"Codex: the folder is trusted and a trust is recorded for each of the {len(positions)} hooks "
+                         "of .codex/hooks.json, but whether each still matches cannot be told: Codex trusts a hash of "
+                         "the entry as it was reviewed, and any change since (a re-install, an upgrade, a timeout edit) "
+                         "un-trusts it silently"
+                         + (" — .codex/hooks.json changed after Codex last wrote its config: " + REVIEW if changed
+                            else "; after such a change, review them again (/hooks)"))]
 
 
-def _user_file(path: str, roots: list[str]) -> bytes | str | None:
-    """The bytes of the user's config file at `path`, None when there is none, or why it is not read (a link out of
-    every root, not a regular file, over CONFIG_CAP, unreadable)."""
+def _home_config(environ: Mapping[str, str], variable: str, folder: str, name: str) -> tuple[str, str, list[str]]:
+    """(path, as shown, the folders a link may lead into) of a harness's config file `name` in `$variable`, else in
+    ~/`folder`."""
+    home = environ.get("HOME") or os.path.expanduser("~")
+    own = environ.get(variable)
+    where = own or os.path.join(home, folder)
+    return os.path.join(where, name), f"${variable}/{name}" if own else f"~/{folder}/{name}", [home, where]
+
+
+def _config(path: str, roots: list[str], invalid: str = "is not a JSON object",
+            toml: bool = False) -> dict[str, Any] | str | None:
+    """The object in the user's config file at `path` (JSON with comments, or TOML), None when there is none, or why
+    it is not read (a link out of every root, not a regular file, over CONFIG_CAP, unreadable; `invalid`: no object)."""
     if not os.path.lexists(path):
         return None
     real = os.path.realpath(path)
@@ -231,7 +203,10 @@ def _user_file(path: str, roots: list[str]) -> bytes | str | None:
         return f"cannot be read ({exc.strerror or type(exc).__name__})"
     if len(data) > CONFIG_CAP:
         return f"is over {CONFIG_CAP:,} bytes: not read"
-    return data
+    if toml:
+        return _toml(data)
+    parsed = _jsonc(data)
+    return parsed if isinstance(parsed, dict) else invalid
 
 
 def _toml(data: bytes) -> dict[str, Any] | str:
