@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from gates.domain import journal
 from gates.domain.ancestry import SHALLOW_ADVICE, Relation, relation
-from gates.infra import dataio
 from gates.infra.errors import GateError
 from gates.infra.git import GitFailed, Repo, StatusFailed
 from gates.infra.plain import NamedTuple
@@ -57,13 +56,8 @@ def tail_entries(repo: Repo) -> list[dict[str, Any]]:
         lines = lines[1:]  # the first line is cut
     entries = []
     for raw in lines:
-        if not raw.strip():
-            continue  # the end of the last line
-        try:
-            entry = dataio.load_json(raw.decode("utf-8", "replace"))
-        except dataio.DataError:
-            continue
-        if isinstance(entry, dict) and isinstance(entry.get("details"), dict):
+        entry = journal.parse_entry(raw.decode("utf-8", "replace"))
+        if entry is not None and isinstance(entry.get("details"), dict):
             entries.append(entry)
     repo.memo["journal-tail"] = entries
     return entries
