@@ -1,22 +1,10 @@
 """`gate brief`: the session-start command, for a reader and for each harness's start hook: what a session must
-read first, in the order it must distrust its memory.
+read first, in the order it must distrust its memory (docs/agents.md#the-session-brief).
 
-(a) every unacknowledged flag, verbatim; (b) the tripwire: git's last commits beside the Meta
-ref, with a plain verdict; (c) who holds the state-file claim, and any git lock in the way;
-(d) the target section and the sections `handoff.brief_sections` names, or one line saying they
-were dropped as stale (an `updated` that is not a time, lies in the future, or is older than
-fresh.fresh_days while git says work was committed since); (e) where to read the rest. A section
-that cannot be read says why and the brief goes on: a session-start hook must never wedge a session.
-
-Every section's text is `text.clean`ed when it is built: hand-over lines, commit subjects, claim
-records and flags (local or another clone's) reach neither a terminal nor an agent with a raw
-control, bidi, zero-width, separator or tag character.
-
-Hook formats read the harness's input (session id, `source`) from stdin without blocking, print
-exactly the harness's envelope and nothing else, within its budget (harness.START_BUDGET; the
-hand-over gives way first and the flags last, keeping their count and a line per reason, with a
-pointer to the full brief saved as brief.md in the state dir), and journal the delivery. Broken
-input is never fatal: the brief still prints and an `input-unreadable` flag says why.
+Every section's text is `text.clean`ed when it is built: hand-over lines, commit subjects, claim records and flags
+(local or another clone's) reach neither a terminal nor an agent with a raw control, bidi, zero-width, separator or
+tag character. A section that cannot be read says why and the brief goes on, and broken hook input is never
+fatal (an `input-unreadable` flag says why): a session-start hook must never wedge a session.
 """
 
 from __future__ import annotations
@@ -173,10 +161,11 @@ def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None
     # functools and the collections it imports cost a brief about a tenth more instructions.)
     read: list[Loaded] = []
     judged: list[sessions.Closure] = []
+    path = config.section("handoff")["path"]
 
     def handoff_file() -> Loaded:
         if not read:
-            read.append(load_handoff(repo, config, repo.path(config.section("handoff")["path"])))
+            read.append(load_handoff(repo, config, repo.path(path)))
         return read[0]
 
     def work() -> sessions.Closure:  # for the tripwire, the salvage and the hand-over section
@@ -188,11 +177,11 @@ def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None
         _guard(FLAGS, lambda: _flags(repo, config, now) + _other_clones(repo, config), _flag_details),
         _guard("2. Tripwire: does the hand-over agree with git?", lambda: _tripwire(repo, handoff_file(), config, work())),
         _guard("3. Claim and locks", lambda: _claim_and_locks(repo, config, now)),
-        *_salvage(repo, config, work().before(own) if own else work()),
+        _guard(SALVAGE, lambda: sessions.salvage(repo, work().before(own) if own else work(), path) or "", _after_first),
         _guard(HANDOFF, lambda: _handoff(handoff_file(), config, now, work()), _after_first),
         Section("5. Read the rest", clean(_rest(config))),
     ]
-    return parts, work()
+    return [part for part in parts if part.body or part.title != SALVAGE], work()  # no salvage when closed out
 
 
 FLAGS, SALVAGE, HANDOFF = "1. Flags", "3a. Salvage: the last session did not close out", "4. Hand-over"
@@ -207,18 +196,6 @@ def _closure(repo: Repo, config: Config, handoff_file: Callable[[], Loaded]) -> 
         return sessions.closure(repo, config, ref)
     except (GateError, OSError) as exc:  # never read as closed out
         return sessions.Closure(ref, None, str(exc), [], None)
-
-
-def _salvage(repo: Repo, config: Config, work: sessions.Closure) -> list[Section]:
-    """Before the hand-over, when the work is not closed out: what git has that the hand-over may not say."""
-    try:
-        body = sessions.salvage(repo, work, config.section("handoff")["path"])
-    except (GateError, OSError) as exc:
-        return [Section(SALVAGE, clean(f"(could not be read: {exc})"))]
-    if not body:
-        return []
-    shown = clean(body)
-    return [Section(SALVAGE, shown, _after_first(shown.split("\n")))]
 
 
 def _flags(repo: Repo, config: Config, now: datetime) -> str:
