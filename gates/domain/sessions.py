@@ -1,21 +1,9 @@
 """The story of sessions: the journal's briefs and close-out verdicts, the one definition of closed out, the salvage.
 
-Closed out (`closure`, the one definition the stop hook, the brief's first line, its tripwire and
-its salvage use): the hand-over's Meta ref is HEAD, or HEAD is its close-out commit
-(gates/domain/ancestry.py), and `git status` lists nothing: no staged, unstaged or untracked path
-(paths git ignores are never listed). Every other finding is a reason, said as found; a question
-git could not answer is a doubt, never "closed out".
-
-Each brief a harness receives is journalled as `session-brief` (harness, session id, source, HEAD)
-and each close-out verdict as `closeout` (harness, session id, verdict, the reasons, HEAD). A
-session is a harness's session id: a run without one (a person's `gate brief`, a model's own
-`gate closeout --format text`, journalled as `closeout-preview`) is never the last session. The
-brief's first line names the last session of this worktree from those entries; a later brief of a
-running session (a compaction, a resume) first says what is its own work since its start, its first
-brief, and judges the last session by the work as it found it. When the work is
-not closed out, the brief lists from git what the hand-over does not describe: every subject and
-path is text from the repository (a commit subject is whatever its author wrote), so each is
-sanitised and capped, and the list is labelled as facts, not instructions.
+What a session is, its start, the brief's first line, `closure` (the one definition the stop hook, the brief's first
+line, its tripwire and its salvage use) and the salvage are docs/agents.md's. Every subject and path the salvage
+lists is text from the repository (a commit subject is whatever its author wrote): each is sanitised and capped,
+and the list is labelled as facts, not instructions.
 """
 
 from __future__ import annotations
@@ -65,7 +53,7 @@ def tail_entries(repo: Repo) -> list[dict[str, Any]]:
 
 class LastSession(NamedTuple):
     harness: str
-    session: str | None
+    session: str
     when: str
     verdict: str | None  # the last close-out verdict journalled for it: done, block, let-through, error; None: none
     head: str | None = None  # HEAD when that verdict was given
@@ -85,19 +73,18 @@ def last_session(repo: Repo, current: str | None) -> LastSession | None:
     only runs with a harness session id are sessions."""
     mine = [e for e in tail_entries(repo) if e.get("worktree") == str(repo.toplevel)
             and e.get("action") in ("session-brief", "closeout") and _session_of(e) is not None]
-    for entry in reversed(mine):
-        details = entry["details"]
-        session = _session_of(entry)
-        if current is not None and session == current:
-            continue
-        said = next((later["details"] for later in reversed(mine) if later.get("action") == "closeout"
-                     and later["details"].get("session") == session
-                     and later["details"].get("harness") == details.get("harness")), None)
-        verdict = str(said.get("verdict")) if said is not None else None
-        head = said.get("head") if said is not None and isinstance(said.get("head"), str) else None
-        return LastSession(excerpt(str(details.get("harness", "?")), 20), excerpt(session, 80) if session else None,
-                           str(entry.get("time", "?")), verdict, head)
-    return None
+    entry = next((e for e in reversed(mine) if _session_of(e) != current), None)
+    if entry is None:
+        return None
+    details = entry["details"]
+    session = str(details["session"])  # a non-empty string: _session_of said so
+    said = next((later["details"] for later in reversed(mine) if later.get("action") == "closeout"
+                 and later["details"].get("session") == session
+                 and later["details"].get("harness") == details.get("harness")), None)
+    verdict = str(said.get("verdict")) if said is not None else None
+    head = said.get("head") if said is not None and isinstance(said.get("head"), str) else None
+    return LastSession(excerpt(str(details.get("harness", "?")), 20), excerpt(session, 80), str(entry.get("time", "?")),
+                       verdict, head)
 
 
 def first_line(last: LastSession | None, work: Closure, head: str | None) -> str:
@@ -106,7 +93,7 @@ def first_line(last: LastSession | None, work: Closure, head: str | None) -> str
     if last is None:
         return "Last session: none recorded in the journal for this worktree" + (
             "." if work.closed else f"; the work is NOT closed out ({said}; see Salvage).")
-    who = f"{last.harness} session {last.session or '(no id)'}, last seen {last.when}"
+    who = f"{last.harness} session {last.session}, last seen {last.when}"
     if work.closed and last.verdict in ("done", None):
         return f"Last session: {who}: closed out."
     if work.closed:
@@ -237,7 +224,7 @@ def plural(count: int, word: str) -> str:
 
 
 class Closure(NamedTuple):
-    """Whether the work since the hand-over's Meta ref is closed out, and what was found (see the module's doc)."""
+    """Whether the work since the hand-over's Meta ref is closed out, and what was found (docs/agents.md#closed-out)."""
 
     ref: str | None  # the hand-over's Meta ref (None: it names none, or cannot be read)
     found: Relation | None  # where it stands against HEAD; None: no ref, or git could not say (history_error)
