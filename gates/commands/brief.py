@@ -20,6 +20,7 @@ from gates.domain.sessions import plural
 from gates.infra import clock, jsonio, state
 from gates.infra.clock import datetime
 from gates.infra.config import Config, parse_duration
+from gates.infra.console import say
 from gates.infra.errors import OK, GateError
 from gates.infra.git import GitFailed, Repo
 from gates.infra.plain import NamedTuple
@@ -49,8 +50,6 @@ def run(args: argparse.Namespace, run: Invocation) -> int:
     code, failure = guarded(lambda: _brief(run, fmt, hook, session, delivered))
     if failure is None:
         return int(code or 0)
-    from gates.infra.console import say
-
     if not delivered:  # the session still learns why
         sys.stdout.write(harness.start_envelope(fmt, f"# Session brief\n\nThe gate cannot run here: "
                                                      f"{failure.message}\n") + "\n")
@@ -61,8 +60,6 @@ def run(args: argparse.Namespace, run: Invocation) -> int:
 
 
 def _brief(run: Invocation, fmt: str, hook: harness.HookInput, session: str | None, delivered: list[bool]) -> int:
-    from gates.infra.console import say
-
     try:
         repo = run.repo()
         config = run.config()
@@ -114,9 +111,7 @@ def _brief(run: Invocation, fmt: str, hook: harness.HookInput, session: str | No
 
 def _own(repo: Repo, fmt: str, session: str | None) -> sessions.Own | None:
     """For a later brief of a running harness session (a compaction, a resume): its start and its own commits."""
-    if not session or fmt not in harness.HOOK_START_FORMATS:
-        return None
-    try:
+    try:  # session_start: None without a session id, or for a person's format (text, json)
         start = sessions.session_start(repo, fmt, session)
         return sessions.own_work(repo, start) if start else None
     except (GateError, OSError):
@@ -153,8 +148,7 @@ def _guard(title: str, build: Callable[[], str], droppable: Callable[[list[str]]
     return Section(title, body, droppable(body.split("\n")) if droppable else ())
 
 
-def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None = None,
-             ) -> tuple[list[Section], sessions.Closure]:
+def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None) -> tuple[list[Section], sessions.Closure]:
     """The brief's sections, and whether the work is closed out (what its first line says). `own`: what is the
     running session's own work, for a later brief of it (its own commits are no salvage)."""
     # Each read once for the sections that need it; a failure is simply read again. (A list, not functools.cache:
@@ -254,11 +248,8 @@ def _other_clones(repo: Repo, config: Config) -> str:
 
 
 def _resolved_line(repo: Repo, config: Config, now: datetime) -> str | None:
-    """The problems resolved since the session of the last close-out began: what the hand-over it wrote may not
-    tell (one fixed in that session before its close-out, or any since). The last close-out is the Meta `updated`
-    of the hand-over as HEAD holds it (a stamp whose commit was refused is none), when valid; its session and what
-    was resolved since are read from the journal (sessions.closing_session), else the resolved flags are those
-    resolved since `updated` itself."""
+    """The problems resolved since the session of the last close-out began (docs/agents.md#the-session-brief, 1.):
+    read from the journal (sessions.closing_session), else the flags resolved since the committed Meta `updated`."""
     updated, none = _committed_updated(repo, config)
     since = handoff.parse_utc(updated) if updated and handoff.updated_problem(updated, now) is None else None
     closing = sessions.closing_session(repo, clock.utc_text(since)) if since is not None else None

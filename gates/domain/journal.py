@@ -157,13 +157,9 @@ def read_all(repo: Repo) -> tuple[list[tuple[int, dict[str, Any] | None, str]], 
 
 def _unfinished(rows: list[tuple[int, dict[str, Any] | None, str]], at: int, seq: int, prev: str,
                 head: dict[str, Any] | None) -> bool:
-    """Whether the non-entry line `rows[at]` is an append a crash cut short, not damage.
-
-    A write to a file can stop short when its process is killed (the kernel checks for a fatal signal
-    between pages), and the writer dies before `journal.head` names the entry. Such a line begins as
-    the next entry would (`{"seq": <next>, `) and is followed either by nothing, with the head still
-    naming the entry before it, or by the retried entry: the same sequence number, chained to the same
-    entry. Anything else is damage."""
+    """Whether the non-entry line `rows[at]` is an append a crash cut short (its writer killed between pages, before
+    `journal.head` named it: docs/flags-and-journal.md), not damage: it begins as the next entry would and is followed
+    by nothing, the head still naming the entry before it, or by the retried entry, chained to the same one."""
     if not rows[at][2].startswith('{"seq": %d, ' % (seq + 1)):
         return False
     if at + 1 == len(rows):
