@@ -113,8 +113,7 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
     return flag_id
 
 
-def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str, observed_ns: int | None = None,
-            now: datetime | None = None) -> list[str]:
+def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str, observed_ns: int | None = None) -> list[str]:
     """Move this worktree's open flags of `gates` (which just passed in a check of `scope`) to flags/resolved/.
 
     Costs one lstat per gate when nothing is open for it. A flag raised by a run that began after
@@ -125,7 +124,7 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
     wanted = changes.open_markers(repo, [gate for gate in gates if gate in CATALOG], scope)
     if not wanted:
         return []
-    now = now or clock.now()
+    now = clock.now()
     observed = observed_ns if observed_ns is not None else time.time_ns()
     resolved_dir = state.ensure_dir(lay, lay.flags_resolved)
     moved: dict[str, list[str]] = {}
@@ -154,8 +153,7 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
     return [i for ids in moved.values() for i in ids]
 
 
-def resolve_event(repo: Repo, reason: str, *, command: str, observed_ns: int, now: datetime | None = None,
-                  raised_by: str | None = None) -> list[str]:
+def resolve_event(repo: Repo, reason: str, *, command: str, observed_ns: int, raised_by: str | None = None) -> list[str]:
     """Move this worktree's open `reason` event flags raised before `observed_ns` (when the run that found their
     cause gone began) to flags/resolved/, only those a command starting with `raised_by` raised when it is given;
     returns the ids resolved."""
@@ -166,14 +164,14 @@ def resolve_event(repo: Repo, reason: str, *, command: str, observed_ns: int, no
         return (record.get("reason") == reason and record.get("gate") is None
                 and (raised_by is None or str(record.get("command", "")).startswith(raised_by)))
 
-    return _resolve_settled(repo, reason, settled, {"reason": reason}, command, observed_ns, now)
+    return _resolve_settled(repo, reason, settled, {"reason": reason}, command, observed_ns)
 
 
-def resolve_vanished(repo: Repo, *, command: str, observed_ns: int, now: datetime | None = None) -> list[str]:
+def resolve_vanished(repo: Repo, *, command: str, observed_ns: int) -> list[str]:
     """Move this worktree's open gate flags whose every judged file is gone (a `gate check scratch.md` of a file
     since deleted) to flags/resolved/: no check can pass on a file that is not there, so nothing else would ever
     resolve them. A range's flags, and those of the configured hand-over, are not touched. Returns the ids."""
-    return _resolve_settled(repo, None, _judged_gone, {"why": "the files they judged are gone"}, command, observed_ns, now)
+    return _resolve_settled(repo, None, _judged_gone, {"why": "the files they judged are gone"}, command, observed_ns)
 
 
 def _judged_gone(record: dict[str, Any]) -> bool:
@@ -184,13 +182,13 @@ def _judged_gone(record: dict[str, Any]) -> bool:
 
 
 def _resolve_settled(repo: Repo, reason: str | None, settled: Callable[[dict[str, Any]], bool], why: dict[str, str],
-                     command: str, observed_ns: int, now: datetime | None) -> list[str]:
+                     command: str, observed_ns: int) -> list[str]:
     """Move this worktree's open flags (of `reason`, when given) that `settled` accepts and a run begun before
     `observed_ns` raised to flags/resolved/, with their markers; one `flags-resolved` entry says `why`."""
     lay = state.layout(repo)
     if not os.path.isdir(lay.flags) or not _flag_files(lay.flags, reason):
         return []
-    now = now or clock.now()
+    now = clock.now()
     worktree = str(repo.toplevel)
     moved: list[str] = []
     with _locked(lay.flags):
