@@ -151,10 +151,9 @@ def _guard(title: str, build: Callable[[], str], droppable: Callable[[list[str]]
 def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None) -> tuple[list[Section], sessions.Closure]:
     """The brief's sections, and whether the work is closed out (what its first line says). `own`: what is the
     running session's own work, for a later brief of it (its own commits are no salvage)."""
-    # Each read once for the sections that need it; a failure is simply read again. (A list, not functools.cache:
-    # functools and the collections it imports cost a brief about a tenth more instructions.)
+    # Read once for the sections that need it; a failure is simply read again, and said by each. (A list, not
+    # functools.cache: functools and the collections it imports cost a brief about a tenth more instructions.)
     read: list[Loaded] = []
-    judged: list[sessions.Closure] = []
     path = config.section("handoff")["path"]
 
     def handoff_file() -> Loaded:
@@ -162,20 +161,16 @@ def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None
             read.append(load_handoff(repo, config, repo.path(path)))
         return read[0]
 
-    def work() -> sessions.Closure:  # for the tripwire, the salvage and the hand-over section
-        if not judged:
-            judged.append(_closure(repo, config, handoff_file))
-        return judged[0]
-
+    work = _closure(repo, config, handoff_file)  # for the tripwire, the salvage and the hand-over section
     parts = [
         _guard(FLAGS, lambda: _flags(repo, config, now) + _other_clones(repo, config), _flag_details),
-        _guard("2. Tripwire: does the hand-over agree with git?", lambda: _tripwire(repo, handoff_file(), config, work())),
+        _guard("2. Tripwire: does the hand-over agree with git?", lambda: _tripwire(repo, handoff_file(), config, work)),
         _guard("3. Claim and locks", lambda: _claim_and_locks(repo, config, now)),
-        _guard(SALVAGE, lambda: sessions.salvage(repo, work().before(own) if own else work(), path) or "", _after_first),
-        _guard(HANDOFF, lambda: _handoff(handoff_file(), config, now, work()), _after_first),
+        _guard(SALVAGE, lambda: sessions.salvage(repo, work.before(own) if own else work, path) or "", _after_first),
+        _guard(HANDOFF, lambda: _handoff(handoff_file(), config, now, work), _after_first),
         Section("5. Read the rest", clean(_rest(config))),
     ]
-    return [part for part in parts if part.body or part.title != SALVAGE], work()  # no salvage when closed out
+    return [part for part in parts if part.body or part.title != SALVAGE], work  # no salvage when closed out
 
 
 FLAGS, SALVAGE, HANDOFF = "1. Flags", "3a. Salvage: the last session did not close out", "4. Hand-over"
