@@ -71,12 +71,8 @@ def _brief(run: Invocation, fmt: str, hook: harness.HookInput, session: str | No
     own = _own(repo, fmt, session)
     parts, work = sections(repo, config, now, own)
     before = work.before(own) if own else work  # the work as this session found it
-    try:
-        last = sessions.last_session(repo, session)
-    except (GateError, OSError):
-        last = None
     lines = [sessions.own_line(fmt, str(session), own, work)] if own else []
-    lines.append(sessions.first_line(last, before, own.start.head if own else repo.head))
+    lines.append(sessions.first_line(repo, session, before, own.start.head if own else repo.head))
     if hook.source == "compact":
         lines.append(COMPACTED)
     if hook.problem:

@@ -51,14 +51,6 @@ def tail_entries(repo: Repo) -> list[dict[str, Any]]:
     return entries
 
 
-class LastSession(NamedTuple):
-    harness: str
-    session: str
-    when: str
-    verdict: str | None  # the last close-out verdict journalled for it: done, block, let-through, error; None: none
-    head: str | None = None  # HEAD when that verdict was given
-
-
 def _session_of(entry: dict[str, Any]) -> str | None:
     """The harness session id of a journal entry, or None when it is no session's (no id, a person's, a preview)."""
     details = entry["details"]
@@ -68,50 +60,43 @@ def _session_of(entry: dict[str, Any]) -> str | None:
     return session
 
 
-def last_session(repo: Repo, current: str | None) -> LastSession | None:
-    """The newest session of this worktree other than `current`, from the journal's `session-brief` and `closeout`:
-    only runs with a harness session id are sessions."""
+def first_line(repo: Repo, current: str | None, work: Closure, head: str | None) -> str:
+    """The brief's first line: the newest session of this worktree other than `current` (from the journal's
+    `session-brief` and `closeout`: only runs with a harness session id are sessions) and whether its work is closed
+    out, worded from what was found."""
+    said = work.said()
     mine = [e for e in tail_entries(repo) if e.get("worktree") == str(repo.toplevel)
             and e.get("action") in ("session-brief", "closeout") and _session_of(e) is not None]
-    entry = next((e for e in reversed(mine) if _session_of(e) != current), None)
-    if entry is None:
-        return None
-    details = entry["details"]
-    session = str(details["session"])  # a non-empty string: _session_of said so
-    said = next((later["details"] for later in reversed(mine) if later.get("action") == "closeout"
-                 and later["details"].get("session") == session
-                 and later["details"].get("harness") == details.get("harness")), None)
-    verdict = str(said.get("verdict")) if said is not None else None
-    head = said.get("head") if said is not None and isinstance(said.get("head"), str) else None
-    return LastSession(excerpt(str(details.get("harness", "?")), 20), excerpt(session, 80), str(entry.get("time", "?")),
-                       verdict, head)
-
-
-def first_line(last: LastSession | None, work: Closure, head: str | None) -> str:
-    """The brief's first line: the last session and whether its work is closed out, worded from what was found."""
-    said = work.said()
+    last = next((e for e in reversed(mine) if _session_of(e) != current), None)
     if last is None:
         return "Last session: none recorded in the journal for this worktree" + (
             "." if work.closed else f"; the work is NOT closed out ({said}; see Salvage).")
-    who = f"{last.harness} session {last.session}, last seen {last.when}"
-    if work.closed and last.verdict in ("done", None):
+    details = last["details"]
+    session = str(details["session"])  # a non-empty string: _session_of said so
+    closing = next((later["details"] for later in reversed(mine) if later.get("action") == "closeout"
+                    and later["details"].get("session") == session
+                    and later["details"].get("harness") == details.get("harness")), None)
+    verdict = str(closing.get("verdict")) if closing is not None else None  # None: no close-out verdict journalled
+    closed_at = closing.get("head") if closing is not None and isinstance(closing.get("head"), str) else None
+    who = (f"{excerpt(str(details.get('harness', '?')), 20)} session {excerpt(session, 80)}, "
+           f"last seen {last.get('time', '?')}")
+    if work.closed and verdict in ("done", None):
         return f"Last session: {who}: closed out."
     if work.closed:
-        return f"Last session: {who}: its work is closed out in git (its last close-out verdict was {last.verdict})."
-    if last.verdict == "done":
-        moved = last.head is not None and last.head != head
-        how = (f"it closed out at {last.head[:12]}, but HEAD has moved since: {said}" if moved and last.head else
-               f"it closed out, but now: {said}")
+        return f"Last session: {who}: its work is closed out in git (its last close-out verdict was {verdict})."
+    if verdict == "done":
+        how = (f"it closed out at {closed_at[:12]}, but HEAD has moved since: {said}" if closed_at and closed_at != head
+               else f"it closed out, but now: {said}")
     else:
         how = {"block": "its stop was blocked and it never closed out",
                "let-through": "it stopped without closing out (let through after the loop bound)",
-               "error": "its close-out check failed and it was let through"}.get(last.verdict or "", "no close-out was recorded")
+               "error": "its close-out check failed and it was let through"}.get(verdict or "", "no close-out was recorded")
         how = f"{how}: {said}"
     return f"Last session: {who}: did NOT close out ({how}); see Salvage."
 
 
 def record_brief(repo: Repo, harness: str, session: str | None, source: str | None, cut: bool,
-                 problem: str | None, uncommitted: int | None = None) -> None:
+                 problem: str | None, uncommitted: int | None) -> None:
     details: dict[str, Any] = {"harness": harness, "session": session, "source": source, "head": repo.head,
                                "cut": cut, "uncommitted": uncommitted}
     if problem:
