@@ -72,7 +72,7 @@ def _brief(run: Invocation, fmt: str, hook: harness.HookInput, session: str | No
     parts, work = sections(repo, config, now, own)
     before = work.before(own) if own else work  # the work as this session found it
     lines = [sessions.own_line(fmt, str(session), own, work)] if own else []
-    lines.append(sessions.first_line(repo, session, before, own.start.head if own else repo.head))
+    lines.append(sessions.first_line(repo, session, before, own.head if own else repo.head))
     if hook.source == "compact":
         lines.append(COMPACTED)
     if hook.problem:
@@ -107,9 +107,8 @@ def _brief(run: Invocation, fmt: str, hook: harness.HookInput, session: str | No
 
 def _own(repo: Repo, fmt: str, session: str | None) -> sessions.Own | None:
     """For a later brief of a running harness session (a compaction, a resume): its start and its own commits."""
-    try:  # session_start: None without a session id, or for a person's format (text, json)
-        start = sessions.session_start(repo, fmt, session)
-        return sessions.own_work(repo, start) if start else None
+    try:  # None without a session id, or for a person's format (text, json)
+        return sessions.own_work(repo, fmt, session)
     except (GateError, OSError):
         return None
 

@@ -19,7 +19,7 @@ from gates.infra.console import say
 from gates.infra.digest import sha256
 from gates.infra.errors import OK, VIOLATION, GateError
 from gates.infra.git import GitFailed, Repo
-from gates.infra.text import excerpt
+from gates.infra.text import excerpt, shell_quote
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -274,8 +274,6 @@ def _hook(run: Invocation, fmt: str, hook: harness.HookInput, session: str | Non
 def _runner() -> str:
     """This gate as a shell command that needs no PATH: the `gate` script the hook ran, by its absolute path, else
     this interpreter in isolated mode with `-m gates`."""
-    from gates.infra.text import shell_quote
-
     script = sys.argv[0]
     if os.path.isabs(script) and os.path.basename(script) == "gate":
         return shell_quote(script)

@@ -106,22 +106,19 @@ def record_brief(repo: Repo, harness: str, session: str | None, source: str | No
 
 # ---- the running session: what it began with, what is its own ----------------------------------------------
 
-class Start(NamedTuple):
-    """A session's first brief in this worktree, from the journal."""
+class Own(NamedTuple):
+    """A running session's start (its first brief in this worktree, from the journal) and its own commits since."""
 
     head: str | None  # HEAD then (None: no commit yet)
     when: str
     uncommitted: int | None  # how many paths `git status` listed then; None: not recorded (or unknown)
-
-
-class Own(NamedTuple):
-    start: Start
     commits: int | None  # first-parent commits since its start; None: its start is not in HEAD's history
 
 
-def session_start(repo: Repo, harness: str, session: str | None) -> Start | None:
-    """The first brief journalled for this harness session in this worktree (within the journal's tail), or None:
-    this brief is its first (a start), and only a later one (after a compaction, a resume, a clear) finds one."""
+def own_work(repo: Repo, harness: str, session: str | None) -> Own | None:
+    """The start of this harness session, its first brief journalled in this worktree (within the journal's tail),
+    and its own commits; None: this brief is its first (a start), and only a later one (after a compaction, a resume,
+    a clear) finds one."""
     if not session or harness in NOT_SESSIONS:
         return None
     for entry in tail_entries(repo):
@@ -129,8 +126,9 @@ def session_start(repo: Repo, harness: str, session: str | None) -> Start | None
         if (entry.get("action") == "session-brief" and entry.get("worktree") == str(repo.toplevel)
                 and details.get("harness") == harness and _session_of(entry) == session):
             head, count = details.get("head"), details.get("uncommitted")
-            return Start(head if isinstance(head, str) else None, str(entry.get("time", "?")),
-                         count if isinstance(count, int) and not isinstance(count, bool) else None)
+            head = head if isinstance(head, str) else None
+            count = count if isinstance(count, int) and not isinstance(count, bool) else None
+            return Own(head, str(entry.get("time", "?")), count, _commits_since(repo, head))
     return None
 
 
@@ -171,30 +169,30 @@ def closing_session(repo: Repo, updated: str) -> Closing | None:
     return Closing(excerpt(str(harness), 20), excerpt(str(session), 80), str(entries[first].get("time", "?")), ids)
 
 
-def own_work(repo: Repo, start: Start) -> Own:
-    """How many of HEAD's first-parent commits came after the session's start; None when its start HEAD is not
-    in HEAD's history (a reset, a rebase) or git cannot say: then no commit is taken for its own."""
-    if repo.head is None or start.head == repo.head:
-        return Own(start, 0)
-    if start.head is not None:
-        ancestor = repo.git("merge-base", "--is-ancestor", start.head, repo.head)
+def _commits_since(repo: Repo, start: str | None) -> int | None:
+    """How many of HEAD's first-parent commits came after a session's start HEAD; None when it is not in HEAD's
+    history (a reset, a rebase) or git cannot say: then no commit is taken for its own."""
+    if repo.head is None or start == repo.head:
+        return 0
+    if start is not None:
+        ancestor = repo.git("merge-base", "--is-ancestor", start, repo.head)
         if ancestor.returncode != 0:
-            return Own(start, None)
-    listed = repo.git("rev-list", "--first-parent", "--count", f"{start.head}..HEAD" if start.head else "HEAD", "--")
+            return None
+    listed = repo.git("rev-list", "--first-parent", "--count", f"{start}..HEAD" if start else "HEAD", "--")
     count = listed.stdout.strip()
-    return Own(start, int(count) if listed.returncode == 0 and count.isdigit() else None)
+    return int(count) if listed.returncode == 0 and count.isdigit() else None
 
 
 def own_line(harness: str, session: str, own: Own, work: Closure) -> str:
     """The first line of a later brief of a running session: what of the work (all of it: `work`) is its own."""
-    begun = (f"This session: {excerpt(harness, 20)} session {excerpt(session, 80)}, begun {own.start.when} at "
-             f"{(own.start.head or 'no commit')[:12]} (its first brief)")
+    begun = (f"This session: {excerpt(harness, 20)} session {excerpt(session, 80)}, begun {own.when} at "
+             f"{(own.head or 'no commit')[:12]} (its first brief)")
     if own.commits is None:
         return (f"{begun}: that commit is not in HEAD's history (a reset or a rebase since?), so which work is its "
                 "own cannot be told; the Salvage below may list some of it.")
     commits = work.before(own).own
     mine = [f"{plural(commits, 'commit')} after the Meta ref"] if commits else []
-    if own.start.uncommitted == 0 and work.paths:
+    if own.uncommitted == 0 and work.paths:
         mine.append(f"{plural(len(work.paths), 'uncommitted path')} (the work tree was clean at its first brief)")
     if not mine:
         return f"{begun}: nothing of its own is left to close out."
@@ -268,7 +266,7 @@ class Closure(NamedTuple):
         if mine and found is not None:
             left = found.behind - mine
             found = Relation("behind" if left else "current", left, found.commit, found.closed, found.exact)
-        paths = [] if own.start.uncommitted == 0 else self.paths
+        paths = [] if own.uncommitted == 0 else self.paths
         return Closure(self.ref, found, self.history_error, paths, self.status_error, mine)
 
 
