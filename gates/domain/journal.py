@@ -96,6 +96,8 @@ def _last_entry(repo: Repo) -> tuple[dict[str, Any] | None, bool]:
 
 def parse_entry(line: str) -> dict[str, Any] | None:
     """One line of the journal as an entry, or None when it is not a JSON object (an empty or torn line, damage)."""
+    if not line.strip():
+        return None  # the end of the last line: not parsed, as a failed parse loads `json`
     try:
         parsed = dataio.load_json(line)
     except dataio.DataError:
