@@ -295,7 +295,7 @@ def _tripwire(repo: Repo, loaded: Loaded, config: Config, work: sessions.Closure
     if work.status_error is not None:
         lines.append(f"Work tree: unknown — {work.status_error} (see Salvage).")
     elif work.paths:
-        said = ", ".join(f"{n} {kind}" for n, kind in zip(work.counts(), ("staged", "unstaged", "untracked"), strict=True) if n)
+        said = ", ".join(f"{n} {kind}" for n, kind in zip(work.counts(), sessions.KINDS, strict=True) if n)
         lines.append(f"Work tree: NOT committed — {said} (paths in Salvage); the work is not closed out.")
     return "\n".join(lines)
 

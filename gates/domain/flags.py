@@ -329,10 +329,9 @@ def acknowledge(repo: Repo, ids: list[str] | None) -> list[str]:
     with _locked(lay.flags):
         names = [f"{i}.json" for i in ids] if ids else [os.path.basename(p) for p in _flag_files(lay.flags)]
         moved = [name.removesuffix(".json") for name in fsio.move_names_aside(lay.flags, names, acked_dir)]
-        markers = lay.flags_open
-        if ids is None and os.path.isdir(markers):  # nothing is open any more: no marker stands for anything
-            for marker in os.listdir(markers):
-                _unlink_if_there(os.path.join(markers, marker))
+        if ids is None and os.path.isdir(lay.flags_open):  # nothing is open any more: no marker stands for anything
+            for marker in os.listdir(lay.flags_open):
+                _unlink_if_there(os.path.join(lay.flags_open, marker))
     if moved:
         journal.append(repo, "flags-acknowledged", {"ids": moved})
     return moved

@@ -27,6 +27,7 @@ MAX_FILES_PER_COMMIT = 6
 MAX_PATHS = 25
 CLOSEOUT_MISSING = "closeout-missing"
 NOT_SESSIONS = ("text", "json")  # a brief or close-out run in these formats is a person's or a preview, no session
+KINDS = ("staged", "unstaged", "untracked")  # what Closure.counts() counts, in its order
 _SHA = "0123456789abcdef"  # a commit id: 40 (SHA-1) to 64 (SHA-256) of these
 
 
@@ -233,9 +234,7 @@ class Closure(NamedTuple):
             out.append(f"{plural(found.behind, 'commit')} after the Meta ref")
         elif found is not None and found.kind == "elsewhere":
             out.append("the Meta ref is not in this history")
-        for count, kind in zip(self.counts(), ("staged", "unstaged", "untracked"), strict=True):
-            if count:
-                out.append(plural(count, kind + " path"))
+        out += [plural(count, kind + " path") for count, kind in zip(self.counts(), KINDS, strict=True) if count]
         return out
 
     def doubts(self) -> list[str]:
