@@ -68,7 +68,10 @@ def _brief(run: Invocation, fmt: str, hook: harness.HookInput, session: str | No
             sys.stdout.write(f"# Session brief\n\nThe gate cannot run here: {exc.render()}\n")
         raise
     now = clock.now()
-    own = _own(repo, fmt, session)
+    try:  # a later brief of a running harness session (a compaction, a resume): its start and its own commits
+        own = sessions.own_work(repo, fmt, session)  # None without a session id, or for a person's format
+    except (GateError, OSError):
+        own = None
     parts, work = sections(repo, config, now, own)
     before = work.before(own) if own else work  # the work as this session found it
     lines = [sessions.own_line(fmt, str(session), own, work)] if own else []
@@ -103,14 +106,6 @@ def _brief(run: Invocation, fmt: str, hook: harness.HookInput, session: str | No
     except journal.NotJournalled as exc:
         say(f"gate: the brief was delivered but not journalled: {exc.cause.render()}")
     return OK
-
-
-def _own(repo: Repo, fmt: str, session: str | None) -> sessions.Own | None:
-    """For a later brief of a running harness session (a compaction, a resume): its start and its own commits."""
-    try:  # None without a session id, or for a person's format (text, json)
-        return sessions.own_work(repo, fmt, session)
-    except (GateError, OSError):
-        return None
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
