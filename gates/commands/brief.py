@@ -1,22 +1,10 @@
 """`gate brief`: the session-start command, for a reader and for each harness's start hook: what a session must
-read first, in the order it must distrust its memory.
+read first, in the order it must distrust its memory (docs/agents.md#the-session-brief).
 
-(a) every unacknowledged flag, verbatim; (b) the tripwire: git's last commits beside the Meta
-ref, with a plain verdict; (c) who holds the state-file claim, and any git lock in the way;
-(d) the target section and the sections `handoff.brief_sections` names, or one line saying they
-were dropped as stale (an `updated` that is not a time, lies in the future, or is older than
-fresh.fresh_days while git says work was committed since); (e) where to read the rest. A section
-that cannot be read says why and the brief goes on: a session-start hook must never wedge a session.
-
-Every section's text is `text.clean`ed when it is built: hand-over lines, commit subjects, claim
-records and flags (local or another clone's) reach neither a terminal nor an agent with a raw
-control, bidi, zero-width, separator or tag character.
-
-Hook formats read the harness's input (session id, `source`) from stdin without blocking, print
-exactly the harness's envelope and nothing else, within its budget (harness.START_BUDGET; the
-hand-over gives way first and the flags last, keeping their count and a line per reason, with a
-pointer to the full brief saved as brief.md in the state dir), and journal the delivery. Broken
-input is never fatal: the brief still prints and an `input-unreadable` flag says why.
+Every section's text is `text.clean`ed when it is built: hand-over lines, commit subjects, claim records and flags
+(local or another clone's) reach neither a terminal nor an agent with a raw control, bidi, zero-width, separator or
+tag character. A section that cannot be read says why and the brief goes on, and broken hook input is never
+fatal (an `input-unreadable` flag says why): a session-start hook must never wedge a session.
 """
 
 from __future__ import annotations
@@ -32,6 +20,7 @@ from gates.domain.sessions import plural
 from gates.infra import clock, jsonio, state
 from gates.infra.clock import datetime
 from gates.infra.config import Config, parse_duration
+from gates.infra.console import say
 from gates.infra.errors import OK, GateError
 from gates.infra.git import GitFailed, Repo
 from gates.infra.plain import NamedTuple
@@ -61,8 +50,6 @@ def run(args: argparse.Namespace, run: Invocation) -> int:
     code, failure = guarded(lambda: _brief(run, fmt, hook, session, delivered))
     if failure is None:
         return int(code or 0)
-    from gates.infra.console import say
-
     if not delivered:  # the session still learns why
         sys.stdout.write(harness.start_envelope(fmt, f"# Session brief\n\nThe gate cannot run here: "
                                                      f"{failure.message}\n") + "\n")
@@ -73,8 +60,6 @@ def run(args: argparse.Namespace, run: Invocation) -> int:
 
 
 def _brief(run: Invocation, fmt: str, hook: harness.HookInput, session: str | None, delivered: list[bool]) -> int:
-    from gates.infra.console import say
-
     try:
         repo = run.repo()
         config = run.config()
@@ -83,15 +68,14 @@ def _brief(run: Invocation, fmt: str, hook: harness.HookInput, session: str | No
             sys.stdout.write(f"# Session brief\n\nThe gate cannot run here: {exc.render()}\n")
         raise
     now = clock.now()
-    own = _own(repo, fmt, session)
+    try:  # a later brief of a running harness session (a compaction, a resume): its start and its own commits
+        own = sessions.own_work(repo, fmt, session)  # None without a session id, or for a person's format
+    except (GateError, OSError):
+        own = None
     parts, work = sections(repo, config, now, own)
     before = work.before(own) if own else work  # the work as this session found it
-    try:
-        last = sessions.last_session(repo, session)
-    except (GateError, OSError):
-        last = None
     lines = [sessions.own_line(fmt, str(session), own, work)] if own else []
-    lines.append(sessions.first_line(last, before, own.start.head if own else repo.head))
+    lines.append(sessions.first_line(repo, session, before, own.head if own else repo.head))
     if hook.source == "compact":
         lines.append(COMPACTED)
     if hook.problem:
@@ -124,17 +108,6 @@ def _brief(run: Invocation, fmt: str, hook: harness.HookInput, session: str | No
     return OK
 
 
-def _own(repo: Repo, fmt: str, session: str | None) -> sessions.Own | None:
-    """For a later brief of a running harness session (a compaction, a resume): its start and its own commits."""
-    if not session or fmt not in harness.HOOK_START_FORMATS:
-        return None
-    try:
-        start = sessions.session_start(repo, fmt, session)
-        return sessions.own_work(repo, start) if start else None
-    except (GateError, OSError):
-        return None
-
-
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--format", choices=harness.START_FORMATS, default="text",
                         help="claude, codex, gemini, copilot: exactly the JSON that harness's session-start hook expects")
@@ -165,34 +138,29 @@ def _guard(title: str, build: Callable[[], str], droppable: Callable[[list[str]]
     return Section(title, body, droppable(body.split("\n")) if droppable else ())
 
 
-def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None = None,
-             ) -> tuple[list[Section], sessions.Closure]:
+def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None) -> tuple[list[Section], sessions.Closure]:
     """The brief's sections, and whether the work is closed out (what its first line says). `own`: what is the
     running session's own work, for a later brief of it (its own commits are no salvage)."""
-    # Each read once for the sections that need it; a failure is simply read again. (A list, not functools.cache:
-    # functools and the collections it imports cost a brief about a tenth more instructions.)
+    # Read once for the sections that need it; a failure is simply read again, and said by each. (A list, not
+    # functools.cache: functools and the collections it imports cost a brief about a tenth more instructions.)
     read: list[Loaded] = []
-    judged: list[sessions.Closure] = []
+    path = config.section("handoff")["path"]
 
     def handoff_file() -> Loaded:
         if not read:
-            read.append(load_handoff(repo, config, repo.path(config.section("handoff")["path"])))
+            read.append(load_handoff(repo, config, repo.path(path)))
         return read[0]
 
-    def work() -> sessions.Closure:  # for the tripwire, the salvage and the hand-over section
-        if not judged:
-            judged.append(_closure(repo, config, handoff_file))
-        return judged[0]
-
+    work = _closure(repo, config, handoff_file)  # for the tripwire, the salvage and the hand-over section
     parts = [
         _guard(FLAGS, lambda: _flags(repo, config, now) + _other_clones(repo, config), _flag_details),
-        _guard("2. Tripwire: does the hand-over agree with git?", lambda: _tripwire(repo, handoff_file(), config, work())),
+        _guard("2. Tripwire: does the hand-over agree with git?", lambda: _tripwire(repo, handoff_file(), config, work)),
         _guard("3. Claim and locks", lambda: _claim_and_locks(repo, config, now)),
-        *_salvage(repo, config, work().before(own) if own else work()),
-        _guard(HANDOFF, lambda: _handoff(handoff_file(), config, now, work()), _after_first),
+        _guard(SALVAGE, lambda: sessions.salvage(repo, work.before(own) if own else work, path) or "", _after_first),
+        _guard(HANDOFF, lambda: _handoff(handoff_file(), config, now, work), _after_first),
         Section("5. Read the rest", clean(_rest(config))),
     ]
-    return parts, work()
+    return [part for part in parts if part.body or part.title != SALVAGE], work  # no salvage when closed out
 
 
 FLAGS, SALVAGE, HANDOFF = "1. Flags", "3a. Salvage: the last session did not close out", "4. Hand-over"
@@ -207,18 +175,6 @@ def _closure(repo: Repo, config: Config, handoff_file: Callable[[], Loaded]) -> 
         return sessions.closure(repo, config, ref)
     except (GateError, OSError) as exc:  # never read as closed out
         return sessions.Closure(ref, None, str(exc), [], None)
-
-
-def _salvage(repo: Repo, config: Config, work: sessions.Closure) -> list[Section]:
-    """Before the hand-over, when the work is not closed out: what git has that the hand-over may not say."""
-    try:
-        body = sessions.salvage(repo, work, config.section("handoff")["path"])
-    except (GateError, OSError) as exc:
-        return [Section(SALVAGE, clean(f"(could not be read: {exc})"))]
-    if not body:
-        return []
-    shown = clean(body)
-    return [Section(SALVAGE, shown, _after_first(shown.split("\n")))]
 
 
 def _flags(repo: Repo, config: Config, now: datetime) -> str:
@@ -277,11 +233,8 @@ def _other_clones(repo: Repo, config: Config) -> str:
 
 
 def _resolved_line(repo: Repo, config: Config, now: datetime) -> str | None:
-    """The problems resolved since the session of the last close-out began: what the hand-over it wrote may not
-    tell (one fixed in that session before its close-out, or any since). The last close-out is the Meta `updated`
-    of the hand-over as HEAD holds it (a stamp whose commit was refused is none), when valid; its session and what
-    was resolved since are read from the journal (sessions.closing_session), else the resolved flags are those
-    resolved since `updated` itself."""
+    """The problems resolved since the session of the last close-out began (docs/agents.md#the-session-brief, 1.):
+    read from the journal (sessions.closing_session), else the flags resolved since the committed Meta `updated`."""
     updated, none = _committed_updated(repo, config)
     since = handoff.parse_utc(updated) if updated and handoff.updated_problem(updated, now) is None else None
     closing = sessions.closing_session(repo, clock.utc_text(since)) if since is not None else None
@@ -337,7 +290,7 @@ def _tripwire(repo: Repo, loaded: Loaded, config: Config, work: sessions.Closure
     if work.status_error is not None:
         lines.append(f"Work tree: unknown — {work.status_error} (see Salvage).")
     elif work.paths:
-        said = ", ".join(f"{n} {kind}" for n, kind in zip(work.counts(), ("staged", "unstaged", "untracked"), strict=True) if n)
+        said = ", ".join(f"{n} {kind}" for n, kind in zip(work.counts(), sessions.KINDS, strict=True) if n)
         lines.append(f"Work tree: NOT committed — {said} (paths in Salvage); the work is not closed out.")
     return "\n".join(lines)
 

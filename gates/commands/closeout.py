@@ -1,21 +1,9 @@
 """`gate closeout`: the stop hook. Is this session's close-out done? If not, block the stop with steps to take.
 
-The close-out is not done while:
-1. the hand-over fails its gates (`gate check`);
-2. the work is not closed out (gates/domain/sessions.py `closure`, the one definition the brief uses too): commits
-   after the Meta ref that no close-out follows, or any staged, unstaged or untracked path `git status` lists
-   (paths git ignores are never listed), or git cannot be asked either (a failed question is never an all-clear);
-3. this worktree's claim (this session's, or one without a session) is still held once the rest is done.
-
-Loop guard: after `closeout.max_blocks` consecutive blocks for one session, the stop is let through and a
-`closeout-missing` flag is raised, which the next brief shows first and salvages. The count comes from the
-harness where it gives one (Cursor's `loop_count`; `stop_hook_active: false` means a fresh stop, so the
-count starts again) and otherwise from a per-session counter in the state dir; each verdict is journalled.
-It never wedges a session: a bug, an unreadable repository or a check slower than TIMEOUT lets the stop
-through and is flagged. Copilot CLI also runs the hooks of `.claude/settings.json` for each stop: a verdict
-given for the same stop by another format (the same event `timestamp`; without one, the same session and HEAD
-within TWIN_SECONDS) is not given, counted or flagged twice, whatever it was (`_twin`), an unchecked
-let-through included (`_judged_already`).
+The close-out is done when the hand-over passes its gates (`gate check`), the work is closed out (sessions.closure,
+the one definition the brief uses too: a failed git question is never an all-clear) and this worktree's claim (this
+session's, or one without a session) is released. The loop guard, the let-through that never wedges a session and
+the one verdict per stop of Copilot CLI's two hooks (`_twin`, `_judged_already`) are docs/agents.md's.
 """
 
 from __future__ import annotations
@@ -31,8 +19,7 @@ from gates.infra.console import say
 from gates.infra.digest import sha256
 from gates.infra.errors import OK, VIOLATION, GateError
 from gates.infra.git import GitFailed, Repo
-from gates.infra.plain import NamedTuple
-from gates.infra.text import excerpt
+from gates.infra.text import excerpt, shell_quote
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,15 +34,12 @@ MAX_FINDINGS = 8
 MAX_PATHS = 5  # the uncommitted paths a step names
 
 
-class Verdict(NamedTuple):
-    steps: list[str]  # empty: the close-out is done
-    summary: list[str]  # one short line per unmet condition, for the journal and the flag
-
-
-def judge(repo: Repo, config: Config, session: str | None, errors: list[str]) -> Verdict:
-    """The close-out's verdict, given the rendered errors of the gates run on the state as it is now."""
-    cfg = config.section("handoff")
-    path = cfg["path"]
+def judge(run: Invocation, session: str | None) -> tuple[list[str], list[str]]:
+    """The steps the close-out still needs (none: it is done), and one short line per unmet condition for the
+    journal and the flag, from the gates run on the state as it is now."""
+    errors = _errors(run)
+    repo, config = run.repo(), run.config()
+    path = config.section("handoff")["path"]
     steps: list[str] = []
     summary: list[str] = []
     if errors:
@@ -70,7 +54,7 @@ def judge(repo: Repo, config: Config, session: str | None, errors: list[str]) ->
         if held:
             steps.append(f"Release the claim: `gate release` ({held}).")
             summary.append("the claim is still held after the close-out")
-    return Verdict(steps, summary)
+    return steps, summary
 
 
 def _shown(paths: list[tuple[str, str]]) -> str:
@@ -184,11 +168,9 @@ def _read_counter(path: str) -> dict[str, Any]:
 
 
 def _twin(record: dict[str, Any], fmt: str, event_ms: int | None, head: str | None, now_ns: int) -> bool:
-    """Whether this stop is one another format's hook has judged already (Copilot CLI runs the hooks of
-    `.github/hooks/` and of `.claude/settings.json` for one stop): whatever that verdict was (a block, a
-    let-through, done), it is not given, counted or flagged again. Both hooks of one stop carry the harness's one
-    event time: where both have it, it decides; where either lacks it, a verdict within TWIN_SECONDS at the same
-    HEAD is the same stop."""
+    """Whether another format's hook already judged this stop (Copilot CLI runs `.github/hooks/` and
+    `.claude/settings.json` for one stop), whatever its verdict: the event time decides where both have one, else
+    the same HEAD within TWIN_SECONDS."""
     if record.get("format") in (None, fmt):
         return False
     earlier = record.get("event_ms")
@@ -198,20 +180,16 @@ def _twin(record: dict[str, Any], fmt: str, event_ms: int | None, head: str | No
     return (isinstance(last_ns, int) and now_ns - last_ns < TWIN_SECONDS * 1e9 and record.get("head") == head)
 
 
-class Decision(NamedTuple):
-    verdict: str  # done | block | let-through | twin
-    blocks: int  # consecutive blocks before this stop
-
-
-def decide(repo: Repo, fmt: str, hook: harness.HookInput, session: str | None, done: bool, bound: int) -> Decision:
-    """Block or let through, counting consecutive blocks for the session under the counter folder's lock."""
+def decide(repo: Repo, fmt: str, hook: harness.HookInput, session: str | None, done: bool, bound: int) -> tuple[str, int]:
+    """Block or let through, counting consecutive blocks for the session under the counter folder's lock: the verdict
+    (done, block, let-through or twin) and the consecutive blocks before this stop."""
     folder, path = _counter_path(repo, session)
     with fsio.locked(folder):
         record = _read_counter(path)
         now_ns = time.time_ns()
         counted = int(record["blocks"]) if isinstance(record.get("blocks"), int) else 0
         if _twin(record, fmt, hook.event_ms, repo.head, now_ns):
-            return Decision("twin", counted)
+            return "twin", counted
         if fmt == "cursor" and hook.loop_count is not None:
             before = hook.loop_count
         elif hook.stop_hook_active is False:
@@ -227,7 +205,7 @@ def decide(repo: Repo, fmt: str, hook: harness.HookInput, session: str | None, d
         new = {"session": session, "format": fmt, "blocks": after, "time_ns": now_ns, "head": repo.head,
                "verdict": verdict, "event_ms": hook.event_ms}
         state.write(repo, path, (jsonio.dumps(new) + "\n").encode())
-    return Decision(verdict, before)
+    return verdict, before
 
 
 def _journal(repo: Repo, details: dict[str, Any], action: str = "closeout") -> None:
@@ -271,21 +249,21 @@ def _hook(run: Invocation, fmt: str, hook: harness.HookInput, session: str | Non
     repo, config = run.repo(), run.config()
     if hook.problem:
         run.notice("input-unreadable", harness.unreadable_input("closeout", fmt, hook.problem, "judged without it"))
-    verdict = judge(repo, config, session, _errors(run))
+    steps, summary = judge(run, session)
     configured = int(config.section("closeout")["max_blocks"])
     bound = harness.block_bound(fmt, configured)
-    decision = decide(repo, fmt, hook, session, not verdict.steps, bound)
-    if decision.verdict != "twin":
-        _journal(repo, {"harness": fmt, "session": session, "verdict": decision.verdict, "blocks": decision.blocks,
-                        "reasons": verdict.summary, "head": repo.head})
-    if decision.verdict == "done":
+    verdict, blocks = decide(repo, fmt, hook, session, not steps, bound)
+    if verdict != "twin":
+        _journal(repo, {"harness": fmt, "session": session, "verdict": verdict, "blocks": blocks, "reasons": summary,
+                        "head": repo.head})
+    if verdict == "done":
         _resolve_missing(run)
-    if decision.verdict == "block":
-        return harness.block_envelope(fmt, reason_text(verdict.steps, _runner()))
-    if decision.verdict == "let-through":
+    if verdict == "block":
+        return harness.block_envelope(fmt, reason_text(steps, _runner()))
+    if verdict == "let-through":
         capped = f", capped at {bound} for {fmt}, which ends the turn itself after {bound + 1}" if bound != configured else ""
-        message = (f"session {session or '(no id)'} ({fmt}) stopped without closing out after {decision.blocks} "
-                   f"consecutive blocked stops (closeout.max_blocks is {configured}{capped}): {'; '.join(verdict.summary)}"
+        message = (f"session {session or '(no id)'} ({fmt}) stopped without closing out after {blocks} "
+                   f"consecutive blocked stops (closeout.max_blocks is {configured}{capped}): {'; '.join(summary)}"
                    " — the next session must salvage its work: read the brief's Salvage section")
         run.notice("closeout-missing", message)
         say(f"gate: {message}")
@@ -296,8 +274,6 @@ def _hook(run: Invocation, fmt: str, hook: harness.HookInput, session: str | Non
 def _runner() -> str:
     """This gate as a shell command that needs no PATH: the `gate` script the hook ran, by its absolute path, else
     this interpreter in isolated mode with `-m gates`."""
-    from gates.infra.text import shell_quote
-
     script = sys.argv[0]
     if os.path.isabs(script) and os.path.basename(script) == "gate":
         return shell_quote(script)
@@ -351,15 +327,15 @@ def _resolve_missing(run: Invocation) -> None:
 
 def _text(run: Invocation, session: str | None) -> int:
     """The preview (a model's own check, a script's): said and journalled as `closeout-preview`, never a stop."""
-    repo, config = run.repo(), run.config()
-    verdict = judge(repo, config, session, _errors(run))
-    _journal(repo, {"session": session, "verdict": "not-done" if verdict.steps else "done", "reasons": verdict.summary,
+    steps, summary = judge(run, session)
+    repo = run.repo()
+    _journal(repo, {"session": session, "verdict": "not-done" if steps else "done", "reasons": summary,
                     "head": repo.head}, "closeout-preview")
-    if not verdict.steps:
+    if not steps:
         _resolve_missing(run)
         print("close-out done: the hand-over passes its gates and describes every commit, and nothing is left uncommitted")
         return OK
-    print(reason_text(verdict.steps))
+    print(reason_text(steps))
     return VIOLATION
 
 

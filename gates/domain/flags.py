@@ -1,28 +1,15 @@
-"""Sentinel flags: a file per failure reason under `<git-common-dir>/gate/flags/`.
+"""Sentinel flags: a file per failure reason under `<git-common-dir>/gate/flags/` (docs/flags-and-journal.md).
 
-A flag's file name is made only of a UTC time, a reason tag from a closed set and a random
-token, never from input text. Identical repeats (same reason, message and worktree) coalesce
-into one flag with a count. Nothing is ever deleted; a flag leaves the open folder in one of two ways:
+A flag's file name is made only of a UTC time, a reason tag from a closed set and a random token, never from
+input text. Nothing is ever deleted: a flag leaves the open folder resolved (`resolve`, `resolve_event`,
+`resolve_vanished`: to `flags/resolved/`, journalled) or acknowledged (`flags/acked/`).
 
-- resolved: a flag raised because a gate failed (it names that `gate` and the `scope` of the
-  check: the files it read, its --range and, for a gate whose verdict depends on it, its situation: the
-  commit as it will be, the work tree, a range or a push) moves to `flags/resolved/` with the time,
-  command and HEAD of the check that resolved it, when that gate next passes in a check of the same
-  worktree and the same scope. A gate that judged nothing (handoff-claim, when the commit leaves the
-  state file alone and another worktree still holds the claim) resolves nothing. The move is journalled (`flags-resolved`).
-- acknowledged: `gate flags --ack` moves any flag to `flags/acked/`. Event flags (a claim broken,
-  a lock moved, an internal error...) leave only this way, but for one: a `closeout-missing` flag
-  is resolved (as above, by `resolve_event`) by a `done` close-out verdict in its worktree, which
-  found the work it speaks of closed out.
+`flags/open/` holds one empty marker per (gate, worktree, scope) with an open flag, so that a passing check learns
+with one lstat per gate that it has nothing to resolve. Markers are created and removed under the folder's flock
+together with the flags they stand for: a marker may outlive its flags, never the other way round.
 
-`flags/open/` holds one empty marker per (gate, worktree, scope) with an open flag, so that a
-passing check learns with one lstat per gate that it has nothing to resolve, without listing or
-reading the flag folder. Markers are created and removed under the folder's flock together with
-the flags they stand for; a marker may outlive its flags (an acknowledgement leaves it; the next
-pass of its gate removes it), never the other way round.
-
-Every flag file is read with `fsio.read_state_file`: a symlink, FIFO, device or oversized file
-planted there is refused (`state-unsafe`), never followed, never blocked on.
+Every flag file is read with `fsio.read_state_file`: a planted symlink, FIFO, device or oversized file is refused
+(`state-unsafe`), never followed, never blocked on.
 """
 
 from __future__ import annotations
@@ -42,7 +29,7 @@ from gates.infra.text import Pattern, clean
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable
 
 # Reasons that are not gate ids. A gate's violations are flagged under its catalog flag_reason, or its id.
 EVENT_REASONS = frozenset({
@@ -126,8 +113,7 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
     return flag_id
 
 
-def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str, observed_ns: int | None = None,
-            now: datetime | None = None) -> list[str]:
+def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str, observed_ns: int | None = None) -> list[str]:
     """Move this worktree's open flags of `gates` (which just passed in a check of `scope`) to flags/resolved/.
 
     Costs one lstat per gate when nothing is open for it. A flag raised by a run that began after
@@ -138,7 +124,7 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
     wanted = changes.open_markers(repo, [gate for gate in gates if gate in CATALOG], scope)
     if not wanted:
         return []
-    now = now or clock.now()
+    now = clock.now()
     observed = observed_ns if observed_ns is not None else time.time_ns()
     resolved_dir = state.ensure_dir(lay, lay.flags_resolved)
     moved: dict[str, list[str]] = {}
@@ -167,29 +153,57 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
     return [i for ids in moved.values() for i in ids]
 
 
-def resolve_event(repo: Repo, reason: str, *, command: str, observed_ns: int, now: datetime | None = None,
-                  raised_by: str | None = None) -> list[str]:
+def resolve_event(repo: Repo, reason: str, *, command: str, observed_ns: int, raised_by: str | None = None) -> list[str]:
     """Move this worktree's open `reason` event flags raised before `observed_ns` (when the run that found their
     cause gone began) to flags/resolved/, only those a command starting with `raised_by` raised when it is given;
     returns the ids resolved."""
-    lay = state.layout(repo)
-    if reason not in EVENT_REASONS or not os.path.isdir(lay.flags) or not _flag_files(lay.flags, reason):
+    if reason not in EVENT_REASONS:
         return []
-    now = now or clock.now()
-    resolved_dir = state.ensure_dir(lay, lay.flags_resolved)
-    moved = []
+
+    def settled(record: dict[str, Any]) -> bool:
+        return (record.get("reason") == reason and record.get("gate") is None
+                and (raised_by is None or str(record.get("command", "")).startswith(raised_by)))
+
+    return _resolve_settled(repo, reason, settled, {"reason": reason}, command, observed_ns)
+
+
+def resolve_vanished(repo: Repo, *, command: str, observed_ns: int) -> list[str]:
+    """Move this worktree's open gate flags whose every judged file is gone (a `gate check scratch.md` of a file
+    since deleted) to flags/resolved/: no check can pass on a file that is not there, so nothing else would ever
+    resolve them. A range's flags, and those of the configured hand-over, are not touched. Returns the ids."""
+    return _resolve_settled(repo, None, _judged_gone, {"why": "the files they judged are gone"}, command, observed_ns)
+
+
+def _judged_gone(record: dict[str, Any]) -> bool:
+    scope = record.get("scope")
+    files = scope.get("files") if isinstance(scope, dict) else None
+    return (bool(record.get("gate")) and isinstance(scope, dict) and not scope.get("range") and isinstance(files, list)
+            and bool(files) and all(isinstance(f, str) and not os.path.lexists(f) for f in files))
+
+
+def _resolve_settled(repo: Repo, reason: str | None, settled: Callable[[dict[str, Any]], bool], why: dict[str, str],
+                     command: str, observed_ns: int) -> list[str]:
+    """Move this worktree's open flags (of `reason`, when given) that `settled` accepts and a run begun before
+    `observed_ns` raised to flags/resolved/, with their markers; one `flags-resolved` entry says `why`."""
+    lay = state.layout(repo)
+    if not os.path.isdir(lay.flags) or not _flag_files(lay.flags, reason):
+        return []
+    now = clock.now()
+    worktree = str(repo.toplevel)
+    moved: list[str] = []
     with _locked(lay.flags):
         for path in _flag_files(lay.flags, reason):
-            record = _here(path, str(repo.toplevel))
-            if (record is None or record.get("reason") != reason or record.get("gate") is not None
-                    or int(record.get("seen_ns") or 0) > observed_ns
-                    or raised_by is not None and not str(record.get("command", "")).startswith(raised_by)):
+            record = _here(path, worktree)
+            if record is None or int(record.get("seen_ns") or 0) > observed_ns or not settled(record):
                 continue
-            moved.append(_move_resolved(repo, path, record, resolved_dir, command, now))
-        fsio.fsync_dir(lay.flags)
-        fsio.fsync_dir(resolved_dir)
+            moved.append(_move_resolved(repo, path, record, state.ensure_dir(lay, lay.flags_resolved), command, now))
+            if record.get("gate"):
+                _unlink_if_there(os.path.join(lay.flags_open, changes.marker(str(record["gate"]), worktree, record["scope"])))
+        if moved:
+            fsio.fsync_dir(lay.flags)
+            fsio.fsync_dir(lay.flags_resolved)
     if moved:
-        journal.append(repo, "flags-resolved", {"ids": moved, "reason": reason, "command": command}, now)
+        journal.append(repo, "flags-resolved", {"ids": moved, **why, "command": command}, now)
     return moved
 
 
@@ -268,35 +282,6 @@ def _ordered(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(records, key=lambda r: (str(r.get("first_seen", "")), int(r.get("created_ns") or 0), str(r.get("id", ""))))
 
 
-def resolve_vanished(repo: Repo, *, command: str, observed_ns: int, now: datetime | None = None) -> list[str]:
-    """Move this worktree's open gate flags whose every judged file is gone (a `gate check scratch.md` of a file
-    since deleted) to flags/resolved/: no check can pass on a file that is not there, so nothing else would ever
-    resolve them. A range's flags, and those of the configured hand-over, are not touched. Returns the ids."""
-    lay = state.layout(repo)
-    if not os.path.isdir(lay.flags):
-        return []
-    now = now or clock.now()
-    worktree = str(repo.toplevel)
-    moved: list[str] = []
-    with _locked(lay.flags):
-        for path in _flag_files(lay.flags):
-            record = _here(path, worktree)
-            scope = record.get("scope") if record is not None else None
-            files = scope.get("files") if isinstance(scope, dict) else None
-            if (record is None or not record.get("gate") or int(record.get("seen_ns") or 0) > observed_ns
-                    or not isinstance(scope, dict) or scope.get("range") or not isinstance(files, list) or not files
-                    or any(not isinstance(f, str) or os.path.lexists(f) for f in files)):
-                continue
-            resolved_dir = state.ensure_dir(lay, lay.flags_resolved)
-            moved.append(_move_resolved(repo, path, record, resolved_dir, command, now))
-            _unlink_if_there(os.path.join(lay.flags_open, changes.marker(str(record["gate"]), worktree, scope)))
-        if moved:
-            fsio.fsync_dir(lay.flags)
-    if moved:
-        journal.append(repo, "flags-resolved", {"ids": moved, "why": "the files they judged are gone", "command": command}, now)
-    return moved
-
-
 def pending(repo: Repo) -> list[dict[str, Any]]:
     """Every open flag (neither resolved nor acknowledged), oldest first."""
     return _ordered(_records(state.layout(repo).flags, "open"))
@@ -344,10 +329,9 @@ def acknowledge(repo: Repo, ids: list[str] | None) -> list[str]:
     with _locked(lay.flags):
         names = [f"{i}.json" for i in ids] if ids else [os.path.basename(p) for p in _flag_files(lay.flags)]
         moved = [name.removesuffix(".json") for name in fsio.move_names_aside(lay.flags, names, acked_dir)]
-        markers = lay.flags_open
-        if ids is None and os.path.isdir(markers):  # nothing is open any more: no marker stands for anything
-            for marker in os.listdir(markers):
-                _unlink_if_there(os.path.join(markers, marker))
+        if ids is None and os.path.isdir(lay.flags_open):  # nothing is open any more: no marker stands for anything
+            for marker in os.listdir(lay.flags_open):
+                _unlink_if_there(os.path.join(lay.flags_open, marker))
     if moved:
         journal.append(repo, "flags-acknowledged", {"ids": moved})
     return moved

@@ -26,17 +26,13 @@ TAIL_BYTES = 1 << 16
 
 
 class NotJournalled(GateError):
-    """The action was done; only its journal entry (or the head that names it) could not be written.
-
-    Every caller appends after its action, so the message says exactly that: done, not recorded."""
+    """The action was done (every caller appends after it); only its journal entry, or the head naming it, was not."""
 
     def __init__(self, action: str, cause: GateError, appended: bool) -> None:
         what = "its journal entry was appended but journal.head could not be updated" if appended \
             else "it is not recorded in the journal"
         super().__init__(f"{action}: done, but {what}: {cause.message}", code=CANNOT_RUN, reason=cause.reason)
-        self.action = action
         self.cause = cause
-        self.appended = appended
 
 
 def _paths(repo: Repo) -> tuple[state.Layout, str, str]:
@@ -89,15 +85,24 @@ def _last_entry(repo: Repo) -> tuple[dict[str, Any] | None, bool]:
     tail, _ = read(repo, TAIL_BYTES)
     torn = bool(tail) and not tail.endswith(b"\n")
     for raw in reversed(tail.split(b"\n")):
-        if not raw.strip():
-            continue  # the end of the last line
         try:
-            entry = dataio.load_json(raw.decode("utf-8"))
-        except (dataio.DataError, UnicodeDecodeError):
+            entry = parse_entry(raw.decode("utf-8"))
+        except UnicodeDecodeError:
             continue
-        if isinstance(entry, dict) and isinstance(entry.get("seq"), int) and isinstance(entry.get("hash"), str):
+        if entry is not None and isinstance(entry.get("seq"), int) and isinstance(entry.get("hash"), str):
             return entry, torn
     return None, torn
+
+
+def parse_entry(line: str) -> dict[str, Any] | None:
+    """One line of the journal as an entry, or None when it is not a JSON object (an empty or torn line, damage)."""
+    if not line.strip():
+        return None  # the end of the last line: not parsed, as a failed parse loads `json`
+    try:
+        parsed = dataio.load_json(line)
+    except dataio.DataError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
 
 
 def read(repo: Repo, tail: int | None = None) -> tuple[bytes, int]:
@@ -140,11 +145,7 @@ def read_all(repo: Repo) -> tuple[list[tuple[int, dict[str, Any] | None, str]], 
     if raws and raws[-1] == "":
         raws.pop()
     for number, raw in enumerate(raws, start=1):
-        try:
-            parsed = dataio.load_json(raw)
-        except dataio.DataError:
-            parsed = None
-        rows.append((number, parsed if isinstance(parsed, dict) else None, raw))
+        rows.append((number, parse_entry(raw), raw))
     head_data = fsio.read_state_file(head, 4096)
     head_record = None
     if head_data is not None:
@@ -158,13 +159,9 @@ def read_all(repo: Repo) -> tuple[list[tuple[int, dict[str, Any] | None, str]], 
 
 def _unfinished(rows: list[tuple[int, dict[str, Any] | None, str]], at: int, seq: int, prev: str,
                 head: dict[str, Any] | None) -> bool:
-    """Whether the non-entry line `rows[at]` is an append a crash cut short, not damage.
-
-    A write to a file can stop short when its process is killed (the kernel checks for a fatal signal
-    between pages), and the writer dies before `journal.head` names the entry. Such a line begins as
-    the next entry would (`{"seq": <next>, `) and is followed either by nothing, with the head still
-    naming the entry before it, or by the retried entry: the same sequence number, chained to the same
-    entry. Anything else is damage."""
+    """Whether the non-entry line `rows[at]` is an append a crash cut short (its writer killed between pages, before
+    `journal.head` named it: docs/flags-and-journal.md), not damage: it begins as the next entry would and is followed
+    by nothing, the head still naming the entry before it, or by the retried entry, chained to the same one."""
     if not rows[at][2].startswith('{"seq": %d, ' % (seq + 1)):
         return False
     if at + 1 == len(rows):

@@ -1,22 +1,10 @@
 """A session loop that did not run, noticed by the commit it let through (issue 26): `gate check`'s one look.
 
-A harness skips the project's hooks silently when it does not trust them (Codex: the folder and each entry as it
-is now; Gemini and Copilot: the folder) or when it was started below the top of the work tree (Claude Code,
-Gemini). Its commits still run the git hook, so the check says so when all of these hold:
-
-- the commit is made inside an agent harness's shell: its environment says which (`CLAUDECODE=1` for Claude
-  Code, `CODEX_THREAD_ID` for Codex, `GEMINI_CLI=1` for Gemini CLI). A person's terminal sets none of them, so a
-  commit made by hand is never judged (no false alarm for a human-only history), nor one from a harness that sets
-  none (Copilot CLI);
-- that harness's project file here runs `gate brief` (`gate install-hooks --agent NAME`): a repository without
-  harness config is never judged;
-- this worktree's journal holds no `session-brief` or `closeout` entry (a start or a stop hook that ran, or the
-  brief read by hand) at any of the last QUIET_COMMITS commits, the one being made included, nor in the last
-  QUIET_SECONDS: one long turn that commits often without stopping is not a loop that did not run.
-
-Cheap on every commit: a person's commit costs three environment look-ups; an agent's a stat and read of one small
-file and of the journal's last TAIL_BYTES. No git process (HEAD's recent line came with the discovery), no JSON
-parser, no `re`: the journal's lines are the gate's own, read with string methods.
+A harness skips the project's hooks silently when it does not trust them or was started below the top of the work
+tree; its commits still run the git hook, which warns when docs/agents.md#a-loop-that-did-not-run says. Cheap on
+every commit: a person's commit costs three environment look-ups; an agent's a read of one small file and of the
+journal's last TAIL_BYTES. No git process (HEAD's recent line came with the discovery), no JSON parser, no `re`:
+the journal's lines are the gate's own, read with string methods.
 """
 
 from __future__ import annotations

@@ -1,28 +1,15 @@
 """The story of sessions: the journal's briefs and close-out verdicts, the one definition of closed out, the salvage.
 
-Closed out (`closure`, the one definition the stop hook, the brief's first line, its tripwire and
-its salvage use): the hand-over's Meta ref is HEAD, or HEAD is its close-out commit
-(gates/domain/ancestry.py), and `git status` lists nothing: no staged, unstaged or untracked path
-(paths git ignores are never listed). Every other finding is a reason, said as found; a question
-git could not answer is a doubt, never "closed out".
-
-Each brief a harness receives is journalled as `session-brief` (harness, session id, source, HEAD)
-and each close-out verdict as `closeout` (harness, session id, verdict, the reasons, HEAD). A
-session is a harness's session id: a run without one (a person's `gate brief`, a model's own
-`gate closeout --format text`, journalled as `closeout-preview`) is never the last session. The
-brief's first line names the last session of this worktree from those entries; a later brief of a
-running session (a compaction, a resume) first says what is its own work since its start, its first
-brief, and judges the last session by the work as it found it. When the work is
-not closed out, the brief lists from git what the hand-over does not describe: every subject and
-path is text from the repository (a commit subject is whatever its author wrote), so each is
-sanitised and capped, and the list is labelled as facts, not instructions.
+What a session is, its start, the brief's first line, `closure` (the one definition the stop hook, the brief's first
+line, its tripwire and its salvage use) and the salvage are docs/agents.md's. Every subject and path the salvage
+lists is text from the repository (a commit subject is whatever its author wrote): each is sanitised and capped,
+and the list is labelled as facts, not instructions.
 """
 
 from __future__ import annotations
 
 from gates.domain import journal
 from gates.domain.ancestry import SHALLOW_ADVICE, Relation, relation
-from gates.infra import dataio
 from gates.infra.errors import GateError
 from gates.infra.git import GitFailed, Repo, StatusFailed
 from gates.infra.plain import NamedTuple
@@ -40,6 +27,7 @@ MAX_FILES_PER_COMMIT = 6
 MAX_PATHS = 25
 CLOSEOUT_MISSING = "closeout-missing"
 NOT_SESSIONS = ("text", "json")  # a brief or close-out run in these formats is a person's or a preview, no session
+KINDS = ("staged", "unstaged", "untracked")  # what Closure.counts() counts, in its order
 _SHA = "0123456789abcdef"  # a commit id: 40 (SHA-1) to 64 (SHA-256) of these
 
 
@@ -57,24 +45,11 @@ def tail_entries(repo: Repo) -> list[dict[str, Any]]:
         lines = lines[1:]  # the first line is cut
     entries = []
     for raw in lines:
-        if not raw.strip():
-            continue  # the end of the last line
-        try:
-            entry = dataio.load_json(raw.decode("utf-8", "replace"))
-        except dataio.DataError:
-            continue
-        if isinstance(entry, dict) and isinstance(entry.get("details"), dict):
+        entry = journal.parse_entry(raw.decode("utf-8", "replace"))
+        if entry is not None and isinstance(entry.get("details"), dict):
             entries.append(entry)
     repo.memo["journal-tail"] = entries
     return entries
-
-
-class LastSession(NamedTuple):
-    harness: str
-    session: str | None
-    when: str
-    verdict: str | None  # the last close-out verdict journalled for it: done, block, let-through, error; None: none
-    head: str | None = None  # HEAD when that verdict was given
 
 
 def _session_of(entry: dict[str, Any]) -> str | None:
@@ -86,51 +61,43 @@ def _session_of(entry: dict[str, Any]) -> str | None:
     return session
 
 
-def last_session(repo: Repo, current: str | None) -> LastSession | None:
-    """The newest session of this worktree other than `current`, from the journal's `session-brief` and `closeout`:
-    only runs with a harness session id are sessions."""
+def first_line(repo: Repo, current: str | None, work: Closure, head: str | None) -> str:
+    """The brief's first line: the newest session of this worktree other than `current` (from the journal's
+    `session-brief` and `closeout`: only runs with a harness session id are sessions) and whether its work is closed
+    out, worded from what was found."""
+    said = work.said()
     mine = [e for e in tail_entries(repo) if e.get("worktree") == str(repo.toplevel)
             and e.get("action") in ("session-brief", "closeout") and _session_of(e) is not None]
-    for entry in reversed(mine):
-        details = entry["details"]
-        session = _session_of(entry)
-        if current is not None and session == current:
-            continue
-        said = next((later["details"] for later in reversed(mine) if later.get("action") == "closeout"
-                     and later["details"].get("session") == session
-                     and later["details"].get("harness") == details.get("harness")), None)
-        verdict = str(said.get("verdict")) if said is not None else None
-        head = said.get("head") if said is not None and isinstance(said.get("head"), str) else None
-        return LastSession(excerpt(str(details.get("harness", "?")), 20), excerpt(session, 80) if session else None,
-                           str(entry.get("time", "?")), verdict, head)
-    return None
-
-
-def first_line(last: LastSession | None, work: Closure, head: str | None) -> str:
-    """The brief's first line: the last session and whether its work is closed out, worded from what was found."""
-    said = work.said()
+    last = next((e for e in reversed(mine) if _session_of(e) != current), None)
     if last is None:
         return "Last session: none recorded in the journal for this worktree" + (
             "." if work.closed else f"; the work is NOT closed out ({said}; see Salvage).")
-    who = f"{last.harness} session {last.session or '(no id)'}, last seen {last.when}"
-    if work.closed and last.verdict in ("done", None):
+    details = last["details"]
+    session = str(details["session"])  # a non-empty string: _session_of said so
+    closing = next((later["details"] for later in reversed(mine) if later.get("action") == "closeout"
+                    and later["details"].get("session") == session
+                    and later["details"].get("harness") == details.get("harness")), None)
+    verdict = str(closing.get("verdict")) if closing is not None else None  # None: no close-out verdict journalled
+    closed_at = closing.get("head") if closing is not None and isinstance(closing.get("head"), str) else None
+    who = (f"{excerpt(str(details.get('harness', '?')), 20)} session {excerpt(session, 80)}, "
+           f"last seen {last.get('time', '?')}")
+    if work.closed and verdict in ("done", None):
         return f"Last session: {who}: closed out."
     if work.closed:
-        return f"Last session: {who}: its work is closed out in git (its last close-out verdict was {last.verdict})."
-    if last.verdict == "done":
-        moved = last.head is not None and last.head != head
-        how = (f"it closed out at {last.head[:12]}, but HEAD has moved since: {said}" if moved and last.head else
-               f"it closed out, but now: {said}")
+        return f"Last session: {who}: its work is closed out in git (its last close-out verdict was {verdict})."
+    if verdict == "done":
+        how = (f"it closed out at {closed_at[:12]}, but HEAD has moved since: {said}" if closed_at and closed_at != head
+               else f"it closed out, but now: {said}")
     else:
         how = {"block": "its stop was blocked and it never closed out",
                "let-through": "it stopped without closing out (let through after the loop bound)",
-               "error": "its close-out check failed and it was let through"}.get(last.verdict or "", "no close-out was recorded")
+               "error": "its close-out check failed and it was let through"}.get(verdict or "", "no close-out was recorded")
         how = f"{how}: {said}"
     return f"Last session: {who}: did NOT close out ({how}); see Salvage."
 
 
 def record_brief(repo: Repo, harness: str, session: str | None, source: str | None, cut: bool,
-                 problem: str | None, uncommitted: int | None = None) -> None:
+                 problem: str | None, uncommitted: int | None) -> None:
     details: dict[str, Any] = {"harness": harness, "session": session, "source": source, "head": repo.head,
                                "cut": cut, "uncommitted": uncommitted}
     if problem:
@@ -140,22 +107,19 @@ def record_brief(repo: Repo, harness: str, session: str | None, source: str | No
 
 # ---- the running session: what it began with, what is its own ----------------------------------------------
 
-class Start(NamedTuple):
-    """A session's first brief in this worktree, from the journal."""
+class Own(NamedTuple):
+    """A running session's start (its first brief in this worktree, from the journal) and its own commits since."""
 
     head: str | None  # HEAD then (None: no commit yet)
     when: str
     uncommitted: int | None  # how many paths `git status` listed then; None: not recorded (or unknown)
-
-
-class Own(NamedTuple):
-    start: Start
     commits: int | None  # first-parent commits since its start; None: its start is not in HEAD's history
 
 
-def session_start(repo: Repo, harness: str, session: str | None) -> Start | None:
-    """The first brief journalled for this harness session in this worktree (within the journal's tail), or None:
-    this brief is its first (a start), and only a later one (after a compaction, a resume, a clear) finds one."""
+def own_work(repo: Repo, harness: str, session: str | None) -> Own | None:
+    """The start of this harness session, its first brief journalled in this worktree (within the journal's tail),
+    and its own commits; None: this brief is its first (a start), and only a later one (after a compaction, a resume,
+    a clear) finds one."""
     if not session or harness in NOT_SESSIONS:
         return None
     for entry in tail_entries(repo):
@@ -163,8 +127,9 @@ def session_start(repo: Repo, harness: str, session: str | None) -> Start | None
         if (entry.get("action") == "session-brief" and entry.get("worktree") == str(repo.toplevel)
                 and details.get("harness") == harness and _session_of(entry) == session):
             head, count = details.get("head"), details.get("uncommitted")
-            return Start(head if isinstance(head, str) else None, str(entry.get("time", "?")),
-                         count if isinstance(count, int) and not isinstance(count, bool) else None)
+            head = head if isinstance(head, str) else None
+            count = count if isinstance(count, int) and not isinstance(count, bool) else None
+            return Own(head, str(entry.get("time", "?")), count, _commits_since(repo, head))
     return None
 
 
@@ -205,30 +170,30 @@ def closing_session(repo: Repo, updated: str) -> Closing | None:
     return Closing(excerpt(str(harness), 20), excerpt(str(session), 80), str(entries[first].get("time", "?")), ids)
 
 
-def own_work(repo: Repo, start: Start) -> Own:
-    """How many of HEAD's first-parent commits came after the session's start; None when its start HEAD is not
-    in HEAD's history (a reset, a rebase) or git cannot say: then no commit is taken for its own."""
-    if repo.head is None or start.head == repo.head:
-        return Own(start, 0)
-    if start.head is not None:
-        ancestor = repo.git("merge-base", "--is-ancestor", start.head, repo.head)
+def _commits_since(repo: Repo, start: str | None) -> int | None:
+    """How many of HEAD's first-parent commits came after a session's start HEAD; None when it is not in HEAD's
+    history (a reset, a rebase) or git cannot say: then no commit is taken for its own."""
+    if repo.head is None or start == repo.head:
+        return 0
+    if start is not None:
+        ancestor = repo.git("merge-base", "--is-ancestor", start, repo.head)
         if ancestor.returncode != 0:
-            return Own(start, None)
-    listed = repo.git("rev-list", "--first-parent", "--count", f"{start.head}..HEAD" if start.head else "HEAD", "--")
+            return None
+    listed = repo.git("rev-list", "--first-parent", "--count", f"{start}..HEAD" if start else "HEAD", "--")
     count = listed.stdout.strip()
-    return Own(start, int(count) if listed.returncode == 0 and count.isdigit() else None)
+    return int(count) if listed.returncode == 0 and count.isdigit() else None
 
 
 def own_line(harness: str, session: str, own: Own, work: Closure) -> str:
     """The first line of a later brief of a running session: what of the work (all of it: `work`) is its own."""
-    begun = (f"This session: {excerpt(harness, 20)} session {excerpt(session, 80)}, begun {own.start.when} at "
-             f"{(own.start.head or 'no commit')[:12]} (its first brief)")
+    begun = (f"This session: {excerpt(harness, 20)} session {excerpt(session, 80)}, begun {own.when} at "
+             f"{(own.head or 'no commit')[:12]} (its first brief)")
     if own.commits is None:
         return (f"{begun}: that commit is not in HEAD's history (a reset or a rebase since?), so which work is its "
                 "own cannot be told; the Salvage below may list some of it.")
     commits = work.before(own).own
     mine = [f"{plural(commits, 'commit')} after the Meta ref"] if commits else []
-    if own.start.uncommitted == 0 and work.paths:
+    if own.uncommitted == 0 and work.paths:
         mine.append(f"{plural(len(work.paths), 'uncommitted path')} (the work tree was clean at its first brief)")
     if not mine:
         return f"{begun}: nothing of its own is left to close out."
@@ -243,7 +208,7 @@ def plural(count: int, word: str) -> str:
 
 
 class Closure(NamedTuple):
-    """Whether the work since the hand-over's Meta ref is closed out, and what was found (see the module's doc)."""
+    """Whether the work since the hand-over's Meta ref is closed out, and what was found (docs/agents.md#closed-out)."""
 
     ref: str | None  # the hand-over's Meta ref (None: it names none, or cannot be read)
     found: Relation | None  # where it stands against HEAD; None: no ref, or git could not say (history_error)
@@ -269,9 +234,7 @@ class Closure(NamedTuple):
             out.append(f"{plural(found.behind, 'commit')} after the Meta ref")
         elif found is not None and found.kind == "elsewhere":
             out.append("the Meta ref is not in this history")
-        for count, kind in zip(self.counts(), ("staged", "unstaged", "untracked"), strict=True):
-            if count:
-                out.append(plural(count, kind + " path"))
+        out += [plural(count, kind + " path") for count, kind in zip(self.counts(), KINDS, strict=True) if count]
         return out
 
     def doubts(self) -> list[str]:
@@ -302,7 +265,7 @@ class Closure(NamedTuple):
         if mine and found is not None:
             left = found.behind - mine
             found = Relation("behind" if left else "current", left, found.commit, found.closed, found.exact)
-        paths = [] if own.start.uncommitted == 0 else self.paths
+        paths = [] if own.uncommitted == 0 else self.paths
         return Closure(self.ref, found, self.history_error, paths, self.status_error, mine)
 
 
