@@ -284,7 +284,7 @@ def test_the_walk_through_adds_a_gate_with_its_module_and_a_registry_line(tmp_pa
     page = (ROOT / "docs" / "architecture.md").read_text()
     module = textwrap.dedent(re.search(r"```python\n(.*?)```", page, re.S).group(1))  # type: ignore[union-attr]
     copy = tmp_path / "copy"
-    shutil.copytree(PACKAGE, copy / "gates", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(PACKAGE, copy / "gates", symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))  # gates/schemas: a link
     shutil.copytree(ROOT / "schemas", copy / "schemas")
     (copy / "gates" / "checks" / "handoff_owner.py").write_text(module)
     catalog = copy / "gates" / "infra" / "catalog.py"

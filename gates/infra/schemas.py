@@ -17,18 +17,9 @@ if TYPE_CHECKING:
 NAMES = ("config", "handoff", "flag", "check-result", "record", "remote-claim")
 
 
-_DIR: list[str] = []  # the package's place does not change while it runs: found once
-
-
 def schema_dir() -> str:
-    if not _DIR:
-        package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        shipped = os.path.join(package, "schemas")  # gates/schemas/ in an installed package, beside its modules
-        # else a source checkout (editable install or tests run in place): the top-level folder, found through links
-        _DIR.append(shipped if os.path.isdir(shipped) else
-                    os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__)))),
-                                 "schemas"))
-    return _DIR[0]
+    """gates/schemas/, beside the package's modules (in a checkout, the link to the top-level schemas/)."""
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "schemas")
 
 
 def schema_path(name: str) -> str:
