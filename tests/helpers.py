@@ -30,7 +30,10 @@ def source_copy(dest: Path) -> Path:
     listing = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
     tracked = subprocess.run(listing, cwd=ROOT, capture_output=True, text=True, check=True)
     for name in filter(None, tracked.stdout.split("\0")):
-        if (ROOT / name).is_file():
+        if (ROOT / name).is_symlink():  # gates/schemas, the link to schemas/: a link in the copy too
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            (dest / name).symlink_to(os.readlink(ROOT / name))
+        elif (ROOT / name).is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, dest / name)
     return dest

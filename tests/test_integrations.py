@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, commit_all, git, init_repo, run_gate, write_target
+from helpers import source_copy
 
 
 def _copy_project(target: Path) -> str:
-    listing = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
-    names = subprocess.run(listing, cwd=ROOT, capture_output=True, text=True, check=True).stdout.split("\0")
-    for name in filter(None, names):
-        if (ROOT / name).is_file():
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, target / name)
+    source_copy(target)
     init_repo(target)
     return commit_all(target, "handoff-gate as it is now")
 
