@@ -303,7 +303,12 @@ def hook_repo(root: Path) -> tuple[Path, str]:
     listed = run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], CHECKOUT)
     for rel in filter(None, listed.split("\0")):
         src = CHECKOUT / rel
-        if src.is_file() and not rel.startswith(("bench/", "tests/", "fuzz/")):
+        if rel.startswith(("bench/", "tests/", "fuzz/")):
+            continue
+        if src.is_symlink():  # gates/schemas, the link to schemas/
+            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+            (repo / rel).symlink_to(os.readlink(src))
+        elif src.is_file():
             (repo / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, repo / rel)
     git(repo, "init", "-q", "-b", "main", "--template=")
