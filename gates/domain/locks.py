@@ -1,14 +1,8 @@
 """Git's lock files (found by gates/domain/lockscan.py): judge them, and move the stale ones aside into lost+found.
 
-A lock is `stale` only when every piece of evidence says its holder is gone: old by mtime and
-ctime against the filesystem's own clock, a plain regular file of ours with one link on a local
-filesystem, open in no process, no git process of this user acting on the repository or one of
-its worktrees (a prepared `git update-ref --stdin` transaction holds zero-byte ref locks with no
-open descriptor) by its cwd, `--git-dir`, `GIT_DIR`, `-C`, a work tree, `GIT_COMMON_DIR` or a
-gitfile, no git process of this user whose target cannot be established, and a `~pid.lock`
-companion, if any, naming a dead process. Any doubt is `live`.
-A move never deletes and never overwrites: it pins the file, renames it into a fresh folder,
-checks that the very file it judged moved, and writes a manifest.
+A lock is `stale` only when every piece of evidence says its holder is gone; any doubt is `live` (docs/locks.md).
+A move never deletes and never overwrites: it pins the file, renames it into a fresh folder, checks that the very
+file it judged moved, and writes a manifest.
 """
 
 from __future__ import annotations
@@ -29,6 +23,8 @@ from gates.infra.text import Pattern
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from gates.domain.procscan import Scan
 
 # Lock names git is known to leave at the top of a git dir; anything under refs/ ending in .lock.
 KNOWN_TOP = frozenset({
@@ -73,10 +69,8 @@ def judge(repo: Repo, locks: list[Lock], threshold: float, fs_now: float) -> Non
     from gates.domain import procscan
 
     roots, doubts = _repo_roots(repo)
-    found = procscan.scan({lock.ident: str(lock.path) for lock in aged}, roots)
-    if doubts:  # a worktree we cannot locate could have a git process working in it
-        found.complete = False
-        found.doubts += doubts
+    found = procscan.scan({lock.ident: lock.path for lock in aged}, roots)
+    found.doubts += doubts  # a worktree we cannot locate could have a git process working in it
     for lock in aged:
         _verdict(lock, found, locks)
 
@@ -113,7 +107,7 @@ def _on_a_local_filesystem(lock: Lock) -> bool:
     other clients' processes are not ours to see, or of a type that cannot be established."""
     from gates.domain import procscan
 
-    kind = procscan.filesystem_type(str(lock.path))
+    kind = procscan.filesystem_type(lock.path)
     if kind is None:
         lock.verdict, lock.reason = INELIGIBLE, "the type of its filesystem cannot be established: reported, never moved"
     elif procscan.is_network_fs(kind):
@@ -149,14 +143,14 @@ def _repo_roots(repo: Repo) -> tuple[list[str], list[str]]:
     return sorted(roots), doubts
 
 
-def _verdict(lock: Lock, found: Any, locks: list[Lock]) -> None:
-    evidence: dict[str, Any] = {"scan_complete": found.complete}
+def _verdict(lock: Lock, found: Scan, locks: list[Lock]) -> None:
+    evidence: dict[str, Any] = {"scan_complete": not found.doubts}
     lock.evidence = evidence
     holders = found.open_by.get(lock.ident, [])
     companion = _companion(lock, locks)
     if companion is not None:
         evidence["companion"] = companion
-    if not found.complete:
+    if found.doubts:
         evidence["doubts"] = found.doubts
         lock.verdict, lock.reason = LIVE, f"liveness cannot be established ({found.doubts[0]})"
     elif holders:
