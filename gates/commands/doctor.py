@@ -338,10 +338,9 @@ def probe(repo: Repo, config: Config, name: str) -> list[Check]:
     out = [Check(OK, f"remote {name} ({target.url}) reachable: ls-remote round trip {rtt * 1000:.0f} ms"),
            Check(OK, f"remote {name} holds {len(refs)} ref(s) under refs/gate/ ({counts[remote.CLAIMS]} claims, "
                      f"{counts[remote.FENCES]} fences, {counts[remote.FLAGS]} flag refs)")]
-    now = clock.now()
-    ref = f"{remote.PROBES}/{remote.clone_id(repo)}-{int(now.timestamp())}"
-    oid = gitnet.make_commit(target.work, {"probe": b"handoff-gate doctor probe\n"}, "gate doctor probe",
-                          when=int(now.timestamp()))
+    stamp = int(clock.now().timestamp())
+    ref = f"{remote.PROBES}/{remote.clone_id(repo)}-{stamp}"
+    oid = gitnet.make_commit(target.work, {"probe": b"handoff-gate doctor probe\n"}, "gate doctor probe", when=stamp)
     started = time.monotonic()
     try:
         created = gitnet.push_refs(target.work, target.url, [(ref, oid, None)])

@@ -33,6 +33,7 @@ KNOWN_TOP = frozenset({
 })
 _PID_LINE = Pattern(r"^pid (\d{1,10})\s*$")
 _GITDIR_CAP = 1 << 16  # a worktree's `gitdir` holds one path
+_GONE = "gone: moved or released by someone else"
 
 
 def filesystem_now(lay: state.Layout) -> float:
@@ -193,12 +194,11 @@ class Moved(NamedTuple):
 def quarantine(repo: Repo, lock: Lock, threshold: float, when: datetime) -> Moved:
     """Move one stale lock aside, judging it again while pinned. Serialised by an flock on lost+found."""
     lay = state.layout(repo)
-    folder = state.ensure_dir(lay, lay.lost_found)
-    with fsio.locked(folder):
+    with fsio.locked(state.ensure_dir(lay, lay.lost_found)):
         try:
             pin = os.open(lock.path, fsio.safe_flags(os.O_RDONLY))
         except FileNotFoundError:
-            return Moved(lock, problem="gone: moved or released by someone else")
+            return Moved(lock, problem=_GONE)
         except OSError as exc:
             return Moved(lock, problem=f"cannot be pinned: {exc.strerror}")
         try:
@@ -215,13 +215,15 @@ def _move_pinned(repo: Repo, lay: state.Layout, lock: Lock, pin: int, threshold:
         return Moved(again, problem=f"no longer stale: {again.reason or 'it changed'}")
     content = os.pread(pin, 1 << 20, 0)
     evidence_dir = state.new_evidence_dir(lay, when)
-    target = os.path.join(evidence_dir, *lock.shown.split("/"))
+    parts = lock.shown.split("/")
+    target = os.path.join(evidence_dir, *parts)
     os.makedirs(os.path.dirname(target), exist_ok=True)
     moved = fsio.move_aside(lock.path, target, pinned=pinned)
     if isinstance(moved, OSError):
-        _remove_empty(os.path.dirname(target), evidence_dir)  # only the folders made for this move
+        for depth in range(len(parts) - 1, -1, -1):  # only the folders made for this move, deepest first
+            os.rmdir(os.path.join(evidence_dir, *parts[:depth]))
         if moved.errno == errno.ENOENT:
-            return Moved(again, problem="gone: moved or released by someone else")
+            return Moved(again, problem=_GONE)
         why = "on another filesystem than lost+found (EXDEV): left in place" if moved.errno == errno.EXDEV else moved.strerror
         return Moved(again, problem=f"cannot be moved: {why}")
     if not moved:
@@ -231,14 +233,6 @@ def _move_pinned(repo: Repo, lay: state.Layout, lock: Lock, pin: int, threshold:
 
     journal.append(repo, "lock-quarantined", {"path": lock.path, "to": target, "reason": again.reason}, when)
     return Moved(again, evidence_dir, target)
-
-
-def _remove_empty(folder: str, up_to: str) -> None:
-    while True:
-        os.rmdir(folder)
-        if folder == up_to:
-            return
-        folder = os.path.dirname(folder)
 
 
 def _put_back(lock: Lock, evidence_dir: str, target: str) -> Moved:

@@ -28,9 +28,8 @@ class Unusable(Exception):
 
 def _validator(schema: dict[str, Any]) -> Any:
     """The one way a validator is made: for `schema`'s draft, checking formats, with a registry of its own that
-    retrieves nothing. A `$ref` resolves inside `schema` (`#...`, `$defs`, `$id`s and anchors in it) or to the JSON
-    Schema metaschemas jsonschema ships; anything else (file://, http://, a relative name) is unresolvable, never
-    fetched: jsonschema's default registry would open any URI a committed schema names."""
+    retrieves nothing, so a `$ref` resolves only inside `schema` or to the metaschemas jsonschema ships: its default
+    registry would open any URI a committed schema names (docs/security.md)."""
     from jsonschema import validators
     from referencing import Registry
 
