@@ -93,7 +93,7 @@ def scan(targets: dict[tuple[int, int], str], roots: list[str]) -> Scan:
     if blind is not None:
         return Scan(blind)
     result = Scan()
-    ours, uid = own_processes(), os.geteuid()  # the gate and its own git children are no other writer
+    ours = own_processes()  # the gate and its own git children are no other writer
     try:
         mine = os.stat(PROC / "self" / "ns" / "mnt")  # a process in another mount namespace: its paths are not ours
     except OSError as exc:
@@ -104,15 +104,14 @@ def scan(targets: dict[tuple[int, int], str], roots: list[str]) -> Scan:
         return Scan(f"/proc cannot be listed: {exc.strerror}")
     for pid in pids:
         if pid not in ours:
-            _one(pid, uid, targets, roots, (mine.st_dev, mine.st_ino), result)
+            _one(pid, targets, roots, (mine.st_dev, mine.st_ino), result)
     return result
 
 
-def _one(pid: int, uid: int, targets: dict[tuple[int, int], str], roots: list[str], mount_ns: tuple[int, int],
-         result: Scan) -> None:
+def _one(pid: int, targets: dict[tuple[int, int], str], roots: list[str], mount_ns: tuple[int, int], result: Scan) -> None:
     base = PROC / str(pid)
     try:
-        mine = os.stat(base).st_uid == uid
+        mine = os.stat(base).st_uid == os.geteuid()
     except FileNotFoundError:
         return  # exited meanwhile
     try:

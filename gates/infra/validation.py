@@ -169,9 +169,8 @@ def serve(request: bytes) -> bytes:
     lines = {tuple(path): line for path, line in asked["lines"]}
     try:
         problem = check_schema(asked["schema"])
-        if problem:
-            raise Unusable(problem)
-        answer: dict[str, Any] = {"problems": validate(asked["schema"], asked["instance"], lines)}
+        answer: dict[str, Any] = ({"unusable": problem} if problem
+                                  else {"problems": validate(asked["schema"], asked["instance"], lines)})
     except Unusable as exc:
         answer = {"unusable": exc.message}
     return jsonio.dumps(answer).encode()
