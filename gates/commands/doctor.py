@@ -363,17 +363,16 @@ def probe(repo: Repo, config: Config, name: str) -> list[Check]:
         # namespaces from its push side shows), then both deleted. `gate claims --remote` lists keys only.
         pair = [f"{space}/{remote.PROBE_PREFIX}{ref.rpartition('/')[2]}" for space in (remote.CLAIMS, remote.FENCES)]
         atomic = gitnet.push_refs(target.work, target.url, [(pair[0], oid, None), (pair[1], oid, None)])
+        # What was made is deleted: both, or those of a refused push that were made anyway (a ref receive-pack
+        # refuses as hidden does not stop the others of an --atomic push, git 2.39).
+        made: list[tuple[str, str | None, str | None]] = [
+            (made_ref, None, oid) for made_ref, status in atomic.status.items() if not status.startswith("!")]
+        if made:
+            gitnet.push_refs(target.work, target.url, made)
         if atomic.ok:
-            gitnet.push_refs(target.work, target.url, [(pair[0], None, oid), (pair[1], None, oid)])
             out.append(Check(OK, f"remote {name} applies --atomic pushes (an acquisition moves the claim and its fence "
                                  "together)"))
         else:
-            # A ref receive-pack refuses as hidden does not stop the others of an --atomic push (git 2.39): remove
-            # what was made.
-            made: list[tuple[str, str | None, str | None]] = [
-                (made_ref, None, oid) for made_ref, status in atomic.status.items() if not status.startswith("!")]
-            if made:
-                gitnet.push_refs(target.work, target.url, made)
             why = " (it hides refs/gate/ claims or fences: transfer.hideRefs or receive.hideRefs)" if _hidden(atomic) else ""
             out.append(Check(FIX, f"remote {name} refuses an --atomic push of {pair[0]} and {pair[1]} "
                                   f"({atomic.message}){why}: claims cannot be taken"))

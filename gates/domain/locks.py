@@ -54,11 +54,9 @@ def filesystem_now(lay: state.Layout) -> float:
 
 
 def judge(repo: Repo, locks: list[Lock], threshold: float, fs_now: float) -> None:
-    """Give every lock its verdict; one scan of the processes serves them all.
-
-    A lock younger than the threshold is fresh whatever its filesystem: the filesystem's type (which
-    asks `mount`) and the processes are asked only about older ones. The lock `git commit -a` holds
-    while its pre-commit hook runs is such a lock, on every commit."""
+    """Give every lock its verdict; one scan of the processes serves them all. A lock younger than the threshold is
+    fresh before its filesystem's type (which may ask `mount`) or the processes are asked: `git commit -a` holds
+    such a lock while its pre-commit hook runs, on every commit (docs/performance.md)."""
     candidates = [lock for lock in locks if _eligible(lock)]
     for lock in candidates:
         lock.age = fs_now - max(lock.mtime, lock.ctime)

@@ -380,15 +380,14 @@ def _lsof_records(output: str) -> list[tuple[int, dict[str, str]]]:
 def _scan_lsof(lsof: str, targets: dict[tuple[int, int], str], roots: list[str]) -> Scan:
     result = Scan()
     ours = own_processes()
-    if targets:
-        held = _run_tool([lsof, "-w", "-n", "-P", "-F", "pfi", "--", *targets.values()])
-        if held is None:
-            return Scan("lsof failed to list the holders of the lock files")
-        by_inode = {ino: (dev, ino) for dev, ino in targets}
-        for pid, fields in _lsof_records(held):
-            key = by_inode.get(int(fields["i"])) if fields.get("i", "").isdigit() else None
-            if key is not None and pid != 0 and pid not in ours:
-                result.open_by.setdefault(key, []).append(pid)
+    held = _run_tool([lsof, "-w", "-n", "-P", "-F", "pfi", "--", *targets.values()])  # judge always names a file
+    if held is None:
+        return Scan("lsof failed to list the holders of the lock files")
+    by_inode = {ino: (dev, ino) for dev, ino in targets}
+    for pid, fields in _lsof_records(held):
+        key = by_inode.get(int(fields["i"])) if fields.get("i", "").isdigit() else None
+        if key is not None and pid != 0 and pid not in ours:
+            result.open_by.setdefault(key, []).append(pid)
     cwds = _run_tool([lsof, "-w", "-n", "-P", "-a", "-u", str(os.geteuid()), "-c", "git", "-d", "cwd", "-F", "pfn"])
     if cwds is None:
         return Scan("lsof failed to list the working directories of git processes")
