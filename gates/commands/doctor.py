@@ -338,10 +338,9 @@ def probe(repo: Repo, config: Config, name: str) -> list[Check]:
     out = [Check(OK, f"remote {name} ({target.url}) reachable: ls-remote round trip {rtt * 1000:.0f} ms"),
            Check(OK, f"remote {name} holds {len(refs)} ref(s) under refs/gate/ ({counts[remote.CLAIMS]} claims, "
                      f"{counts[remote.FENCES]} fences, {counts[remote.FLAGS]} flag refs)")]
-    now = clock.now()
-    ref = f"{remote.PROBES}/{remote.clone_id(repo)}-{int(now.timestamp())}"
-    oid = gitnet.make_commit(target.work, {"probe": b"handoff-gate doctor probe\n"}, "gate doctor probe",
-                          when=int(now.timestamp()))
+    stamp = int(clock.now().timestamp())
+    ref = f"{remote.PROBES}/{remote.clone_id(repo)}-{stamp}"
+    oid = gitnet.make_commit(target.work, {"probe": b"handoff-gate doctor probe\n"}, "gate doctor probe", when=stamp)
     started = time.monotonic()
     try:
         created = gitnet.push_refs(target.work, target.url, [(ref, oid, None)])
@@ -364,17 +363,16 @@ def probe(repo: Repo, config: Config, name: str) -> list[Check]:
         # namespaces from its push side shows), then both deleted. `gate claims --remote` lists keys only.
         pair = [f"{space}/{remote.PROBE_PREFIX}{ref.rpartition('/')[2]}" for space in (remote.CLAIMS, remote.FENCES)]
         atomic = gitnet.push_refs(target.work, target.url, [(pair[0], oid, None), (pair[1], oid, None)])
+        # What was made is deleted: both, or those of a refused push that were made anyway (a ref receive-pack
+        # refuses as hidden does not stop the others of an --atomic push, git 2.39).
+        made: list[tuple[str, str | None, str | None]] = [
+            (made_ref, None, oid) for made_ref, status in atomic.status.items() if not status.startswith("!")]
+        if made:
+            gitnet.push_refs(target.work, target.url, made)
         if atomic.ok:
-            gitnet.push_refs(target.work, target.url, [(pair[0], None, oid), (pair[1], None, oid)])
             out.append(Check(OK, f"remote {name} applies --atomic pushes (an acquisition moves the claim and its fence "
                                  "together)"))
         else:
-            # A ref receive-pack refuses as hidden does not stop the others of an --atomic push (git 2.39): remove
-            # what was made.
-            made: list[tuple[str, str | None, str | None]] = [
-                (made_ref, None, oid) for made_ref, status in atomic.status.items() if not status.startswith("!")]
-            if made:
-                gitnet.push_refs(target.work, target.url, made)
             why = " (it hides refs/gate/ claims or fences: transfer.hideRefs or receive.hideRefs)" if _hidden(atomic) else ""
             out.append(Check(FIX, f"remote {name} refuses an --atomic push of {pair[0]} and {pair[1]} "
                                   f"({atomic.message}){why}: claims cannot be taken"))

@@ -42,8 +42,7 @@ def run(args: argparse.Namespace, run: Invocation) -> int:
              if args.quarantine and lock.verdict == lockscan.STALE]
     if args.format == "json":
         emit_json({"version": 1, "locks": [lock.to_json() for lock in found],
-                   "moved": [{"path": str(m.lock.path), "to": str(m.target) if m.target else None, "problem": m.problem}
-                             for m in moves]})
+                   "moved": [{"path": m.lock.path, "to": m.target, "problem": m.problem} for m in moves]})
     else:
         if not found:
             print("no lock files")
@@ -55,7 +54,7 @@ def run(args: argparse.Namespace, run: Invocation) -> int:
 def _report_moves(moves: list[Moved], run: Invocation, quiet: bool) -> int:
     code = OK
     for moved in moves:
-        if moved.target is not None and moved.evidence_dir is not None and not moved.problem:
+        if moved.evidence_dir is not None and not moved.problem:  # then its target is set too
             message = (f"moved {moved.lock.path} to {moved.target}; "
                        f"`gate locks --restore {os.path.basename(moved.evidence_dir)}` puts it back")
             run.notice("stale-lock-quarantined", message)

@@ -1,14 +1,8 @@
 """Git's lock files (found by gates/domain/lockscan.py): judge them, and move the stale ones aside into lost+found.
 
-A lock is `stale` only when every piece of evidence says its holder is gone: old by mtime and
-ctime against the filesystem's own clock, a plain regular file of ours with one link on a local
-filesystem, open in no process, no git process of this user acting on the repository or one of
-its worktrees (a prepared `git update-ref --stdin` transaction holds zero-byte ref locks with no
-open descriptor) by its cwd, `--git-dir`, `GIT_DIR`, `-C`, a work tree, `GIT_COMMON_DIR` or a
-gitfile, no git process of this user whose target cannot be established, and a `~pid.lock`
-companion, if any, naming a dead process. Any doubt is `live`.
-A move never deletes and never overwrites: it pins the file, renames it into a fresh folder,
-checks that the very file it judged moved, and writes a manifest.
+A lock is `stale` only when every piece of evidence says its holder is gone; any doubt is `live` (docs/locks.md).
+A move never deletes and never overwrites: it pins the file, renames it into a fresh folder, checks that the very
+file it judged moved, and writes a manifest.
 """
 
 from __future__ import annotations
@@ -30,6 +24,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from gates.domain.procscan import Scan
+
 # Lock names git is known to leave at the top of a git dir; anything under refs/ ending in .lock.
 KNOWN_TOP = frozenset({
     "index.lock", "HEAD.lock", "ORIG_HEAD.lock", "FETCH_HEAD.lock", "MERGE_HEAD.lock", "CHERRY_PICK_HEAD.lock",
@@ -37,6 +33,7 @@ KNOWN_TOP = frozenset({
 })
 _PID_LINE = Pattern(r"^pid (\d{1,10})\s*$")
 _GITDIR_CAP = 1 << 16  # a worktree's `gitdir` holds one path
+_GONE = "gone: moved or released by someone else"
 
 
 def filesystem_now(lay: state.Layout) -> float:
@@ -57,11 +54,9 @@ def filesystem_now(lay: state.Layout) -> float:
 
 
 def judge(repo: Repo, locks: list[Lock], threshold: float, fs_now: float) -> None:
-    """Give every lock its verdict; one scan of the processes serves them all.
-
-    A lock younger than the threshold is fresh whatever its filesystem: the filesystem's type (which
-    asks `mount`) and the processes are asked only about older ones. The lock `git commit -a` holds
-    while its pre-commit hook runs is such a lock, on every commit."""
+    """Give every lock its verdict; one scan of the processes serves them all. A lock younger than the threshold is
+    fresh before its filesystem's type (which may ask `mount`) or the processes are asked: `git commit -a` holds
+    such a lock while its pre-commit hook runs, on every commit (docs/performance.md)."""
     candidates = [lock for lock in locks if _eligible(lock)]
     for lock in candidates:
         lock.age = fs_now - max(lock.mtime, lock.ctime)
@@ -73,10 +68,8 @@ def judge(repo: Repo, locks: list[Lock], threshold: float, fs_now: float) -> Non
     from gates.domain import procscan
 
     roots, doubts = _repo_roots(repo)
-    found = procscan.scan({lock.ident: str(lock.path) for lock in aged}, roots)
-    if doubts:  # a worktree we cannot locate could have a git process working in it
-        found.complete = False
-        found.doubts += doubts
+    found = procscan.scan({lock.ident: lock.path for lock in aged}, roots)
+    found.doubts += doubts  # a worktree we cannot locate could have a git process working in it
     for lock in aged:
         _verdict(lock, found, locks)
 
@@ -113,7 +106,7 @@ def _on_a_local_filesystem(lock: Lock) -> bool:
     other clients' processes are not ours to see, or of a type that cannot be established."""
     from gates.domain import procscan
 
-    kind = procscan.filesystem_type(str(lock.path))
+    kind = procscan.filesystem_type(lock.path)
     if kind is None:
         lock.verdict, lock.reason = INELIGIBLE, "the type of its filesystem cannot be established: reported, never moved"
     elif procscan.is_network_fs(kind):
@@ -149,14 +142,14 @@ def _repo_roots(repo: Repo) -> tuple[list[str], list[str]]:
     return sorted(roots), doubts
 
 
-def _verdict(lock: Lock, found: Any, locks: list[Lock]) -> None:
-    evidence: dict[str, Any] = {"scan_complete": found.complete}
+def _verdict(lock: Lock, found: Scan, locks: list[Lock]) -> None:
+    evidence: dict[str, Any] = {"scan_complete": not found.doubts}
     lock.evidence = evidence
     holders = found.open_by.get(lock.ident, [])
     companion = _companion(lock, locks)
     if companion is not None:
         evidence["companion"] = companion
-    if not found.complete:
+    if found.doubts:
         evidence["doubts"] = found.doubts
         lock.verdict, lock.reason = LIVE, f"liveness cannot be established ({found.doubts[0]})"
     elif holders:
@@ -199,12 +192,11 @@ class Moved(NamedTuple):
 def quarantine(repo: Repo, lock: Lock, threshold: float, when: datetime) -> Moved:
     """Move one stale lock aside, judging it again while pinned. Serialised by an flock on lost+found."""
     lay = state.layout(repo)
-    folder = state.ensure_dir(lay, lay.lost_found)
-    with fsio.locked(folder):
+    with fsio.locked(state.ensure_dir(lay, lay.lost_found)):
         try:
             pin = os.open(lock.path, fsio.safe_flags(os.O_RDONLY))
         except FileNotFoundError:
-            return Moved(lock, problem="gone: moved or released by someone else")
+            return Moved(lock, problem=_GONE)
         except OSError as exc:
             return Moved(lock, problem=f"cannot be pinned: {exc.strerror}")
         try:
@@ -221,13 +213,15 @@ def _move_pinned(repo: Repo, lay: state.Layout, lock: Lock, pin: int, threshold:
         return Moved(again, problem=f"no longer stale: {again.reason or 'it changed'}")
     content = os.pread(pin, 1 << 20, 0)
     evidence_dir = state.new_evidence_dir(lay, when)
-    target = os.path.join(evidence_dir, *lock.shown.split("/"))
+    parts = lock.shown.split("/")
+    target = os.path.join(evidence_dir, *parts)
     os.makedirs(os.path.dirname(target), exist_ok=True)
     moved = fsio.move_aside(lock.path, target, pinned=pinned)
     if isinstance(moved, OSError):
-        _remove_empty(os.path.dirname(target), evidence_dir)  # only the folders made for this move
+        for depth in range(len(parts) - 1, -1, -1):  # only the folders made for this move, deepest first
+            os.rmdir(os.path.join(evidence_dir, *parts[:depth]))
         if moved.errno == errno.ENOENT:
-            return Moved(again, problem="gone: moved or released by someone else")
+            return Moved(again, problem=_GONE)
         why = "on another filesystem than lost+found (EXDEV): left in place" if moved.errno == errno.EXDEV else moved.strerror
         return Moved(again, problem=f"cannot be moved: {why}")
     if not moved:
@@ -237,14 +231,6 @@ def _move_pinned(repo: Repo, lay: state.Layout, lock: Lock, pin: int, threshold:
 
     journal.append(repo, "lock-quarantined", {"path": lock.path, "to": target, "reason": again.reason}, when)
     return Moved(again, evidence_dir, target)
-
-
-def _remove_empty(folder: str, up_to: str) -> None:
-    while True:
-        os.rmdir(folder)
-        if folder == up_to:
-            return
-        folder = os.path.dirname(folder)
 
 
 def _put_back(lock: Lock, evidence_dir: str, target: str) -> Moved:

@@ -1,15 +1,7 @@
-"""Liveness evidence: who holds a file open, which git processes act on a repository.
-
-From /proc where there is one (Linux); else from `lsof` (macOS ships it as /usr/sbin/lsof), run
-from a system location only, never found through PATH. Any doubt counts as alive: no /proc and
-no lsof, an lsof that fails, or a process of ours that cannot be read makes the scan
-`complete = False`, and the caller must then treat every lock as live.
-
-A git process can act on a repository from anywhere (`--git-dir`, `GIT_DIR`, `-C`, a gitfile), so
-its cwd proves nothing on its own: for every git process of this user, /proc gives its cwd, its
-command line and its environment, and `targets` works out every place it could be working on. A
-git process whose target cannot be established is listed too, as doubt. lsof shows no environment:
-there every git process of this user is doubt.
+"""Liveness evidence for git's lock files (docs/locks.md): who holds a file open, which git processes of this user
+act, or may act, on a repository. From /proc where there is one; else from `lsof`, run from a system location only
+(never found through PATH), which shows no environment: there every git process of this user is doubt. Any doubt
+is a reason in `Scan.doubts`, and the caller then treats every lock as live.
 """
 
 from __future__ import annotations
@@ -32,15 +24,13 @@ _TOOL_TIMEOUT = 10.0  # lsof can hang on a dead network mount: then doubt, so li
 
 
 class Scan:
-    """What /proc showed: which processes hold which files open, and same-user git processes in the repository."""
+    """What the processes showed: which hold which files open, same-user git processes that may act on the
+    repository, and why liveness cannot be established (the scan is complete when there is no doubt)."""
 
-    def __init__(self, complete: bool = True, doubts: list[str] | None = None) -> None:
-        self.complete = complete
-        self.doubts = doubts or []
+    def __init__(self, *doubts: str) -> None:
+        self.doubts = list(doubts)
         self.open_by: dict[tuple[int, int], list[int]] = {}  # (dev, ino) -> pids
         self.git_in_repo: list[tuple[int, str]] = []  # (pid, how it targets the repository, or why that is doubt)
-        # (dev, ino) of this process's mount namespace: paths of a process in another mean something else
-        self.mount_ns = (0, 0)
 
 
 # The inode of the initial (the host's) PID namespace: a constant of the kernel (PROC_PID_INIT_INO, since 3.8);
@@ -49,13 +39,9 @@ INIT_PID_NS = 0xEFFFFFFC
 
 
 def namespace_problem() -> str | None:
-    """Why the processes /proc shows may not be every process that can touch the repository, or None.
-
-    A gate in a PID namespace of its own (a container, a dev container, `unshare --pid`) sees only the processes
-    of that namespace, and a git outside it (on the host, in the next container) holds its locks unseen. So the
-    process list counts only when this process is in the host's PID namespace and /proc is that namespace's own
-    (its `self` is this process, and NSpid lists one level). Anything that cannot be established is a problem too.
-    """
+    """Why the processes /proc shows may not be every process that can touch the repository, or None: they count
+    only when this process is in the host's PID namespace and /proc is that namespace's own (its `self` is this
+    process, and NSpid lists one level). Why: docs/security.md."""
     try:
         ns = os.stat(PROC / "self" / "ns" / "pid")
         me = os.readlink(PROC / "self")
@@ -101,39 +87,37 @@ def scan(targets: dict[tuple[int, int], str], roots: list[str]) -> Scan:
     if not PROC.is_dir() or not (PROC / "self" / "fd").is_dir():
         lsof = _system_tool(LSOF)
         if lsof is None:
-            return Scan(False, ["no /proc and no lsof on this platform: liveness cannot be established"])
+            return Scan("no /proc and no lsof on this platform: liveness cannot be established")
         return _scan_lsof(lsof, targets, roots)
     blind = namespace_problem()
     if blind is not None:
-        return Scan(False, [blind])
+        return Scan(blind)
     result = Scan()
-    ours, uid = own_processes(), os.geteuid()  # the gate and its own git children are no other writer
+    ours = own_processes()  # the gate and its own git children are no other writer
     try:
-        mine = os.stat(PROC / "self" / "ns" / "mnt")
+        mine = os.stat(PROC / "self" / "ns" / "mnt")  # a process in another mount namespace: its paths are not ours
     except OSError as exc:
-        return Scan(False, [f"the mount namespace of this process cannot be read ({exc.strerror})"])
-    result.mount_ns = (mine.st_dev, mine.st_ino)
+        return Scan(f"the mount namespace of this process cannot be read ({exc.strerror})")
     try:
         pids = [int(entry.name) for entry in os.scandir(PROC) if entry.name.isdigit()]
     except OSError as exc:
-        return Scan(False, [f"/proc cannot be listed: {exc.strerror}"])
+        return Scan(f"/proc cannot be listed: {exc.strerror}")
     for pid in pids:
         if pid not in ours:
-            _one(pid, uid, targets, roots, result)
+            _one(pid, targets, roots, (mine.st_dev, mine.st_ino), result)
     return result
 
 
-def _one(pid: int, uid: int, targets: dict[tuple[int, int], str], roots: list[str], result: Scan) -> None:
+def _one(pid: int, targets: dict[tuple[int, int], str], roots: list[str], mount_ns: tuple[int, int], result: Scan) -> None:
     base = PROC / str(pid)
     try:
-        owner = os.stat(base).st_uid
+        mine = os.stat(base).st_uid == os.geteuid()
     except FileNotFoundError:
         return  # exited meanwhile
-    mine = owner == uid
     try:
         comm = fsio.read_regular(base / "comm", _COMM_CAP)[:_COMM_CAP].decode(errors="replace").strip()
         if comm.startswith("git") and mine:
-            how = _git_process(base, roots, result.mount_ns)
+            how = _git_process(base, roots, mount_ns)
             if how is not None:
                 result.git_in_repo.append((pid, how))
         for fd in os.listdir(base / "fd"):
@@ -148,7 +132,6 @@ def _one(pid: int, uid: int, targets: dict[tuple[int, int], str], roots: list[st
         return  # exited meanwhile
     except PermissionError:
         if mine:  # our own process hides from us: doubt
-            result.complete = False
             result.doubts.append(f"process {pid} of this user cannot be inspected")
         # Another user's process: it cannot have opened a lock that only we may write.
 
@@ -220,7 +203,7 @@ def _nul_list(path: Path, what: str) -> list[str]:
     if len(data) > _READ_CAP:
         raise Doubt(f"its {what} is larger than {_READ_CAP} bytes")
     words = data.decode("utf-8", "surrogateescape").split("\0")
-    return words[:-1] if words and words[-1] == "" else words
+    return words[:-1] if words[-1] == "" else words
 
 
 def targets(cwd: str, argv: list[str], env: dict[str, str], roots: list[str]) -> str | None:
@@ -397,18 +380,17 @@ def _lsof_records(output: str) -> list[tuple[int, dict[str, str]]]:
 def _scan_lsof(lsof: str, targets: dict[tuple[int, int], str], roots: list[str]) -> Scan:
     result = Scan()
     ours = own_processes()
-    if targets:
-        held = _run_tool([lsof, "-w", "-n", "-P", "-F", "pfi", "--", *targets.values()])
-        if held is None:
-            return Scan(False, ["lsof failed to list the holders of the lock files"])
-        by_inode = {ino: (dev, ino) for dev, ino in targets}
-        for pid, fields in _lsof_records(held):
-            key = by_inode.get(int(fields["i"])) if fields.get("i", "").isdigit() else None
-            if key is not None and pid != 0 and pid not in ours:
-                result.open_by.setdefault(key, []).append(pid)
+    held = _run_tool([lsof, "-w", "-n", "-P", "-F", "pfi", "--", *targets.values()])  # judge always names a file
+    if held is None:
+        return Scan("lsof failed to list the holders of the lock files")
+    by_inode = {ino: (dev, ino) for dev, ino in targets}
+    for pid, fields in _lsof_records(held):
+        key = by_inode.get(int(fields["i"])) if fields.get("i", "").isdigit() else None
+        if key is not None and pid != 0 and pid not in ours:
+            result.open_by.setdefault(key, []).append(pid)
     cwds = _run_tool([lsof, "-w", "-n", "-P", "-a", "-u", str(os.geteuid()), "-c", "git", "-d", "cwd", "-F", "pfn"])
     if cwds is None:
-        return Scan(False, ["lsof failed to list the working directories of git processes"])
+        return Scan("lsof failed to list the working directories of git processes")
     for pid, fields in _lsof_records(cwds):
         cwd = fields.get("n", "")
         if pid == 0 or pid in ours:
@@ -475,10 +457,10 @@ def filesystem_type(path: str) -> str | None:
     """The type of the filesystem `path` is on (None when unknown: the caller treats that as doubt)."""
     best, kind = "", None
     for mount, fs_type in _mounts() or []:
-        if _inside(path, [mount]) and len(mount) >= len(best):
+        if within(path, mount) and len(mount) >= len(best):
             best, kind = mount, fs_type
     return kind
 
 
-def is_network_fs(kind: str | None) -> bool:
-    return kind is not None and (kind in NETWORK_FS or kind.startswith("fuse"))
+def is_network_fs(kind: str) -> bool:
+    return kind in NETWORK_FS or kind.startswith("fuse")

@@ -1,12 +1,8 @@
 """Validation against a JSON Schema that reports the nearest line of the document.
 
-jsonschema is imported only when something is validated: it is the slowest import we have. The
-schemas the package ships are gates/infra/schemas.py's.
-
-A schema the repository commits (`handoff.schema`) is hostile input: a `pattern` with nested
-repetition, or anyOf branches that `$ref` one another, takes exponential time, and Python's `re`
-cannot be interrupted by a signal. So it is checked and applied by `bounded`, in a child
-interpreter with a time and a memory bound, never in the gate's own process.
+jsonschema is imported only when something is validated: it is the slowest import we have. The schemas the package
+ships are gates/infra/schemas.py's. A schema the repository commits (`handoff.schema`) is hostile input, checked
+and applied by `bounded` in a child interpreter with a time and a memory bound (docs/security.md).
 """
 
 from __future__ import annotations
@@ -32,9 +28,8 @@ class Unusable(Exception):
 
 def _validator(schema: dict[str, Any]) -> Any:
     """The one way a validator is made: for `schema`'s draft, checking formats, with a registry of its own that
-    retrieves nothing. A `$ref` resolves inside `schema` (`#...`, `$defs`, `$id`s and anchors in it) or to the JSON
-    Schema metaschemas jsonschema ships; anything else (file://, http://, a relative name) is unresolvable, never
-    fetched: jsonschema's default registry would open any URI a committed schema names."""
+    retrieves nothing, so a `$ref` resolves only inside `schema` or to the metaschemas jsonschema ships: its default
+    registry would open any URI a committed schema names (docs/security.md)."""
     from jsonschema import validators
     from referencing import Registry
 
@@ -69,6 +64,7 @@ def _follow(validator: Any, schema: dict[str, Any]) -> None:
     import referencing.jsonschema
     from jsonschema_specifications import REGISTRY  # type: ignore[import-untyped,unused-ignore]
     from referencing import Registry
+    from referencing.exceptions import Unresolvable
 
     spec = referencing.jsonschema.specification_with(validator.ID_OF(validator.META_SCHEMA) or "urn:unknown-dialect",
                                                      default=referencing.Specification.OPAQUE)
@@ -82,19 +78,13 @@ def _follow(validator: Any, schema: dict[str, Any]) -> None:
             for keyword in ("$ref", "$dynamicRef", "$recursiveRef"):
                 ref = contents.get(keyword)
                 if isinstance(ref, str):
-                    _lookup(resolver, keyword, ref)  # a lookup in the registry, which retrieves nothing
+                    try:
+                        resolver.lookup(ref)  # a lookup in the registry, which retrieves nothing
+                    except Unresolvable as exc:
+                        raise _unresolvable(exc, keyword, ref) from None
                 elif keyword in contents:
                     raise Unusable(f"{keyword} is not a string")
         pending.extend((resolver.in_subresource(sub), sub) for sub in resource.subresources())
-
-
-def _lookup(resolver: Any, keyword: str, ref: str) -> None:
-    from referencing.exceptions import Unresolvable
-
-    try:
-        resolver.lookup(ref)
-    except Unresolvable as exc:
-        raise _unresolvable(exc, keyword, ref) from None
 
 
 def _unresolvable(exc: Exception, keyword: str = "$ref", ref: str | None = None) -> Unusable:
@@ -179,9 +169,8 @@ def serve(request: bytes) -> bytes:
     lines = {tuple(path): line for path, line in asked["lines"]}
     try:
         problem = check_schema(asked["schema"])
-        if problem:
-            raise Unusable(problem)
-        answer: dict[str, Any] = {"problems": validate(asked["schema"], asked["instance"], lines)}
+        answer: dict[str, Any] = ({"unusable": problem} if problem
+                                  else {"problems": validate(asked["schema"], asked["instance"], lines)})
     except Unusable as exc:
         answer = {"unusable": exc.message}
     return jsonio.dumps(answer).encode()

@@ -688,6 +688,37 @@ def test_a_quarantine_manifest_writes_times_in_the_clocks_one_form(repo: Path, c
     assert clock.parse_utc(manifest["when"]) is not None and manifest["when"].endswith("Z")
 
 
+@pytest.mark.parametrize("place_taken", [False, True], ids=["put back", "its place taken"])
+def test_a_lock_replaced_while_being_moved_is_put_back_or_kept(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch, place_taken: bool) -> None:
+    """A new git takes the lock between the pin and the rename: the file moved is not the one judged. It goes back
+    to its place when that is free; else it stays in lost+found. Either way the move failed (a flag, exit 1)."""
+    fast(repo)
+    later(monkeypatch)
+    lock = aged(repo / ".git" / "index.lock")
+    rename = os.rename
+
+    def replaced_first(source: str, target: str) -> None:
+        if os.fspath(source) == str(lock):
+            lock.unlink()
+            lock.write_bytes(b"new")  # a new inode: the pinned one is still open
+        rename(source, target)
+        if place_taken and os.fspath(source) == str(lock):
+            lock.write_bytes(b"newer")
+
+    monkeypatch.setattr(os, "rename", replaced_first)
+    code, out, _ = call_gate(repo, "locks", "--quarantine", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 1
+    assert "lock-quarantine-failed" in [flag["reason"] for flag in flag_records(repo / ".git")]
+    [folder] = quarantined(repo)
+    if place_taken:
+        assert "replaced while being moved, and its place is taken: kept in lost+found" in out
+        assert lock.read_bytes() == b"newer" and (folder / "index.lock").read_bytes() == b"new"
+    else:
+        assert f"not moved: {lock}: replaced while being moved: put back" in out
+        assert lock.read_bytes() == b"new" and not (folder / "index.lock").exists()
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet="ab~pid.lock\n/", max_size=20))
 @example("~pid.lock")
