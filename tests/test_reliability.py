@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gates.domain import handoff, journal, records
-from gates.infra import dataio, fsio
+from gates.infra import dataio, fsio, jsonio
 from gates.infra.errors import GateError
 from gates.infra.git import discover
 
@@ -286,7 +286,7 @@ def _read_record(data: bytes) -> None:
 
 
 def _read_json(data: bytes) -> None:
-    dataio.load_json(fsio.decode_text(data, "x.json"))
+    jsonio.load_json(fsio.decode_text(data, "x.json"))
 
 
 # Plain words: ruamel.yaml's own dumper writes some indicator-led strings (`?0`) unquoted, which is its
@@ -344,7 +344,7 @@ def test_an_alias_bomb_is_refused_at_once() -> None:
 
 def test_deep_json_and_yaml_are_parse_errors() -> None:
     with pytest.raises(dataio.DataError):
-        dataio.load_json("[" * 200_000 + "]" * 200_000)
+        jsonio.load_json("[" * 200_000 + "]" * 200_000)
     with pytest.raises(dataio.DataError) as caught:
         dataio.load_yaml("a:\n" + "".join("  " * i + "b:\n" for i in range(1, 200)))
     assert "nested deeper than 64 levels" in caught.value.message

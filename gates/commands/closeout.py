@@ -14,7 +14,7 @@ import time
 
 from gates.commands.invocation import Invocation, guarded
 from gates.domain import ancestry, claims, handoff, harness, journal, sessions
-from gates.infra import dataio, fsio, jsonio, state
+from gates.infra import fsio, jsonio, state
 from gates.infra.console import say
 from gates.infra.digest import sha256
 from gates.infra.errors import OK, VIOLATION, GateError
@@ -161,8 +161,8 @@ def _counter_path(repo: Repo, session: str | None) -> tuple[str, str]:
 def _read_counter(path: str) -> dict[str, Any]:
     try:
         data = fsio.read_state_file(path, 1 << 16)
-        loaded = dataio.load_json(data.decode("utf-8", "replace")) if data else {}
-    except (GateError, dataio.DataError):
+        loaded = jsonio.load_json(data.decode("utf-8", "replace")) if data else {}
+    except (GateError, jsonio.DataError):
         return {}
     return loaded if isinstance(loaded, dict) else {}
 

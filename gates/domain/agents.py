@@ -17,7 +17,7 @@ import stat
 import sys
 
 from gates.domain import hooks
-from gates.infra import dataio, fsio, jsonio, paths, state
+from gates.infra import fsio, jsonio, paths, state
 from gates.infra.digest import sha256
 from gates.infra.errors import CANNOT_RUN, USAGE, GateError
 from gates.infra.git import Repo
@@ -335,8 +335,8 @@ class _File:
         if data is None or not data.strip():
             return {}
         try:
-            doc = dataio.load_json(fsio.decode_text(data, self.shown))
-        except dataio.DataError as exc:
+            doc = jsonio.load_json(fsio.decode_text(data, self.shown))
+        except jsonio.DataError as exc:
             raise GateError(f"not valid JSON ({exc}): fix it or move it aside; it was left as it is",
                             reason="config-invalid", path=self.shown) from None
         if not isinstance(doc, dict):
@@ -403,8 +403,8 @@ def _read_record(repo: Repo, shown: str) -> dict[str, Any] | None:
     if not data:
         return None
     try:
-        record = dataio.load_json(data.decode("utf-8"))
-    except (dataio.DataError, UnicodeDecodeError):
+        record = jsonio.load_json(data.decode("utf-8"))
+    except (jsonio.DataError, UnicodeDecodeError):
         return None
     return record if isinstance(record, dict) and record.get("path") == shown else None
 

@@ -19,7 +19,7 @@ import stat
 import time
 
 from gates.domain import changes, journal
-from gates.infra import clock, dataio, fsio, jsonio, state
+from gates.infra import clock, fsio, jsonio, state
 from gates.infra.catalog import CATALOG, flag_reason
 from gates.infra.clock import datetime
 from gates.infra.digest import sha256
@@ -245,10 +245,10 @@ def _load(path: str) -> tuple[dict[str, Any] | None, GateError | None]:
         data = fsio.read_state_file(path, MAX_FLAG_BYTES)
         if data is None:
             return None, None
-        record = dataio.load_json(fsio.decode_text(data, os.path.basename(path)))
+        record = jsonio.load_json(fsio.decode_text(data, os.path.basename(path)))
     except GateError as exc:
         return None, exc
-    except dataio.DataError:
+    except jsonio.DataError:
         return None, None
     return (record, None) if isinstance(record, dict) else (None, None)
 

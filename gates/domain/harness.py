@@ -16,7 +16,7 @@ import select
 import sys
 import time
 
-from gates.infra import dataio, jsonio
+from gates.infra import jsonio
 from gates.infra.plain import NamedTuple
 from gates.infra.text import clean, excerpt
 
@@ -105,8 +105,8 @@ def read_stdin(stream: Any = None, limit: int = MAX_INPUT, seconds: float = INPU
     if not raw.strip():
         return HookInput({}, "no input arrived within the time limit" if timed_out else None)
     try:
-        data = dataio.load_json(raw.decode("utf-8", "replace").lstrip("\ufeff"))  # Cursor's has been seen with a BOM
-    except (dataio.DataError, RecursionError) as exc:
+        data = jsonio.load_json(raw.decode("utf-8", "replace").lstrip("\ufeff"))  # Cursor's has been seen with a BOM
+    except (jsonio.DataError, RecursionError) as exc:
         cut = " (cut off: the sender did not finish within the time limit)" if timed_out else ""
         return HookInput({}, f"the input is not JSON{cut}: {excerpt(str(exc), 120)}", True)
     if not isinstance(data, dict):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from gates.infra import clock, dataio, fsio, jsonio, state
+from gates.infra import clock, fsio, jsonio, state
 from gates.infra.clock import datetime
 from gates.infra.digest import sha256
 from gates.infra.errors import CANNOT_RUN, GateError
@@ -99,8 +99,8 @@ def parse_entry(line: str) -> dict[str, Any] | None:
     if not line.strip():
         return None  # the end of the last line: not parsed, as a failed parse loads `json`
     try:
-        parsed = dataio.load_json(line)
-    except dataio.DataError:
+        parsed = jsonio.load_json(line)
+    except jsonio.DataError:
         return None
     return parsed if isinstance(parsed, dict) else None
 
@@ -150,9 +150,9 @@ def read_all(repo: Repo) -> tuple[list[tuple[int, dict[str, Any] | None, str]], 
     head_record = None
     if head_data is not None:
         try:
-            loaded = dataio.load_json(head_data.decode("utf-8", "replace"))
+            loaded = jsonio.load_json(head_data.decode("utf-8", "replace"))
             head_record = loaded if isinstance(loaded, dict) else None
-        except dataio.DataError:
+        except jsonio.DataError:
             head_record = {"seq": -1, "hash": "unreadable"}
     return rows, head_record
 

@@ -280,11 +280,9 @@ def restore(repo: Repo, evidence_id: str) -> list[str]:
         if not os.path.isfile(manifest_path):
             raise _denied(f"no quarantine {evidence_id}: nothing restored ({where})")
         data = fsio.read_state_file(manifest_path, 1 << 20) or b"{}"
-        from gates.infra import dataio  # a restore is rare: a commit that holds index.lock never loads the reader
-
         try:
-            manifest = dataio.load_json(fsio.decode_text(data, manifest_path))
-        except dataio.DataError as exc:
+            manifest = jsonio.load_json(fsio.decode_text(data, manifest_path))
+        except jsonio.DataError as exc:
             raise GateError(f"{manifest_path}: {exc.message}", reason="state-unsafe") from None
         if not isinstance(manifest, dict) or manifest.get("kind") != "git-lock":
             raise GateError(f"{evidence_id} is not a lock quarantine", code=USAGE, reason="usage")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from gates.infra import clock, dataio, fsio, gitnet, jsonio, paths, state
+from gates.infra import clock, fsio, gitnet, jsonio, paths, state
 from gates.infra.clock import datetime, timedelta
 from gates.infra.config import Config, parse_duration
 from gates.infra.digest import sha256
@@ -32,7 +32,7 @@ PROBE_PREFIX = "probe-"  # `gate doctor --remote`'s probes under CLAIMS and FENC
 RECORD = "claim.json"
 MAX_RECORD_BYTES = 64 * 1024
 ATTEMPTS = 4  # a lease lost to a claim released at once is retried, a few times
-MAX_FENCE = 2**63 - 1  # what every JSON reader here takes (dataio); a claim at it cannot be taken over
+MAX_FENCE = 2**63 - 1  # what every JSON reader here takes (jsonio.load_json); a claim at it cannot be taken over
 
 
 def key_for(repo: Repo, state_rel: str) -> str:
@@ -139,10 +139,10 @@ def parse_record(data: bytes | None) -> tuple[dict[str, Any] | None, str | None]
     if data is None:
         return None, f"no {RECORD} of at most {MAX_RECORD_BYTES} bytes"
     try:
-        record = dataio.load_json(data.decode("utf-8"))
+        record = jsonio.load_json(data.decode("utf-8"))
     except UnicodeDecodeError:
         return None, f"{RECORD} is not UTF-8"
-    except dataio.DataError as exc:
+    except jsonio.DataError as exc:
         return None, f"{RECORD}: {exc.message}"
     from gates.infra import schemas, validation
 
@@ -375,8 +375,8 @@ def held(repo: Repo, state_rel: str) -> dict[str, Any] | None:
     try:
         path = _held_path(repo, key_for(repo, state_rel))
         data = fsio.read_state_file(path, MAX_RECORD_BYTES)
-        record = dataio.load_json(data.decode("utf-8", "replace")) if data is not None else None
-    except (GateError, dataio.DataError):
+        record = jsonio.load_json(data.decode("utf-8", "replace")) if data is not None else None
+    except (GateError, jsonio.DataError):
         return None
     if not isinstance(record, dict) or record.get("worktree") != str(repo.toplevel):
         return None

@@ -6,7 +6,7 @@ machine: bounded, labelled by clone and host, sanitised, and information, not in
 from __future__ import annotations
 
 from gates.domain import claims, flags, remote
-from gates.infra import clock, dataio, gitnet, jsonio
+from gates.infra import clock, gitnet, jsonio
 from gates.infra.clock import datetime
 from gates.infra.config import Config
 from gates.infra.errors import GateError
@@ -75,8 +75,8 @@ def others(repo: Repo, config: Config, name: str) -> tuple[list[dict[str, Any]],
     for clone, oid in chosen:
         data = blobs.get(oid)
         try:
-            payload = dataio.load_json(data.decode("utf-8", "replace")) if data is not None else None
-        except dataio.DataError:
+            payload = jsonio.load_json(data.decode("utf-8", "replace")) if data is not None else None
+        except jsonio.DataError:
             payload = None
         if not isinstance(payload, dict) or not isinstance(payload.get("flags"), list):
             out.append({"clone": clone, "host": "?", "pushed": "?", "flags": [], "problem": "unreadable"})

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from gates.domain import agents
-from gates.infra import fsio, paths
+from gates.infra import fsio, jsonio, paths
 from gates.infra.git import Repo
 from gates.infra.text import Pattern, excerpt
 
@@ -142,11 +142,9 @@ _COMMENT = Pattern(r'(?s)("(?:\\.|[^"\\])*"?)|//[^\n]*|/\*(?:.*?\*/|.*)')
 
 def _jsonc(data: bytes) -> Any:
     """JSON with `//` and `/* */` comments (what Gemini CLI and Copilot CLI write and read), or None."""
-    from gates.infra import dataio
-
     try:
-        return dataio.load_json(_COMMENT.sub(r"\1", data.decode("utf-8")))
-    except (UnicodeDecodeError, dataio.DataError):
+        return jsonio.load_json(_COMMENT.sub(r"\1", data.decode("utf-8")))
+    except (UnicodeDecodeError, jsonio.DataError):
         return None
 
 

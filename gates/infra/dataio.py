@@ -1,4 +1,4 @@
-"""YAML and JSON read as data, never as code, with the line of every value kept.
+"""YAML read as data, never as code, with the line of every value kept (JSON's strict reader is jsonio.load_json).
 
 YAML is read as ruamel.yaml's parser events and turned into plain data here, so no
 constructor ever runs: tags outside YAML's core schema, aliases, merge keys, duplicate keys,
@@ -7,9 +7,8 @@ NaN and deep nesting are refused with the line where they stand.
 
 from __future__ import annotations
 
-from gates.infra.jsonio import DataError as DataError  # re-exported: callers move to jsonio
+from gates.infra.jsonio import DataError as DataError  # the one error of both readers: YAML's callers catch it here
 from gates.infra.jsonio import bounded
-from gates.infra.jsonio import load_json as load_json
 from gates.infra.text import excerpt
 
 TYPE_CHECKING = False
