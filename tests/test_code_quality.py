@@ -35,7 +35,7 @@ ALLOWED = {
                                             "ENXIO at once) and refused unless a regular file; only touched, never read",
     "gates/domain/locks.py:quarantine": "pins the lock just judged a regular file, with fsio.safe_flags (never waits, "
                                         "never follows a link), to check that the very file judged is the one moved",
-    "gates/domain/leftovers.py:_move_one": "pins the temp file just lstat'ed as a regular file, with fsio.safe_flags, "
+    "gates/commands/doctor.py:_move_one": "pins the temp file just lstat'ed as a regular file, with fsio.safe_flags, "
                                            "to check that the very file judged is the one moved",
 }
 _OPENERS = {"open", "fdopen", "read_text", "read_bytes", "write_text", "write_bytes"}  # as a name or a method

@@ -6,6 +6,7 @@ how fast (`probe`).
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import time
@@ -15,7 +16,9 @@ from gates.domain import flags, hooks, journal, leftovers, locks, lockscan, remo
 from gates.infra import clock, errors, fsio, gitnet, jsonio, paths, state
 from gates.infra import config as config_module
 from gates.infra.catalog import CATALOG
+from gates.infra.clock import datetime
 from gates.infra.config import Config
+from gates.infra.digest import sha256
 from gates.infra.errors import GateError
 from gates.infra.git import GitFailed, Repo
 from gates.infra.plain import NamedTuple
@@ -317,7 +320,87 @@ def _leftovers(repo: Repo) -> list[Check]:
 
 def fix(repo: Repo) -> list[str]:
     """`gate doctor --fix`: move the temp files of killed writers into lost+found (nothing is deleted)."""
-    return [f"fix: {line}" for line in leftovers.move(repo, _found_leftovers(repo)).said]
+    return [f"fix: {line}" for line in move(repo, _found_leftovers(repo)).said]
+
+
+MAX_MOVED_BYTES = 64 << 20  # the largest leftover moved aside (the gate's own files are capped far below it)
+
+
+class Moved(NamedTuple):
+    said: list[str]  # one line per file: moved, or why it stayed
+    folder: str | None  # the lost+found folder, when anything moved
+
+
+def move(repo: Repo, found: list[leftovers.Leftover], now: datetime | None = None) -> Moved:
+    """Move every leftover old enough into one fresh lost+found folder, with a manifest; never delete."""
+    when = now or clock.now()
+    said: list[str] = []
+    ready = []
+    for item in found:
+        if item.age < leftovers.MIN_AGE:
+            said.append(f"left {item.shown}: {int(item.age)}s old, a writer may still be using it")
+        else:
+            ready.append(item)
+    if not ready:
+        return Moved(said, None)
+    lay = state.layout(repo)
+    target = state.new_evidence_dir(lay, when)
+    entries = []
+    for number, item in enumerate(ready):
+        name = f"{number:03d}-{os.path.basename(item.path)}"
+        entry, why = _move_one(item, target, name)
+        if entry is None:
+            said.append(f"left {item.shown}: {why}")
+            continue
+        entries.append(entry)
+        said.append(f"moved {item.shown} to {os.path.join(target, name)}")
+    manifest = {"version": 1, "kind": "temp-files", "moved_at": clock.utc_text(when),
+                "why": "temp files of writers that never finished (killed or crashed); nothing was deleted",
+                "files": entries}
+    state.write(repo, os.path.join(target, "manifest.json"), (jsonio.dumps(manifest, indent=2) + "\n").encode())
+    if entries:
+        journal.append(repo, "temp-files-moved", {"to": str(target), "paths": [e["from"] for e in entries]}, when)
+    return Moved(said, target)
+
+
+def _move_one(item: leftovers.Leftover, target: str, name: str) -> tuple[dict[str, object] | None, str]:
+    """lstat, pin, rename into `target`, check the inode that arrived is the pinned one."""
+    try:
+        info = os.lstat(item.path)
+    except FileNotFoundError:
+        return None, "gone already"
+    except OSError as exc:
+        return None, f"cannot be read: {exc.strerror}"
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or info.st_uid != os.geteuid():
+        return None, "not a regular file of yours with one link: inspect it yourself"
+    if info.st_size > MAX_MOVED_BYTES:  # hashed for the manifest: a planted 4 GB file would take minutes
+        return None, f"{info.st_size:,} bytes, larger than any file the gate writes: inspect it yourself"
+    try:
+        fd = os.open(item.path, fsio.safe_flags(os.O_RDONLY))
+    except OSError as exc:
+        return None, f"cannot be opened: {exc.strerror}"
+    try:
+        pinned = os.fstat(fd)
+        if (pinned.st_dev, pinned.st_ino) != (info.st_dev, info.st_ino):
+            return None, "it changed while being looked at"
+        digest, read = sha256(), 0
+        while read <= MAX_MOVED_BYTES and (chunk := os.read(fd, 1 << 20)):
+            digest.update(chunk)
+            read += len(chunk)
+        if read != pinned.st_size or os.fstat(fd).st_size != read:  # it grew (or shrank) while it was hashed
+            return None, "it changed while being looked at"
+        destination = os.path.join(target, name)
+        moved = fsio.move_aside(item.path, destination, pinned=pinned)
+        if isinstance(moved, OSError):
+            if moved.errno == errno.EXDEV:
+                return None, "on another filesystem than the state dir: move it out of the work tree yourself"
+            return None, f"cannot be moved: {moved.strerror}"
+        if not moved:
+            return None, f"a different file arrived in {destination}: inspect both"
+    finally:
+        os.close(fd)
+    return {"from": item.path, "shown": item.shown, "name": name, "size": pinned.st_size,
+            "mtime": int(pinned.st_mtime), "sha256": digest.hexdigest()}, ""
 
 
 # -- gate doctor --remote --
