@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from gates.commands import invocation
 from gates.commands.invocation import Invocation
-from gates.infra.errors import OK
+from gates.infra.errors import OK, USAGE, GateError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+
+    from gates.infra.clock import datetime
+    from gates.infra.config import Config
+    from gates.infra.git import Repo
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -52,8 +57,39 @@ def _render(args: argparse.Namespace, run: Invocation) -> int:
 
 
 def _record(args: argparse.Namespace, run: Invocation) -> int:
-    from gates.domain import records
-
-    path = records.new(run.repo(), run.config(), " ".join(args.title), invocation.now())
+    path = new_record(run.repo(), run.config(), " ".join(args.title), invocation.now())
     print(run.repo().relpath(path))
     return OK
+
+
+def new_record(repo: Repo, config: Config, title: str, now: datetime) -> str:
+    """`gate record new TITLE`: an open record in records.path, made with an exclusive create (ids never collide)."""
+    from gates.domain import journal, records
+    from gates.infra import clock, fsio
+    from gates.infra.text import unsafe
+
+    title = " ".join(title.split())
+    if not title or len(title) > 200 or unsafe(title):
+        raise GateError("a record title is 1-200 characters of plain text (no control, NUL or bidi characters)",
+                        code=USAGE, reason="usage")
+    directory, _ = records.folder(repo, config)
+    prefix = config.section("records")["prefix"]
+    for _ in range(10):
+        record_id = f"{prefix}-{clock.name_text(now)}-{os.urandom(6).hex()}"
+        path = os.path.join(directory, f"{record_id}-{_slug(title)}.md")
+        body = (f"---\nid: {record_id}\ntitle: {_quote(title)}\nstatus: open\ndate: {clock.date_text(now)}\n---\n\n"
+                f"# {title}\n\n## Context\n\n## Decision\n\n## Consequences\n")
+        if fsio.write_atomic(path, body.encode("utf-8"), exclusive=True, parents=True):
+            journal.append(repo, "record-created", {"id": record_id, "path": repo.relpath(path)}, now)
+            return path
+    raise GateError(f"could not find a free record id in {directory}", reason="io-error")
+
+
+def _slug(title: str) -> str:
+    from gates.infra.text import Pattern
+
+    return Pattern(r"[^a-z0-9]+").sub("-", title.lower()).strip("-")[:50] or "record"
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

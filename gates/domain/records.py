@@ -12,13 +12,11 @@ import os
 import stat
 import time
 
-from gates.infra import clock, fsio, paths, schemas
-from gates.infra.clock import datetime
+from gates.infra import fsio, paths, schemas
 from gates.infra.config import Config
 from gates.infra.digest import sha256
-from gates.infra.errors import USAGE, GateError
+from gates.infra.errors import GateError
 from gates.infra.git import Repo
-from gates.infra.text import Pattern
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,7 +24,6 @@ if TYPE_CHECKING:
 
 MAX_RECORD_BYTES = 1 << 20
 FINAL = ("closed", "superseded")
-_SLUG = Pattern(r"[^a-z0-9]+")
 
 
 class Record:
@@ -310,33 +307,3 @@ def _entry(data: bytes, shown: str) -> dict[str, Any]:
         return {"broken": [exc.line, exc.message]}
     return {"meta": record.meta, "lines": [[*key, line] for key, line in record.lines.items()],
             "problems": [list(p) for p in problems(record)]}
-
-
-def slug(title: str) -> str:
-    return _SLUG.sub("-", title.lower()).strip("-")[:50] or "record"
-
-
-def new(repo: Repo, config: Config, title: str, now: datetime) -> str:
-    from gates.infra.text import unsafe
-
-    title = " ".join(title.split())
-    if not title or len(title) > 200 or unsafe(title):
-        raise GateError("a record title is 1-200 characters of plain text (no control, NUL or bidi characters)",
-                        code=USAGE, reason="usage")
-    directory, _ = folder(repo, config)
-    prefix = config.section("records")["prefix"]
-    for _ in range(10):
-        record_id = f"{prefix}-{clock.name_text(now)}-{os.urandom(6).hex()}"
-        path = os.path.join(directory, f"{record_id}-{slug(title)}.md")
-        body = (f"---\nid: {record_id}\ntitle: {_quote(title)}\nstatus: open\ndate: {clock.date_text(now)}\n---\n\n"
-                f"# {title}\n\n## Context\n\n## Decision\n\n## Consequences\n")
-        if fsio.write_atomic(path, body.encode("utf-8"), exclusive=True, parents=True):
-            from gates.domain import journal  # only a new record is journalled; a check never loads it
-
-            journal.append(repo, "record-created", {"id": record_id, "path": repo.relpath(path)}, now)
-            return path
-    raise GateError(f"could not find a free record id in {directory}", reason="io-error")
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"

@@ -97,12 +97,12 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from gates.infra import config
-from gates.domain import records
+from gates.commands.archive import new_record
 from gates.infra.git import discover
 repo = discover(Path(sys.argv[1]), {})
 cfg = config.load(repo)
 for i in range(125):
-    records.new(repo, cfg, f"record {sys.argv[2]}-{i}", datetime.now(timezone.utc))
+    new_record(repo, cfg, f"record {sys.argv[2]}-{i}", datetime.now(timezone.utc))
 """
 
 
