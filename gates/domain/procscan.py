@@ -404,8 +404,9 @@ def _scan_lsof(lsof: str, targets: dict[tuple[int, int], str], roots: list[str])
 
 
 def pid_alive(pid: int) -> bool | None:
-    """True alive, False dead, None unknown."""
-    if pid <= 0:
+    """True alive, False dead, None unknown: a pid read from a file may be one kill() cannot even take (past a C int),
+    which names no process anyone can ask about."""
+    if not 0 < pid < 1 << 31:
         return None
     try:
         os.kill(pid, 0)

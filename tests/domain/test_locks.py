@@ -85,6 +85,24 @@ def test_a_live_pid_companion_keeps_its_lock_and_a_dead_one_does_not(repo: Path)
     assert judge(repo, 60)["index.lock"].verdict == lockscan.LIVE  # doubt
 
 
+def test_a_companion_naming_a_pid_beyond_any_kernels_is_doubt_not_a_crash(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pid 9999999999` (ten digits, as the pattern allows) is past the C int that kill() takes: Python raises
+    OverflowError, not OSError. It is no process anyone can ask about, so the lock stays live (doubt), and the check
+    that meets it still answers in one line, the lock where it was."""
+    fast(repo)
+    later(monkeypatch)  # the lock is older than the threshold at once
+    lock = aged(repo / ".git" / "index.lock")
+    (repo / ".git" / "index~pid.lock").write_text("pid 9999999999\n")
+    judged = judge(repo, 60)
+    assert judged["index.lock"].verdict == lockscan.LIVE
+    assert judged["index.lock"].evidence["companion"] == {"path": str(repo / ".git" / "index~pid.lock"),
+                                                          "pid": 9999999999, "alive": None}
+    code, out, err = call_gate(repo, "check", "--only", "git-stale-locks", capsys=capsys, monkeypatch=monkeypatch)
+    assert (code, err) == (0, ""), out + err
+    assert lock.exists()
+
+
 def test_nothing_planted_is_followed_blocked_on_or_destroyed(repo: Path, tmp_path: Path) -> None:
     fast(repo, "  deep: true\n")
     outside = tmp_path / "outside"
