@@ -195,15 +195,23 @@ def handoff_text(head: str, *, target: str = "Build the thing.", threads: str = 
 """
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    """A repository with one commit and a valid HANDOFF.md (committed) naming that commit."""
-    path = init_repo(tmp_path / "repo")
+@pytest.fixture(scope="session")
+def _repo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The `repo` fixture's repository, made once a run: each test gets a copy (git processes are most of the
+    fixture's cost, and a run has hundreds of tests that start from it)."""
+    path = init_repo(tmp_path_factory.mktemp("template") / "repo")
     (path / "README").write_text("hello\n")
     head = commit_all(path, "first")
     (path / "HANDOFF.md").write_text(handoff_text(head))
     commit_all(path, "handoff")
     return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path, _repo_template: Path) -> Path:
+    """A repository with one commit and a valid HANDOFF.md (committed) naming that commit: a copy of one made at the
+    run's start (its `updated` is that start)."""
+    return Path(shutil.copytree(_repo_template, tmp_path / "repo", symlinks=True))
 
 
 def run_gate(cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
