@@ -190,7 +190,9 @@ def _load(path: str) -> dict[str, Any] | None:
     except (jsonio.DataError, GateError) as exc:
         raise GateError(f"claim record {path} is unreadable ({exc}): inspect it, then move it aside with "
                         "`gate release --force --reason TEXT`", reason="state-unsafe") from None
-    if not isinstance(record, dict) or not isinstance(record.get("token"), str):
+    ttl = record.get("ttl_seconds") if isinstance(record, dict) else None
+    if (not isinstance(record, dict) or not isinstance(record.get("token"), str)
+            or ttl is not None and (type(ttl) not in (int, float) or not 0 <= ttl < 1 << 53)):  # what describe() reads
         raise GateError(f"claim record {path} is not a claim record", reason="state-unsafe")
     return record
 

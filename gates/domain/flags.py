@@ -250,7 +250,13 @@ def _load(path: str) -> tuple[dict[str, Any] | None, GateError | None]:
         return None, exc
     except jsonio.DataError:
         return None, None
-    return (record, None) if isinstance(record, dict) else (None, None)
+    return (record, None) if _shaped(record) else (None, None)
+
+
+def _shaped(record: object) -> bool:
+    """Whether `record` is an object whose counts and times are whole numbers, as the gate computes with them: a
+    forged `"seen_ns": "x"` planted in the folder is no flag (shown as unreadable), never an internal error."""
+    return isinstance(record, dict) and all(type(record.get(key, 0)) is int for key in ("count", "seen_ns", "created_ns"))
 
 
 def _flag_files(folder: str, reason: str | None = None) -> list[str]:

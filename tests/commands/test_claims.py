@@ -502,3 +502,23 @@ def test_a_release_that_succeeds_ends_the_denials_of_the_release_before_it(trees
     assert [(r["reason"], r["worktree"]) for r in left] == [("release-denied", str(other.resolve()))]
     flags_section = run_gate(main, "brief").stdout.split("## 1. Flags")[1].split("## 2.")[0]
     assert "resolved (release-denied ×1)" in flags_section, flags_section
+
+
+@pytest.mark.parametrize("ttl", ["x", [1], 1e300, -1, True])
+def test_a_forged_claim_record_whose_ttl_is_no_number_is_refused_in_one_line(trees: list[Path], ttl: object) -> None:
+    """A claim record planted with a TTL the gate cannot compute with (`"ttl_seconds": "x"`, a list, 1e300, a negative
+    number, true): the check that reads it and `gate claim` say in one line that it is no claim record (exit 3,
+    state-unsafe), `gate claims` lists it as one, never an internal error, and the file stays as it is."""
+    main, a, _ = trees
+    assert run_gate(a, "claim", "--ttl", "1h").returncode == 0
+    [record_path] = (main / ".git" / "gate" / "claims").glob("*.json")
+    record_path.write_text(json.dumps({**json.loads(record_path.read_text()), "ttl_seconds": ttl}))
+    before = record_path.read_bytes()
+    stage_handoff(main)
+    for args in (["check"], ["claim"]):
+        proc = run_gate(main, *args)
+        assert proc.returncode == 3 and "internal error" not in proc.stderr, (args, proc.stdout, proc.stderr)
+        assert proc.stderr.count("\n") == 1 and "is not a claim record" in proc.stderr, (args, proc.stderr)
+    listed = run_gate(main, "claims")
+    assert listed.returncode == 0 and "is not a claim record" in listed.stdout, listed.stdout + listed.stderr
+    assert record_path.read_bytes() == before

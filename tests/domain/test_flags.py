@@ -274,6 +274,30 @@ def test_a_fifo_or_symlink_planted_as_a_flag_file_is_refused_in_bounded_time(rep
     assert time.monotonic() - started < 60
 
 
+@pytest.mark.parametrize("field", ["seen_ns", "created_ns", "count"])
+def test_a_forged_flag_with_a_number_that_is_none_is_shown_unreadable_not_a_crash(repo: Path, field: str) -> None:
+    """A flag planted in the folder whose count or times are not whole numbers (`"seen_ns": "x"`): every command that
+    meets it (the check resolving flags, the brief, the stop hook, the flag list) answers as usual, lists it as an
+    unreadable flag to inspect, and leaves the file as it is."""
+    folder = repo / ".git" / "gate" / "flags"
+    folder.mkdir(parents=True)
+    forged = {"id": "20261206T050243Z-closeout-missing-0000abcd", "reason": "closeout-missing", "message": "m",
+              "created_ns": 1, "count": 1, "worktree": str(repo), "command": "gate check", "gate": None, "scope": None,
+              "seen_ns": 1, field: "x"}
+    path = folder / f"{forged['id']}.json"
+    path.write_text(json.dumps(forged))
+    before = path.read_bytes()
+    forged_gate = {**forged, "id": "20261206T050244Z-handoff-fresh-0000abce", "reason": "handoff-fresh",
+                   "gate": "handoff-fresh", "scope": {"files": [str(repo / "gone.md")]}}
+    (folder / f"{forged_gate['id']}.json").write_text(json.dumps(forged_gate))
+    for args in (["check"], ["brief"], ["closeout", "--format", "text"], ["flags"]):
+        proc = run_gate(repo, *args)
+        assert proc.returncode in (0, 1) and "internal error" not in proc.stdout + proc.stderr, (args, proc.stderr)
+    listed = run_gate(repo, "flags").stdout
+    assert f"{forged['id']} [unreadable-flag]" in listed and f"{forged_gate['id']} [unreadable-flag]" in listed, listed
+    assert path.read_bytes() == before
+
+
 NAME = re.compile(r"^\d{8}T\d{6}Z-[a-z][a-z+-]*-[0-9a-f]{8}\.json$")
 
 
