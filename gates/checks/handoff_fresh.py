@@ -121,7 +121,7 @@ def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: dict[str, Any]
         made = " once this commit is made" if pending is not None else ""
         yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is {found.behind} commits behind HEAD{made}, more "
                       f"than fresh.max_behind ({fresh['max_behind']}): sessions committed without updating the "
-                      "hand-over — bring it up to date, then `gate stamp`")
+                      f"hand-over — bring it up to date, then `gate stamp` and commit it (`git add {shown}`)")
     if found.kind != "unborn" and not ctx.range_spec and ctx.staged(shown) and found.commit != ctx.repo.head:
         assert ctx.repo.head is not None
         yield Finding(shown, ref.line, ID, f"this commit changes {shown}, so its Meta ref must be HEAD "

@@ -286,7 +286,7 @@ def _locks(repo: Repo) -> list[Check]:
 def _journal(repo: Repo) -> list[Check]:
     verdict = journal.verify(repo)
     if verdict.ok:
-        return [Check(OK, f"journal intact ({verdict.entries} entries)")]
+        return [Check(OK, f"journal intact ({verdict.entries} entr{'y' if verdict.entries == 1 else 'ies'})")]
     return [Check(FIX, f"journal broken: {verdict.problem} — `gate journal --repair` keeps it and starts anew")]
 
 
