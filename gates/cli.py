@@ -7,14 +7,13 @@ selected command's parser and runs it. Nothing below here prints a traceback or 
 
 from __future__ import annotations
 
-import sys
-
 from gates import __version__
 from gates.commands import COMMANDS as _TABLE
 from gates.commands.invocation import fail, failed, guarded
 from gates.infra.argspec import Spec
 from gates.infra.console import StdoutError
 from gates.infra.errors import USAGE
+from gates.infra.plain import Namespace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -113,8 +112,7 @@ def _plain(argv: list[str]) -> Any:
     values = spec.parse(argv[1:]) if spec.plain else None
     if values is None:
         return None
-    namespace: Any = type(sys.implementation)  # types.SimpleNamespace, without importing types
-    return namespace(command=argv[0], func=module.run, **values)
+    return Namespace(command=argv[0], func=module.run, **values)
 
 
 def __getattr__(name: str) -> Any:

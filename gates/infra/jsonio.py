@@ -14,7 +14,7 @@ input): duplicate keys, NaN, Infinity and numbers beyond 2**63 are refused as a 
 
 from __future__ import annotations
 
-import sys
+from gates.infra.plain import Namespace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,7 +28,6 @@ except ImportError:  # pragma: no cover - an interpreter without the accelerator
     ACCELERATED = False
 
 _SPACE = " \t\n\r"  # JSON's whitespace, and all that `json` skips around a document
-_FIELDS: Any = type(sys.implementation)  # types.SimpleNamespace (without importing types): what the C scanner reads
 
 
 def _constant(name: str) -> float:
@@ -41,8 +40,9 @@ def loads(text: str, *, object_pairs_hook: Callable[..., Any] | None = None,
     """`json.loads(text, ...)` for a str, with the same hooks; errors are `json`'s own."""
     if ACCELERATED:
         start = len(text) - len(text.lstrip(_SPACE))
-        context = _FIELDS(strict=True, object_hook=None, object_pairs_hook=object_pairs_hook,  # a JSONDecoder's fields
-                          parse_float=parse_float, parse_int=parse_int, parse_constant=parse_constant)
+        # The fields the C scanner reads, as json.JSONDecoder hands them to it
+        context: Any = Namespace(strict=True, object_hook=None, object_pairs_hook=object_pairs_hook,
+                                 parse_float=parse_float, parse_int=parse_int, parse_constant=parse_constant)
         try:
             value, end = make_scanner(context)(text, start)
         except (StopIteration, ValueError, SystemError):

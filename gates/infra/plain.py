@@ -1,4 +1,4 @@
-"""`NamedTuple` without importing `typing` or `collections` at run time.
+"""`NamedTuple` without importing `typing` or `collections` at run time, and `Namespace` without `types`.
 
 `typing` costs about 3 ms to import on every commit, and `collections` (where `namedtuple` lives,
 with the OrderedDict, Counter and ChainMap it defines) a few more. The type checker sees
@@ -13,10 +13,16 @@ would not).
 
 from __future__ import annotations
 
+import sys
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from types import SimpleNamespace
     from typing import NamedTuple as NamedTuple
+
+    Namespace = SimpleNamespace
 else:
+    Namespace = type(sys.implementation)  # types.SimpleNamespace: the type of sys.implementation, already made
     from _operator import itemgetter  # operator's own, without operator.py's Python half
 
     class _Fields(tuple):
