@@ -95,8 +95,9 @@ def test_the_lock_a_commit_holds_costs_no_process_scan(repo: Path) -> None:
 
 
 def test_what_has_nothing_to_judge_is_not_even_loaded(repo: Path) -> None:
-    """No claim in the clone, no flag open: the claims and flags modules stay unloaded; once there is a claim, and
-    once a flag is open, each loads, and the flag is resolved by the check that loaded it."""
+    """No claim in the clone, no flag open, no HTML comment: the claims, flags and tables modules stay unloaded; once
+    there is a claim, once a flag is open, once there is a comment, each loads, and the flag is resolved by the check
+    that loaded it."""
     code = "from gates.main import main\nassert main(['check']) == 0"
     claims, flags = "gates.domain.claims", "gates.domain.flags"
     assert imported_by(code, (claims, flags), cwd=repo) == []
@@ -107,6 +108,10 @@ def test_what_has_nothing_to_judge_is_not_even_loaded(repo: Path) -> None:
     (repo / "HANDOFF.md").write_text(handoff_text(git(repo, "rev-parse", "HEAD")))
     assert imported_by(code, (claims, flags), cwd=repo) == [claims, flags]
     assert flag_records(repo / ".git") == []
+    tables = "gates.domain.tables"  # its markers are HTML comments: a hand-over without one has no table to judge
+    assert "<!--" not in (repo / "HANDOFF.md").read_text() and imported_by(code, (tables,), cwd=repo) == []
+    (repo / "HANDOFF.md").write_text(handoff_text(git(repo, "rev-parse", "HEAD"), target="A target. <!-- a note -->"))
+    assert imported_by(code, (tables,), cwd=repo) == [tables]
 
 
 def test_a_flag_open_in_another_worktree_is_not_this_checks_to_load(repo: Path, tmp_path: Path) -> None:
@@ -212,8 +217,19 @@ def _git_calls(repo: Path, log: Path) -> int:
 def test_git_processes_per_check(repo: Path, tmp_path: Path, git_wrapper: Callable[..., Path]) -> None:
     log = tmp_path / "bin" / "calls.log"
     git_wrapper(f'echo "$*" >> "{log}"\nexec "{REAL_GIT}" "$@"\n')
+    (repo / "other.txt").write_text("other work\n")
+    git(repo, "add", "other.txt")
     for _ in range(2):  # the same on every run: nothing is answered from a record
-        assert _git_calls(repo, log) == 2, log.read_text()  # discovery (with HEAD's recent line), diff --cached
+        # a commit's check: discovery (with HEAD's recent line), diff --cached, and the staged hand-over started
+        # beside it (what the commit will record)
+        assert _git_calls(repo, log) == 3, log.read_text()
+        assert [line.split(" -c ")[-1].split(" ", 1)[1] for line in log.read_text().splitlines()][1:] == [
+            "--literal-pathspecs diff --cached --name-status -z --no-renames --no-ext-diff --no-textconv "
+            f"{git(repo, 'rev-parse', 'HEAD')} --", "cat-file blob :0:HANDOFF.md"], log.read_text()
+    git(repo, "reset", "-q")
+    # nothing staged: the work tree is judged, and the staged hand-over's call is stopped unread (it may be stopped
+    # before it gets as far as this log)
+    assert _git_calls(repo, log) in (2, 3), log.read_text()
 
 
 def test_an_agents_commit_loads_no_heavy_module_and_a_persons_not_even_the_loop_watch(repo: Path) -> None:

@@ -196,3 +196,22 @@ def test_a_hooks_path_from_the_repository_config_that_leads_outside_is_refused(r
     assert snapshot(tmp_path, [repo / ".git" / "gate"]) == before and list(elsewhere.iterdir()) == []
     git(repo, "config", "core.hooksPath", ".githooks")  # inside the work tree: fine
     assert run_gate(repo, "install-hooks").returncode == 0 and (repo / ".githooks" / "pre-commit").is_file()
+
+
+@pytest.mark.parametrize("name", ["0:HANDOFF.md", "2:HANDOFF.md"])
+def test_a_hand_over_named_like_a_stage_is_judged_as_itself(repo: Path, tmp_path: Path, name: str) -> None:
+    """A committed `.gate.yaml` names `0:HANDOFF.md` (git reads `:0:HANDOFF.md` as HANDOFF.md's staged copy): the
+    staged copy judged must be that file's own, never the clean HANDOFF.md beside it."""
+    clean = (repo / "HANDOFF.md").read_text()
+    (repo / name).write_text(clean)
+    (repo / ".gate.yaml").write_text(f"handoff:\n  path: '{name}'\n")
+    commit_all(repo, "the hand-over under a name git could read as a stage")
+    assert run_gate(repo, "stamp").returncode == 0
+    git(repo, "add", "--", name)
+    assert run_gate(repo, "check").returncode == 0
+    (repo / name).write_text((repo / name).read_text().replace("## Open Threads\n", "## Open Threads\n- [x] done\n"))
+    git(repo, "add", "--", name)
+    before = snapshot(tmp_path, [repo / ".git"])
+    proc = run_gate(repo, "check")
+    assert proc.returncode == 1 and "[handoff-no-checked-items]" in proc.stdout, proc.stdout
+    assert snapshot(tmp_path, [repo / ".git"]) == before

@@ -123,6 +123,80 @@ def test_the_hook_judges_the_staged_hand_over_not_the_work_tree(tmp_path: Path) 
     assert "[x]" not in git(repo, "show", "HEAD:HANDOFF.md")
 
 
+def _hooked(repo: Path, message: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "commit", "-q", "-m", message], cwd=repo, capture_output=True, text=True)
+
+
+def test_a_stamp_left_unstaged_passes_no_commit_that_ci_refuses(tmp_path: Path) -> None:
+    """The hook and CI's --range judge one thing, the hand-over the commit records: a `gate stamp` left in the work
+    tree made a commit of other work pass the hook (it judged the work tree) while CI refused that commit later."""
+    repo = _adopted(tmp_path)
+    assert _close_out(repo) == 0
+    ref = git(repo, "rev-parse", "HEAD~1")  # the close-out's Meta ref: its parent
+    for n in range(3):  # fresh.max_behind: 3
+        _work(repo, n)
+        assert _commit(repo, f"work {n}") == 0
+    assert run_gate(repo, "stamp").returncode == 0  # the close-out half done: stamped, not staged
+    stamped = (repo / "HANDOFF.md").read_bytes()
+    _work(repo, 3)
+    head = git(repo, "rev-parse", "HEAD")
+    refused = _hooked(repo, "work 3")
+    assert refused.returncode == 1 and git(repo, "rev-parse", "HEAD") == head, refused.stderr
+    assert f"Meta ref {ref} is 4 commits behind HEAD once this commit is made" in refused.stderr
+    assert "the unstaged changes to HANDOFF.md are not in this commit and were not judged (`git add HANDOFF.md` " \
+           "to commit them)" in refused.stderr
+    assert (repo / "HANDOFF.md").read_bytes() == stamped  # the work tree is left as it was
+    assert _commit(repo, "work 3", verify=False) == 0  # past the hook: CI refuses the very same commit
+    clone = tmp_path / "ci"  # what CI checks out: the commits, no work tree of ours
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    ci = run_gate(clone, "check", "--range", f"{ref}..HEAD", "--only", "handoff-fresh")
+    assert ci.returncode == 1 and f"Meta ref {ref} is 4 commits behind HEAD" in ci.stdout, ci.stdout
+    git(repo, "add", "HANDOFF.md")
+    assert _commit(repo, "close-out") == 1  # its Meta ref names the commit before the one made past the hook
+    assert run_gate(repo, "stamp").returncode == 0
+    git(repo, "add", "HANDOFF.md")
+    assert _commit(repo, "close-out") == 0
+
+
+def test_an_unfinished_edit_left_unstaged_does_not_stop_a_commit_of_other_work(tmp_path: Path) -> None:
+    """Mid-session, the hand-over in the work tree is half written (a checked item, a missing section): a commit of
+    code records the hand-over as it was, so it passes, and says that the edit was not judged."""
+    repo = _adopted(tmp_path)
+    assert _close_out(repo) == 0
+    committed = git(repo, "show", "HEAD:HANDOFF.md")
+    half = committed.replace("## Open Threads\n", "## Open Threads\n- [x] parser done\n").replace("## Dead Ends\n", "")
+    (repo / "HANDOFF.md").write_text(half)
+    _work(repo, 1)
+    made = _hooked(repo, "code")
+    assert made.returncode == 0, made.stderr
+    assert git(repo, "show", "HEAD:HANDOFF.md") == committed and (repo / "HANDOFF.md").read_text() == half
+    assert "the unstaged changes to HANDOFF.md are not in this commit and were not judged" in made.stderr
+    prompt = run_gate(repo, "check")  # nothing staged: the work tree is what a check at the prompt judges
+    assert prompt.returncode == 1 and "[handoff-no-checked-items]" in prompt.stdout
+    assert "in the work tree" in prompt.stdout.splitlines()[-1] and "unstaged" not in prompt.stdout
+
+
+def test_a_linked_hand_over_is_judged_as_the_index_holds_the_file_it_names(tmp_path: Path) -> None:
+    """HANDOFF.md a symlink to docs/handoff.md: the copy judged is the index's docs/handoff.md, not the link's own
+    blob (its target's name, which is no hand-over)."""
+    repo = _adopted(tmp_path)
+    (repo / "docs").mkdir()
+    git(repo, "mv", "HANDOFF.md", "docs/handoff.md")
+    (repo / "HANDOFF.md").symlink_to("docs/handoff.md")
+    git(repo, "add", "HANDOFF.md")
+    assert _commit(repo, "the hand-over moves to docs/", verify=False) == 0
+    assert run_gate(repo, "stamp").returncode == 0
+    git(repo, "add", "docs/handoff.md")
+    assert _commit(repo, "close-out") == 0
+    clean = (repo / "docs" / "handoff.md").read_text()
+    (repo / "docs" / "handoff.md").write_text(clean.replace("## Open Threads\n", "## Open Threads\n- [x] done\n"))
+    git(repo, "add", "docs/handoff.md")
+    (repo / "docs" / "handoff.md").write_text(clean)
+    _work(repo, 1)
+    refused = _hooked(repo, "code, and a checked item staged")
+    assert refused.returncode == 1 and "[handoff-no-checked-items]" in refused.stderr, refused.stderr
+
+
 # ---- five sessions through the native hook and the harness hooks, every brief read line by line (issue 27) ---------
 
 TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"

@@ -7,12 +7,15 @@ writes there from the records; an unknown NAME or a region without its end marke
 from __future__ import annotations
 
 from gates.checks.context import OVER_CAP, Context
-from gates.domain import records, tables
-from gates.infra.clock import datetime
-from gates.infra.config import Config
 from gates.infra.findings import Finding
-from gates.infra.git import Repo
 from gates.infra.text import excerpt
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gates.domain import records
+    from gates.infra.clock import datetime
+    from gates.infra.config import Config
+    from gates.infra.git import Repo
 
 ID = "handoff-tables"
 
@@ -24,6 +27,10 @@ def check(ctx: Context) -> list[Finding]:
         if loaded.doc is None:
             findings.append(Finding(loaded.shown, 1, ID, OVER_CAP))
             continue
+        if not loaded.doc.comment_lines:
+            continue  # both markers are HTML comments: a hand-over without one has no table (and loads no table code)
+        from gates.domain import tables
+
         lines = loaded.doc.lines
         for region in tables.regions(lines, loaded.doc.comment_lines):
             line = region.start + 1
@@ -48,6 +55,8 @@ def check(ctx: Context) -> list[Finding]:
 
 def _rendered(found: list[records.Record]) -> dict[str, list[str]]:
     """Every known table as `gate render` writes it from the records `found`."""
+    from gates.domain import tables
+
     return {name: tables.table(name, found) or [] for name in tables.SELECT}
 
 
@@ -60,6 +69,7 @@ def _digest(rows: list[str]) -> str:
 def _digests(ctx: Context) -> dict[str, str]:
     """The hash of every known table as `gate render` writes it: a function of the records alone, kept under the
     hash of the folder's content (records.Scan.key), so an unchanged folder's records are not even loaded."""
+    from gates.domain import tables
     from gates.infra import cache
 
     scan = ctx.records_scan()
@@ -77,6 +87,8 @@ def _digests(ctx: Context) -> dict[str, str]:
 
 def fix(repo: Repo, config: Config, now: datetime) -> list[str]:
     """`gate check --fix`: render every table region again from the records."""
+    from gates.domain import tables
+
     stale, _ = tables.render_file(repo, config, write=True, who="gate check --fix")
     if not stale:
         return []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import posixpath
+
 from gates.checks import GATES
 from gates.checks.context import Context
 from gates.domain import changes
@@ -33,17 +35,20 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[str], now: 
     """Judge the hand-over as the commit will record it: staged, its staged content. After `--fix` mended it in
     the work tree (`fixed`), the work tree's: that is what the user stages again, and the commit is stopped anyway."""
     history = repo.history()
-    if not range_spec:  # what is staged, asked while the gates are imported (HEAD's recent line came with HEAD)
-        repo.prefetch(repo.changed_args(repo.head, None, []))
+    staged = not files and range_spec is None and not fixed  # the hand-over as the commit will record it
+    configured = config.section("handoff")["path"]
+    if not range_spec:  # what is staged (and the staged hand-over), asked while the gates are imported
+        repo.prefetch(repo.changed_args(repo.head, None, []),
+                      *([repo.blob_args(repo.index_spec(posixpath.normpath(configured)))] if staged else []))
     for gate_id in gate_ids:
         GATES[gate_id]  # noqa: B018 (imported now, while git answers)
     found = changes.in_range(repo, history, range_spec) if range_spec else changes.staged(repo, history)
-    paths = files or [repo.path(config.section("handoff")["path"])]
-    staged = found if not files and range_spec is None and not fixed else None
-    loaded = [load_handoff(repo, config, path, staged) for path in paths]
+    paths = files or [repo.path(configured)]
+    loaded = [load_handoff(repo, config, path, found if staged else None) for path in paths]
     ctx = Context(repo=repo, config=config, handoffs=loaded, now=now or clock.now(), changes=found,
                   range_spec=range_spec, push=push)
     result = CheckResult(gates=list(gate_ids), files=[item.shown for item in loaded])
+    result.unstaged = [item.shown for item in loaded if item.unstaged]
     result.range = (range_spec, len(found)) if range_spec else None
     result.situation = changes.situation(range_spec, push, found)
     try:

@@ -496,25 +496,31 @@ def read_for_rewrite(repo: Repo, config: Config, verb: str) -> tuple[str, str, b
 
 
 class Loaded(NamedTuple):
-    """A hand-over file as read: its document, or only its size when it was over the cap."""
+    """A hand-over file as read: its document, or only its size when it was over the cap; `unstaged`: the work-tree
+    copy differs from the one judged (the index's, when a commit is being made)."""
 
     shown: str
     size: int
     doc: Document | None
+    unstaged: bool = False
 
 
 def load_handoff(repo: Repo, config: Config, path: str, staged: list[Change] | None = None) -> Loaded:
-    """The hand-over as the gates judge it: the work-tree file, or, when the commit being made stages it,
-    the staged content (what the commit will record, as CI will later see it)."""
-    _, shown, data = read(repo, config, path)
-    relative = config.section("handoff")["path"]
-    if staged and not isinstance(data, int) and any(change.touches(relative) for change in staged):
-        blob = staged[0].after(relative)
+    """The hand-over as the gates judge it: when a commit is being made (`staged` holds it and it stages
+    something), what that commit will record, as CI will later see it: the index's copy, staged now or before,
+    whatever the work tree holds; otherwise, or when the index has none, the work-tree file."""
+    from gates.infra.paths import below
+
+    real, shown, data = read(repo, config, path)
+    unstaged = False
+    if staged and staged[0].new is None and staged[0].changed():
+        blob = repo.index_blob(below(real, repo.toplevel))  # the file itself, where the configured path is a link
         if blob is not None:
+            unstaged = blob != data
             data = blob if len(blob) <= config.section("handoff")["max_bytes"] else len(blob)
     if isinstance(data, int):
-        return Loaded(shown, data, None)
-    return Loaded(shown, len(data), parse(Source.decode(data, shown).lines, shown))
+        return Loaded(shown, data, None, unstaged)
+    return Loaded(shown, len(data), parse(Source.decode(data, shown).lines, shown), unstaged)
 
 
 COMMITTED_CAP = 1 << 20  # what of a committed hand-over is read for one Meta value

@@ -59,6 +59,7 @@ class CheckResult:
         self.range: tuple[str, int] | None = None  # under --range: the range and how many commits it judged
         self.situation: str | None = None  # what was judged (gates/domain/changes.py::situation)
         self.unjudged: dict[str, str] = {}  # gate: why it had nothing to judge (it neither passed nor failed)
+        self.unstaged: list[str] = []  # hand-over files whose work-tree copy the commit does not record (not judged)
 
     @property
     def errors(self) -> list[Finding]:
@@ -78,6 +79,8 @@ def summary(result: CheckResult) -> str:
         spec, count = result.range
         where += f" and {count} commit{'s' if count != 1 else ''} of {spec}"
     where += "".join(f"; {gate} judged nothing: {why}" for gate, why in result.unjudged.items())
+    where += "".join(f"; the unstaged changes to {shown} are not in this commit and were not judged (`git add "
+                     f"{shown}` to commit them)" for shown in result.unstaged)
     gates = f"{len(result.gates)} gate{'s' if len(result.gates) != 1 else ''}"
     if result.fixed and not any(f.severity == ERROR for f in result.findings):
         count = len(result.fixed)

@@ -331,8 +331,12 @@ class Repo:
 
     def git(self, *args: str) -> Output:
         """git with `args` in the work tree; the answer of a call `prefetch` started, when it started this one."""
+        return Output(self._raw(*args))
+
+    def _raw(self, *args: str) -> Raw:
+        """`git(*args)`'s answer as bytes (a blob is not text)."""
         running = self.started.pop(args, None)
-        return Output(running.wait() if running is not None else _run(list(args), self.toplevel, self.env))
+        return running.wait() if running is not None else _run(list(args), self.toplevel, self.env)
 
     def ask(self, *args: str, answers: tuple[int, ...] = (0,)) -> Output:
         """`git(*args)` that answered: exit 0, or another of `answers` (a "no", such as 1 for an unset config key)
@@ -492,12 +496,22 @@ class Repo:
     def index_blob(self, path: str) -> bytes | None:
         """The staged content of `path` (the index, or GIT_INDEX_FILE in a hook), or None when it is not staged;
         a staged blob the repository lacks is an error."""
-        return self._blob(f":{path}", f"the staged {excerpt(path)}")
+        return self._blob(self.index_spec(path), f"the staged {excerpt(path)}")
+
+    @staticmethod
+    def index_spec(path: str) -> str:
+        """The staged `path` as git names it: stage 0 said, so that a path that begins `1:` is read as itself."""
+        return f":0:{path}"
+
+    @staticmethod
+    def blob_args(spec: str) -> tuple[str, ...]:
+        """The git call that reads the blob `spec`, for `prefetch`."""
+        return ("cat-file", "blob", spec)
 
     def _blob(self, spec: str, shown: str) -> bytes | None:
         """The blob `spec` names; None when it names no file (no such path, or a folder); GateError when git cannot
         read it. `bad file` is git's word both for a folder and for a blob it lacks: the type tells them apart."""
-        proc = _run(["cat-file", "blob", spec], self.toplevel, self.env)
+        proc = self._raw(*self.blob_args(spec))
         if proc.returncode == 0:
             return proc.stdout
         why = proc.stderr.decode("utf-8", "replace").strip().splitlines() or ["git cat-file failed"]

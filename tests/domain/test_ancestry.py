@@ -89,7 +89,10 @@ def test_a_stamp_left_out_of_the_commit_closes_nothing(repo: Path) -> None:
     (repo / "other.txt").write_text("other work\n")
     git(repo, "add", "other.txt")
     through = _commit(repo, "other work, not a close-out")
-    assert through.returncode == 1 and "is 1 commits behind HEAD once this commit is made" in through.stderr
+    committed = git(repo, "show", "HEAD:HANDOFF.md").split("- ref: ")[1].split()[0]  # the Meta ref the commit keeps
+    assert through.returncode == 1 and f"Meta ref {committed} is " in through.stderr, through.stderr
+    assert "once this commit is made" in through.stderr
+    assert "the unstaged changes to HANDOFF.md are not in this commit and were not judged" in through.stderr
     assert _commit(repo, "other work, not a close-out", verify=False).returncode == 0
     assert run_gate(repo, "check").returncode == 1
     assert _verdict_line(repo) == "Verdict: 1 commit behind HEAD"
