@@ -7,11 +7,18 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from conftest import ROOT, git, handoff_text
+from conftest import ROOT, git, handoff_text, run_gate
 
 
 def break_with_punctuation(repo: Path) -> None:
     (repo / "HANDOFF.md").write_text(handoff_text(git(repo, "rev-parse", "HEAD"), threads="- [x] done\n- [ ] a, b: c"))
+
+
+def brief_flags(repo: Path) -> str:
+    """The flags section of `gate brief` (which must succeed)."""
+    brief = run_gate(repo, "brief")
+    assert brief.returncode == 0, brief.stderr
+    return brief.stdout.split("## 1. Flags")[1].split("## 2.")[0]
 
 
 def entries(folder: Path) -> dict[str, tuple[int, bytes | str]]:

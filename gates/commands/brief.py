@@ -55,7 +55,7 @@ def run(args: argparse.Namespace, run: Invocation) -> int:
                                                      f"{failure.message}\n") + "\n")
     say(f"gate: {failure.message}" + (f"\n{failure.frames}" if failure.frames else ""))
     if failure.error is None or failure.error.reason != "not-a-repository":
-        run.notice(flag_reason(failure), failure.message)
+        run.notice(flag_reason(failure), failure.message, about=failure.error.about if failure.error else None)
     return OK
 
 

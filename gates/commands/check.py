@@ -6,7 +6,7 @@ import os
 import sys
 
 from gates.commands import HIDDEN, invocation
-from gates.commands.invocation import Invocation, ids
+from gates.commands.invocation import CONFIGURATION, Invocation, ids
 from gates.infra.errors import OK, USAGE, VIOLATION, GateError
 
 TYPE_CHECKING = False
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 
 FORMATS = ("text", "json", "github", "sarif", "junit")  # the renderers of gates/infra/report.py, held equal by its test
+SETTLED = ("config-invalid", "input-unreadable")  # the event flags a check can find the cause of gone
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -45,6 +46,7 @@ def run(args: argparse.Namespace, run: Invocation) -> int:
 
 def _check(args: argparse.Namespace, run: Invocation) -> int:
     try:
+        waiting = _configured(run)
         result, fixed = _run_gates(run, args)
         result.fixed = [line for _, line in fixed]
     except GateError as exc:
@@ -61,6 +63,7 @@ def _check(args: argparse.Namespace, run: Invocation) -> int:
             run.fail("autofix-applied", line, gate=gate_id)
     from gates.checks import flag_reason
 
+    passed = []
     for gate_id in result.gates:
         lines = [f.render() for f in result.errors if f.gate == gate_id]
         if lines:
@@ -68,6 +71,7 @@ def _check(args: argparse.Namespace, run: Invocation) -> int:
                 run.fail(flag_reason(gate_id), "\n".join(lines), gate=gate_id)
         elif gate_id not in result.unjudged and not any(fixer == gate_id for fixer, _ in fixed):
             run.passes(gate_id)  # write_flags resolves its open flags in this worktree and scope
+            passed.append(gate_id)
     from gates.infra.findings import ENVIRONMENT
 
     lines = [f.render() for f in result.errors if f.gate == ENVIRONMENT]
@@ -75,8 +79,8 @@ def _check(args: argparse.Namespace, run: Invocation) -> int:
         run.fail("io-error", "\n".join(lines))  # a killed writer's temp file staged for the commit
     for reason, message in result.events:
         run.notice(reason, message)
-    if result.files and not args.files and not args.range:  # the configured hand-over, as it is now
-        _read_again(run)
+    if waiting and result.files and not args.files and not args.range:  # the configured hand-over, as it is now
+        _read_again(run, waiting, "handoff-structure" in passed)
     return code
 
 
@@ -93,22 +97,49 @@ def _watched() -> bool:
     return not any(os.environ.get(harness[0]) for harness in HARNESSES)
 
 
-def _read_again(run: Invocation) -> None:
-    """A check that read the hand-over ends the `input-unreadable` flags an earlier check raised for it (missing
-    before `gate init`, unreadable): their cause is gone. The flags folder is listed first (one listdir), so a
-    check with no such flag never loads the flags module."""
+def _configured(run: Invocation) -> set[str]:
+    """Load the configuration, then list the flags folder (a check's one listdir of it): which of SETTLED have flags
+    open, so that a check with none never loads the flags module. This check could use the configuration: the
+    `config-invalid` flags of earlier runs that could not (their `about` is CONFIGURATION: Invocation.config) end
+    now."""
+    run.config()
     from gates.infra import state
 
     repo = run.repo()
     try:
         names = os.listdir(state.layout(repo).flags)
     except OSError:
-        return
-    if any("-input-unreadable-" in name for name in names):
+        return set()
+    waiting = {reason for reason in SETTLED if any(f"-{reason}-" in name for name in names)}
+    if "config-invalid" in waiting:
         from gates.domain import flags
 
+        flags.resolve_event(repo, "config-invalid", command=run.command, observed_ns=run.started_ns,
+                            about=[CONFIGURATION])
+    return waiting
+
+
+def _schema(path: str) -> dict[str, str | None]:
+    """What a check's `config-invalid` flag is about when it could not use the project schema at `path`
+    (handoff.schema): a later check whose handoff-structure passes with it ends the flag."""
+    return {"input": "handoff.schema", "path": path}
+
+
+def _read_again(run: Invocation, waiting: set[str], structure_passed: bool) -> None:
+    """A check that read the configured hand-over ends the `input-unreadable` flags an earlier check raised for it
+    (missing before `gate init`, unreadable), and, when handoff-structure passed with the project schema, the
+    `config-invalid` flags of earlier checks that could not use that schema: their cause is gone. `waiting`: what
+    _configured found open."""
+    from gates.domain import flags
+
+    repo = run.repo()
+    if "input-unreadable" in waiting:
         flags.resolve_event(repo, "input-unreadable", command=run.command, observed_ns=run.started_ns,
                             raised_by="gate check")
+    schema = run.config().section("handoff")["schema"]
+    if "config-invalid" in waiting and schema and structure_passed:
+        flags.resolve_event(repo, "config-invalid", command=run.command, observed_ns=run.started_ns,
+                            about=[_schema(schema)])
 
 
 def _run_gates(run: Invocation, args: argparse.Namespace) -> tuple[CheckResult, list[tuple[str, str]]]:
@@ -132,7 +163,13 @@ def _run_gates(run: Invocation, args: argparse.Namespace) -> tuple[CheckResult, 
         push = pushed.updates(repo, sys.stdin if args.pre_push else None, os.environ)
         if "handoff-claim-remote" not in gate_ids and "handoff-claim-remote" not in args.skip:
             gate_ids.append("handoff-claim-remote")
-    result = check.run(repo, config, gate_ids, files, range_spec=args.range, push=push, fixed=bool(fixed))
+    try:
+        result = check.run(repo, config, gate_ids, files, range_spec=args.range, push=push, fixed=bool(fixed))
+    except GateError as exc:  # the project schema could not be used: its flag says which, for the check that can
+        schema = config.section("handoff")["schema"]
+        if exc.reason == "config-invalid" and schema and exc.path == schema:
+            exc.about = _schema(schema)
+        raise
     scope = changes.scope_of(repo, files, args.range, repo.path(config.section("handoff")["path"]), result.situation)
     run.judged(scope)
     if args.format in ("text", "github") and not fixed:

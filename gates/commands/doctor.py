@@ -42,18 +42,50 @@ def run(args: argparse.Namespace, run: Invocation) -> int:
         for line in fix(run.repo()):
             print(line)
     found = checks(run.repo())
+    name = None
     if args.remote is not None:  # issue 18: probe the claims remote
         from gates.commands import _remote
 
         name = _remote.required_name(args, run)
         found += probe(run.repo(), run.config(), name)
+    needed = [c.message for c in found if c.status == FIX]
+    if not needed:
+        found = _settle(run, name, found)
     for check in found:
         print(f"{check.status:4}  {check.message}")
-    needed = [c.message for c in found if c.status == FIX]
-    if needed:
-        run.fail("doctor", "gate doctor: needs fixing:\n" + "\n".join(needed))
+    if needed:  # about what it probed: a later clean doctor that probes as much settles the flag (_settle)
+        run.fail("doctor", "gate doctor: needs fixing:\n" + "\n".join(needed), about={"remote": name})
         return errors.VIOLATION
     return errors.OK
+
+
+def _settle(run: Invocation, name: str | None, found: list[Check]) -> list[Check]:
+    """A clean doctor ends the `doctor` flags of earlier doctors in this worktree that probed no more than it did:
+    those of a doctor without --remote, and, with `--remote NAME`, those of a doctor that probed NAME (a probe not
+    repeated settles nothing). The flags folder is listed first: with no such flag nothing is read. `found`, with
+    its count of open flags taken again when some ended, and a line saying which."""
+    reach: list[dict[str, str | None]] = [{"remote": None}]
+    if name:
+        reach.append({"remote": name})
+    try:
+        ended = flags.resolve_event(run.repo(), "doctor", command=run.command, observed_ns=run.started_ns, about=reach)
+    except (GateError, OSError) as exc:
+        why = exc.render() if isinstance(exc, GateError) else str(exc)
+        return [*found, Check(WARN, clean(f"the flags of earlier doctors could not be resolved: {why}"))]
+    if not ended:
+        return found
+    try:
+        recount = _flags(run.repo())[0]
+    except GateError:
+        recount = None  # the line as it was: the flags were read a moment ago
+
+    def counted_before(check: Check) -> bool:  # _flags' line, which counted the flags that ended here
+        count, _, rest = check.message.partition(" ")
+        return count.isdigit() and rest == FLAGS_OPEN
+
+    return [recount if recount and counted_before(check) else check for check in found] + [
+        Check(OK, f"resolved {len(ended)} `doctor` flag(s) of an earlier `gate doctor`: what it found to fix is fixed "
+                  f"({', '.join(ended)}; `gate flags --all` shows them)")]
 
 
 # -- the checks --
@@ -290,10 +322,13 @@ def _journal(repo: Repo) -> list[Check]:
     return [Check(FIX, f"journal broken: {verdict.problem} — `gate journal --repair` keeps it and starts anew")]
 
 
+FLAGS_OPEN = "unacknowledged flag(s): read them with `gate flags`"
+
+
 def _flags(repo: Repo) -> list[Check]:
     pending = flags.pending(repo)
     if pending:
-        return [Check(WARN, f"{len(pending)} unacknowledged flag(s): read them with `gate flags`")]
+        return [Check(WARN, f"{len(pending)} {FLAGS_OPEN}")]
     return [Check(OK, "no unacknowledged flags")]
 
 

@@ -31,6 +31,11 @@ if TYPE_CHECKING:
     from gates.infra.config import Config
 
 
+# What a run's `config-invalid` flag is about when it could not use the configuration (the flag's `about`), so that a
+# later check that loads the configuration ends the flag (docs/flags-and-journal.md).
+CONFIGURATION: dict[str, str | None] = {"input": "configuration"}
+
+
 class Invocation:
     """One invocation: the repository once found, and the failure reasons to flag at the end."""
 
@@ -43,6 +48,7 @@ class Invocation:
         self._events: list[tuple[str, str]] = []
         self.started_ns = time.time_ns()  # a flag raised by a run begun later is not this run's to resolve
         self._gate_of: dict[tuple[str, str], str] = {}  # (reason, message) -> the gate whose failure it is
+        self._about: dict[tuple[str, str], dict[str, str | None]] = {}  # (reason, message) -> what it is about
         self._scope: dict[str, Any] | None = None  # what this check judged (changes.scope_of)
         self._passed: list[str] = []  # gates that ran in this check and found no error
         self._done: list[str] = []  # what this run changed, said again if its output is lost
@@ -66,10 +72,17 @@ class Invocation:
         return self._repo
 
     def config(self) -> Config:
+        """The configuration, loaded once. When it cannot be used, the error says so for its flag (CONFIGURATION):
+        the next `gate check` that loads it ends the flag, whichever command raised it."""
         if self._config is None:
             from gates.infra import config
 
-            self._config = config.load(self.repo())
+            try:
+                self._config = config.load(self.repo())
+            except GateError as exc:
+                if exc.reason == "config-invalid":
+                    exc.about = CONFIGURATION
+                raise
         return self._config
 
     def remote_name(self, named: object) -> str | None:
@@ -80,15 +93,23 @@ class Invocation:
         configured = self.config().section("claims").get("remote")
         return str(configured) if configured else None
 
-    def fail(self, reason: str, message: str, *, gate: str | None = None) -> None:
-        """A reason this run failed: flagged when it ends with exit 1, 3 or 4; with `gate`, resolved by its next pass."""
+    def fail(self, reason: str, message: str, *, gate: str | None = None,
+             about: dict[str, str | None] | None = None) -> None:
+        """A reason this run failed: flagged when it ends with exit 1, 3 or 4; with `gate`, resolved by its next pass;
+        with `about` (an event's: what this run found unsound), resolved by a later run that finds that sound
+        (flags.resolve_event)."""
         self._reasons.append((reason, message))
         if gate is not None:
             self._gate_of[(reason, message)] = gate
+        if about is not None:
+            self._about[(reason, message)] = about
 
-    def notice(self, reason: str, message: str) -> None:
-        """An event the next session must hear of even though the run succeeds (a claim broken, say)."""
+    def notice(self, reason: str, message: str, *, about: dict[str, str | None] | None = None) -> None:
+        """An event the next session must hear of even though the run succeeds (a claim broken, say); `about` as
+        for fail."""
         self._events.append((reason, message))
+        if about is not None:
+            self._about[(reason, message)] = about
 
     def judged(self, scope: dict[str, Any]) -> None:
         """What this check judged (changes.scope_of): its gates' flags are raised and resolved in this scope."""
@@ -163,7 +184,8 @@ class Invocation:
             gate = self._gate_of.get((reason, message))
             try:
                 flags.raise_flag(self._repo, reason, message, command=self.command, exit_code=code, gate=gate,
-                                 scope=self._scope if gate else None, observed_ns=self.started_ns)
+                                 scope=self._scope if gate else None, observed_ns=self.started_ns,
+                                 about=self._about.get((reason, message)))
             except journal.NotJournalled as exc:
                 say(f"gate: raised the {reason} flag, but the journal could not record it: {exc.cause.render()}")
             except GateError as exc:
@@ -255,7 +277,7 @@ def failed(exc: GateError, run: Invocation) -> int:
         message += f" (the output is lost; done before it: {'; '.join(run._done)})"
     say(f"gate: {message}")
     if exc.code != USAGE:
-        run.fail(exc.reason, message)
+        run.fail(exc.reason, message, about=exc.about)
     return exc.code
 
 

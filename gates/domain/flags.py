@@ -69,12 +69,15 @@ def _set_marker(repo: Repo, lay: state.Layout, name: str) -> None:
 
 
 def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code: int, now: datetime | None = None,
-               gate: str | None = None, scope: dict[str, Any] | None = None, observed_ns: int | None = None) -> str:
+               gate: str | None = None, scope: dict[str, Any] | None = None, observed_ns: int | None = None,
+               about: dict[str, str | None] | None = None) -> str:
     """Write (or count again) the flag for `reason`; returns its id.
 
     `gate`: the gate whose failure this is (its next pass in the same worktree and `scope`
-    resolves the flag); None for an event, which stays until acknowledged. `observed_ns`: when
-    the failing run began, so that a pass begun earlier never resolves it.
+    resolves the flag); None for an event, which stays until acknowledged or a later run sees its
+    cause gone (resolve_event). `about`: what the failing run found unsound, for an event a later run
+    settles only when it finds that sound (a doctor's reach, a check's configuration or schema).
+    `observed_ns`: when the failing run began, so that a pass begun earlier never resolves it.
     """
     if reason not in REASONS:
         raise ValueError(f"unknown flag reason {reason!r}")
@@ -93,7 +96,7 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
         for path in _flag_files(directory, reason):
             record, _ = _load(path)
             if (record is not None and record.get("key") == key and record.get("reason") == reason
-                    and record.get("gate") == gate and record.get("scope") == scope):
+                    and record.get("gate") == gate and record.get("scope") == scope and record.get("about") == about):
                 record.update(count=int(record.get("count", 1)) + 1, last_seen=clock.utc_text(now),
                               seen_ns=max(seen_ns, int(record.get("seen_ns") or 0)), head=repo.head)
                 _write(repo, path, record)
@@ -106,6 +109,8 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
                   "first_seen": clock.utc_text(now), "created_ns": time.time_ns(), "last_seen": clock.utc_text(now), "count": 1,
                   "worktree": worktree, "head": repo.head, "command": command, "exit_code": exit_code,
                   "key": key, "gate": gate, "scope": scope, "seen_ns": seen_ns}
+        if about is not None:
+            record["about"] = about
         _write(repo, os.path.join(directory, f"{flag_id}.json"), record)
         if gate is not None:  # after the flag: a marker may outlive its flags, never the other way round
             _set_marker(repo, lay, changes.marker(gate, worktree, scope))
@@ -153,16 +158,19 @@ def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str
     return [i for ids in moved.values() for i in ids]
 
 
-def resolve_event(repo: Repo, reason: str, *, command: str, observed_ns: int, raised_by: str | None = None) -> list[str]:
+def resolve_event(repo: Repo, reason: str, *, command: str, observed_ns: int, raised_by: str | None = None,
+                  about: list[dict[str, str | None]] | None = None) -> list[str]:
     """Move this worktree's open `reason` event flags raised before `observed_ns` (when the run that found their
-    cause gone began) to flags/resolved/, only those a command starting with `raised_by` raised when it is given;
-    returns the ids resolved."""
+    cause gone began) to flags/resolved/, only those a command starting with `raised_by` raised when it is given,
+    and only those whose `about` (raise_flag) is one of `about` when it is given (a flag without one matches
+    none); returns the ids resolved. Lists the folder first: with no such flag it reads nothing."""
     if reason not in EVENT_REASONS:
         return []
 
     def settled(record: dict[str, Any]) -> bool:
         return (record.get("reason") == reason and record.get("gate") is None
-                and (raised_by is None or str(record.get("command", "")).startswith(raised_by)))
+                and (raised_by is None or str(record.get("command", "")).startswith(raised_by))
+                and (about is None or record.get("about") in about))
 
     return _resolve_settled(repo, reason, settled, {"reason": reason}, command, observed_ns)
 

@@ -13,6 +13,11 @@ INTERRUPTED = 130
 class GateError(Exception):
     """An expected problem: a one-line message, an exit code and a reason tag for its flag."""
 
+    # What the error is about, when a later run that finds that sound settles its flag (set by the one that knows it:
+    # the configuration that could not be loaded, the project schema a check could not use; kept in the flag's
+    # `about`, docs/flags-and-journal.md). A class default: most errors have none, and cost nothing for it.
+    about: dict[str, str | None] | None = None
+
     def __init__(
         self,
         message: str,

@@ -9,11 +9,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from conftest import git, run_gate
+import pytest
+from conftest import call_gate, git, run_gate
+from helpers import brief_flags
 from remote_helpers import bare_repository, clone, refs
 
+from gates.domain import flags
 from gates.domain.hooks import ENTRY
+from gates.infra.git import discover
 
 
 def test_doctor_says_what_to_fix(repo: Path) -> None:
@@ -59,6 +64,81 @@ def _pre_commit(repo: Path, *args: str) -> None:
     """The real framework's `pre-commit install`/`uninstall` (it writes the hook; nothing is fetched)."""
     proc = subprocess.run([sys.executable, "-m", "pre_commit", *args], cwd=repo, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_clean_doctor_ends_the_doctor_flags_of_the_doctors_before_it(repo: Path) -> None:
+    """A new user's story: `gate doctor` found something to fix (a broken .gate.yaml, no commit hook) and raised its
+    `doctor` flag; they fixed both and the doctor came back clean, but every brief still counted the flag (an event
+    flag, left only by `--ack`). A clean doctor resolves the flags of the doctors before it: it says so, its count of
+    open flags leaves them out, the brief counts none and `gate flags` shows none."""
+    (repo / ".gate.yaml").write_text("handoff: [\n")
+    needs = run_gate(repo, "doctor")
+    assert needs.returncode == 1 and "FIX   no commit hook runs the gate" in needs.stdout
+    assert "FIX   config: .gate.yaml:2: invalid YAML" in needs.stdout, needs.stdout
+    [raised] = json.loads(run_gate(repo, "flags", "--format", "json").stdout)["flags"]
+    assert raised["reason"] == "doctor"
+    (repo / ".gate.yaml").unlink()
+    assert run_gate(repo, "install-hooks").returncode == 0
+    assert "- [doctor] 1 flag" in brief_flags(repo)
+    clean = run_gate(repo, "doctor")
+    assert clean.returncode == 0, clean.stdout
+    assert "ok    no unacknowledged flags\n" in clean.stdout, clean.stdout
+    assert f"ok    resolved 1 `doctor` flag(s) of an earlier `gate doctor`: what it found to fix is fixed ({raised['id']};" \
+        in clean.stdout, clean.stdout
+    section = brief_flags(repo)
+    assert "No unacknowledged flags." in section and "[doctor]" not in section, section
+    assert run_gate(repo, "flags").stdout == "no unacknowledged flags\n"
+    assert "of an earlier `gate doctor`" not in run_gate(repo, "doctor").stdout  # nothing left: nothing said
+
+
+def test_a_clean_doctor_ends_only_the_flags_of_doctors_that_probed_no_more(repo: Path, tmp_path: Path) -> None:
+    """A `doctor` flag raised by `gate doctor --remote origin` stays through a clean doctor without --remote (its
+    probe was not repeated) and through a clean probe of another remote; a clean `gate doctor --remote origin` ends
+    it, and with it the flags of doctors without --remote."""
+    mirror = tmp_path / "mirror.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(mirror))
+    git(repo, "remote", "add", "origin", f"file://{tmp_path}/nowhere.git")
+    git(repo, "remote", "add", "mirror", f"file://{mirror}")
+    assert run_gate(repo, "install-hooks").returncode == 0
+    far = run_gate(repo, "doctor", "--remote", "origin")
+    assert far.returncode == 1 and "FIX   remote origin" in far.stdout, far.stdout
+    [probed] = [r["id"] for r in json.loads(run_gate(repo, "flags", "--format", "json").stdout)["flags"]]
+    for clean in (["doctor"], ["doctor", "--remote", "mirror"]):
+        proc = run_gate(repo, *clean)
+        assert proc.returncode == 0 and "of an earlier `gate doctor`" not in proc.stdout, proc.stdout
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.rename(tmp_path / "pre-commit")
+    assert run_gate(repo, "doctor").returncode == 1  # a doctor without --remote: its own flag
+    (tmp_path / "pre-commit").rename(hook)
+    listed = json.loads(run_gate(repo, "flags", "--format", "json").stdout)["flags"]
+    [near] = [r["id"] for r in listed if r["id"] != probed]
+    git(repo, "remote", "set-url", "origin", f"file://{mirror}")
+    both = run_gate(repo, "doctor", "--remote", "origin")
+    assert both.returncode == 0 and "resolved 2 `doctor` flag(s)" in both.stdout, both.stdout
+    assert json.loads(run_gate(repo, "flags", "--format", "json").stdout)["flags"] == []
+    assert sorted(p.name.split("-", 1)[1][:-5] for p in (repo / ".git/gate/flags/resolved").glob("*.json")) == \
+        sorted([probed, near])
+
+
+def test_a_doctor_flag_raised_after_the_clean_doctor_began_stays(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clean doctor ends only what was raised before it began: a doctor that began after it and found something
+    to fix (its flag written while this one settles) keeps its flag."""
+    assert run_gate(repo, "doctor").returncode == 1
+    assert run_gate(repo, "install-hooks").returncode == 0
+    real = flags.resolve_event
+
+    def meanwhile(*args: object, **kwargs: Any) -> list[str]:
+        flags.raise_flag(discover(repo, {}), "doctor", "gate doctor: needs fixing:\nmeanwhile", command="gate doctor",
+                         exit_code=1, about={"remote": None})
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(flags, "resolve_event", meanwhile)
+    code, out, _ = call_gate(repo, "doctor", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0 and "resolved 1 `doctor` flag(s)" in out, out
+    assert "warn  1 unacknowledged flag(s)" in out, out  # counted after: the one left open
+    assert [r["message"] for r in flags.pending(discover(repo, {}))] == ["gate doctor: needs fixing:\nmeanwhile"]
 
 
 def test_doctor_says_when_both_hook_styles_run_the_gate_twice(repo: Path) -> None:

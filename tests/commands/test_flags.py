@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import GATE_BIN, call_gate, commit_all, flag_records, init_repo, run_gate
+from conftest import GATE_BIN, call_gate, commit_all, flag_records, git, init_repo, run_gate
+from helpers import brief_flags
 
 from gates.domain import flags
 from gates.infra.git import discover
@@ -90,6 +92,92 @@ def test_a_missing_hand_over_flag_ends_once_a_check_reads_it(tmp_path: Path) -> 
     run_gate(repo, "check")  # reads it (and warns of the placeholder)
     left = [r for r in flag_records(repo / ".git") if r["reason"] == "input-unreadable"]
     assert [r["command"].split()[1] for r in left] == ["brief"]
+
+
+def test_a_broken_gate_yaml_flag_ends_once_a_check_loads_the_configuration(repo: Path) -> None:
+    """A new user's story: a broken .gate.yaml made the commit hook's check raise `config-invalid`; they fixed the
+    file and the next check passed, but every brief still counted the flag (an event flag, left only by `--ack`). A
+    check that loads the configuration resolves the flags of earlier checks that could not: the brief counts no flag
+    (its line of problems resolved names it) and `gate flags` shows none."""
+    assert run_gate(repo, "install-hooks").returncode == 0
+    (repo / ".gate.yaml").write_text("handoff: [\n")
+    (repo / "README").write_text("more\n")
+    git(repo, "add", "README")
+    hook = subprocess.run(["git", "commit", "-q", "-m", "more"], cwd=repo, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=60)
+    assert hook.returncode != 0 and "gate: .gate.yaml:2: invalid YAML" in hook.stderr, hook.stderr
+    [raised] = flag_records(repo / ".git")
+    assert (raised["reason"], raised["command"]) == ("config-invalid", "gate check")
+    assert f"{raised['id']} [config-invalid]" in run_gate(repo, "flags").stdout
+    (repo / ".gate.yaml").write_text("handoff:\n  max_lines: 500\n")
+    passed = run_gate(repo, "check")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    section = brief_flags(repo)
+    assert "No unacknowledged flags." in section and "[config-invalid]" not in section, section
+    assert "resolved (config-invalid ×1)" in section, section
+    assert run_gate(repo, "flags").stdout == "no unacknowledged flags\n"
+    [resolved] = flag_records(repo / ".git", "resolved")
+    assert (resolved["id"], resolved["resolved"]["command"]) == (raised["id"], "gate check")
+
+
+def test_a_check_that_loads_the_configuration_ends_only_the_flags_about_it(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check that loads the configuration ends the `config-invalid` flags of every run that could not load it (a
+    check, a session's start hook, the doctor's remote probe: each flag says what it is about), and no other:
+    `gate install-hooks --agent claude`'s, about a harness's file, stays; so do the doctor's own finding (a `doctor`
+    flag, a clean doctor's to end) and a flag raised by a run that began after the passing check."""
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.json").write_text("{not json")
+    assert run_gate(repo, "install-hooks", "--agent", "claude").returncode == 3
+    (repo / ".gate.yaml").write_text("handoff: [\n")
+    assert run_gate(repo, "doctor").returncode == 1  # its config check: FIX
+    assert run_gate(repo, "doctor", "--remote", "origin").returncode == 3
+    assert GATE_BIN
+    start = subprocess.run([GATE_BIN, "brief", "--format", "claude"], cwd=repo, capture_output=True, text=True,
+                           input=json.dumps({"session_id": "s1", "hook_event_name": "SessionStart"}), timeout=60)
+    assert start.returncode == 0 and "The gate cannot run here: .gate.yaml:2" in start.stdout
+    assert run_gate(repo, "check").returncode == 3
+    assert sorted((r["reason"], r["command"], r["count"]) for r in flag_records(repo / ".git")) == [
+        ("config-invalid", "gate doctor --remote origin", 3),  # the start hook's and the check's, alike, counted in it
+        ("config-invalid", "gate install-hooks --agent claude", 1), ("doctor", "gate doctor", 1)]
+    (repo / ".gate.yaml").unlink()
+    real = flags.resolve_event
+
+    def meanwhile(*args: object, **kwargs: Any) -> list[str]:  # a check begun after this one could not load it
+        flags.raise_flag(discover(repo, {}), "config-invalid", ".gate.yaml: raised meanwhile", command="gate check",
+                         exit_code=3, about={"input": "configuration"})
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(flags, "resolve_event", meanwhile)
+    code, _, err = call_gate(repo, "check", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0, err
+    left = {(r["reason"], r["command"]): r["message"] for r in flag_records(repo / ".git")}
+    assert sorted(left) == [("config-invalid", "gate check"), ("config-invalid", "gate install-hooks --agent claude"),
+                            ("doctor", "gate doctor")]
+    assert left[("config-invalid", "gate check")] == ".gate.yaml: raised meanwhile"
+    assert ".claude/settings.json: not valid JSON" in left[("config-invalid", "gate install-hooks --agent claude")]
+
+
+def test_a_project_schema_flag_ends_only_when_handoff_structure_passes_with_it(repo: Path) -> None:
+    """A `config-invalid` flag raised because the project schema (handoff.schema) could not be used is the schema's:
+    a check that loads the configuration but skips handoff-structure, or judges another file, leaves it; a check of
+    the hand-over whose handoff-structure passes with that schema ends it. The two are told apart by what the flag
+    records, not by its text: a schema that is .gate.yaml itself fails with a message naming .gate.yaml."""
+    (repo / ".gate.yaml").write_text("handoff:\n  schema: .gate.yaml\n")  # YAML, so no JSON schema
+    unusable = run_gate(repo, "check")
+    assert unusable.returncode == 3 and unusable.stderr.startswith("gate: .gate.yaml:1: invalid JSON"), unusable.stderr
+    [raised] = flag_records(repo / ".git")
+    assert run_gate(repo, "check", "--skip", "handoff-structure").returncode == 0  # the configuration loads
+    assert [r["id"] for r in flag_records(repo / ".git")] == [raised["id"]]
+    (repo / ".gate.yaml").write_text('{"handoff": {"schema": ".gate.yaml"}}\n')  # JSON: a schema asking nothing
+    (repo / "other.md").write_text((repo / "HANDOFF.md").read_text())
+    assert run_gate(repo, "check", "other.md").returncode == 0  # not the configured hand-over
+    assert [r["id"] for r in flag_records(repo / ".git")] == [raised["id"]]
+    passed = run_gate(repo, "check")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert flag_records(repo / ".git") == []
+    assert [r["id"] for r in flag_records(repo / ".git", "resolved")] == [raised["id"]]
 
 
 def test_a_flag_about_a_file_that_is_gone_is_resolved_by_the_next_brief(repo: Path) -> None:

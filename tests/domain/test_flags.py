@@ -176,6 +176,29 @@ def test_an_event_flag_survives_a_passing_check(repo: Path) -> None:
     assert [r["reason"] for r in flag_records(repo / ".git", "resolved")] == [GATE]
 
 
+def test_an_event_flag_that_says_what_it_is_about_is_resolved_only_by_a_run_that_finds_that_sound(repo: Path) -> None:
+    """`about` (a doctor's reach, a check's configuration or schema): resolve_event with `about` moves only the flags
+    whose `about` is one of those given, raised before the run began; a flag without one (an older flag, or another
+    command's) matches none. Two raises alike but for what they are about are two flags, each settled alone."""
+    found = discover(repo, {})
+    began = time.time_ns()
+    here = flags.raise_flag(found, "doctor", "needs fixing", command="gate doctor", exit_code=1, about={"remote": None})
+    far = flags.raise_flag(found, "doctor", "needs fixing", command="gate doctor --remote origin", exit_code=1,
+                           about={"remote": "origin"})
+    plain = flags.raise_flag(found, "doctor", "needs fixing", command="gate doctor", exit_code=1)
+    assert len({here, far, plain}) == 3
+    assert flags.resolve_event(found, "doctor", command="gate doctor", observed_ns=began, about=[{"remote": None}]) == []
+    ran = time.time_ns()
+    assert flags.resolve_event(found, "doctor", command="gate doctor", observed_ns=ran, about=[{"remote": None}]) == [here]
+    assert flags.resolve_event(found, "doctor", command="gate doctor --remote other", observed_ns=ran,
+                               about=[{"remote": None}, {"remote": "other"}]) == []
+    assert flags.resolve_event(found, "doctor", command="gate doctor --remote origin", observed_ns=ran,
+                               about=[{"remote": None}, {"remote": "origin"}]) == [far]
+    assert [r["id"] for r in flag_records(repo / ".git")] == [plain]
+    assert {r["id"]: r["about"] for r in flag_records(repo / ".git", "resolved")} == {
+        here: {"remote": None}, far: {"remote": "origin"}}
+
+
 def test_the_autofix_flag_is_resolved_when_its_gate_next_passes(repo: Path) -> None:
     _break(repo)
     assert run_gate(repo, "check", "--only", GATE, "--fix").returncode == 1
