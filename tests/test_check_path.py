@@ -223,7 +223,8 @@ def test_git_processes_per_check(repo: Path, tmp_path: Path, git_wrapper: Callab
         # a commit's check: discovery (with HEAD's recent line), diff --cached, and the staged hand-over started
         # beside it (what the commit will record)
         assert _git_calls(repo, log) == 3, log.read_text()
-        assert [line.split(" -c ")[-1].split(" ", 1)[1] for line in log.read_text().splitlines()][1:] == [
+        calls = [line.split(" -c ")[-1].split(" ", 1)[1] for line in log.read_text().splitlines()]
+        assert calls[0].startswith("rev-parse ") and sorted(calls[1:]) == [  # the two run side by side: any order
             "--literal-pathspecs diff --cached --name-status -z --no-renames --no-ext-diff --no-textconv "
             f"{git(repo, 'rev-parse', 'HEAD')} --", "cat-file blob :0:HANDOFF.md"], log.read_text()
     git(repo, "reset", "-q")

@@ -100,11 +100,19 @@ def keyed(gate: str, scope: dict[str, Any] | None) -> dict[str, Any] | None:
     return {key: value for key, value in scope.items() if key != "situation"}
 
 
-def marker(gate: str, worktree: str, scope: dict[str, Any] | None) -> str:
-    """The name of the marker (flags/open/<name>) that says `gate` has a flag open in `worktree` and `scope`."""
-    digest = sha256(jsonio.dumps([worktree, keyed(gate, scope)], sort_keys=True).encode("utf-8",
-                                                                                         "surrogatepass")).hexdigest()
-    return f"{gate}.{digest[:24]}"
+def marker(gate: str, worktree: str, scope: dict[str, Any] | None, digests: dict[bool, str] | None = None) -> str:
+    """The name of the marker (flags/open/<name>) that says `gate` has a flag open in `worktree` and `scope`.
+    `digests`: those made already for this worktree and scope, by whether the gate is keyed by the whole scope
+    (`keyed` gives `scope` itself) or by it without its situation: a check names a marker for each gate, of two."""
+    scoped = keyed(gate, scope)
+    whole = scoped is scope
+    digest = digests.get(whole) if digests is not None else None
+    if digest is None:
+        text = jsonio.dumps([worktree, scoped], sort_keys=True)
+        digest = sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+        if digests is not None:
+            digests[whole] = digest
+    return f"{gate}.{digest}"
 
 
 def open_markers(repo: Repo, gates: list[str], scope: dict[str, Any] | None) -> dict[str, str]:
@@ -113,5 +121,6 @@ def open_markers(repo: Repo, gates: list[str], scope: dict[str, Any] | None) -> 
     from gates.infra import state
 
     folder, worktree = state.layout(repo).flags_open, str(repo.toplevel)
-    named = {gate: marker(gate, worktree, scope) for gate in gates}
+    digests: dict[bool, str] = {}
+    named = {gate: marker(gate, worktree, scope, digests) for gate in gates}
     return {gate: name for gate, name in named.items() if os.path.lexists(os.path.join(folder, name))}
