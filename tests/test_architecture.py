@@ -346,3 +346,24 @@ def test_cli_reaches_main_only_through_its_named_shim() -> None:
     from gates import cli, main
 
     assert cli.main is main.main  # the shim answers what old hooks ask for
+
+
+def _invocation_writes(source: str) -> list[str]:
+    """Where `source` writes a field of the invocation it is given (`run`) or reads one of its private fields."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "run" and (
+                isinstance(node.ctx, (ast.Store, ast.Del)) or node.attr.startswith("_")):
+            found.append(f"line {node.lineno}: run.{node.attr}")
+    return found
+
+
+def test_a_command_reports_through_its_invocations_methods() -> None:
+    """No command writes a field of its invocation, or touches one of its private fields: it reports through the
+    methods (decisions/: a command reports through its invocation's methods, not a return value)."""
+    commands = {name: text for name, text in sources().items()
+                if name.startswith("gates.commands.") and name != "gates.commands.invocation"}
+    assert len(commands) > 10
+    assert {name: found for name, text in commands.items() if (found := _invocation_writes(text))} == {}
+    assert _invocation_writes("def f(run):\n    run.scope = 1\n    run._reasons.append(2)\n") == [
+        "line 2: run.scope", "line 3: run._reasons"]  # the rule can fail
