@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import commit_all, flag_records, git, handoff_text, run_gate
+from conftest import GATE_BIN, commit_all, flag_records, git, handoff_text, run_gate
 from test_confinement import snapshot
 
 from gates.infra import fsio
@@ -215,3 +216,52 @@ def test_a_hand_over_named_like_a_stage_is_judged_as_itself(repo: Path, tmp_path
     proc = run_gate(repo, "check")
     assert proc.returncode == 1 and "[handoff-no-checked-items]" in proc.stdout, proc.stdout
     assert snapshot(tmp_path, [repo / ".git"]) == before
+
+
+def test_the_advice_to_stage_a_hand_over_is_a_command_the_shell_reads_as_one_path(repo: Path) -> None:
+    """A committed `.gate.yaml` names a hand-over whose name holds shell syntax (`;`, `|`, `$(…)`: no control
+    character, so it passes the output cleaning). The last line's advice (`git add PATH`) is what an agent runs as
+    it is: it must stage that one file, never run what the name says."""
+    name = "HANDOFF.md;touch pwned;#"
+    git(repo, "mv", "HANDOFF.md", name)
+    (repo / ".gate.yaml").write_text(f"handoff:\n  path: '{name}'\n")
+    commit_all(repo, "the hand-over under a hostile name")
+    assert run_gate(repo, "stamp").returncode == 0
+    git(repo, "add", "--", name)
+    commit_all(repo, "close-out")
+    with open(repo / name, "a") as handle:
+        handle.write("\n")  # an unstaged edit
+    (repo / "README").write_text("more\n")
+    git(repo, "add", "README")
+    proc = run_gate(repo, "check")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    last = proc.stdout.splitlines()[-1]
+    advice = last.split("(`", 1)[1].split("`", 1)[0]
+    assert advice.startswith("git add "), last
+    subprocess.run(advice, shell=True, cwd=repo, check=True)  # what an agent told to run it does
+    assert not (repo / "pwned").exists()
+    assert git(repo, "diff", "--cached", "--name-only", "--", name) == name
+
+
+def test_a_committed_hand_over_far_over_its_cap_is_not_read_whole_from_the_index(repo: Path) -> None:
+    """A hostile repository commits a hand-over of 128 MiB of one byte (a few hundred KiB in git): a commit of other
+    work reads of the index's copy what its cap allows, as of the work tree's, so the hook's check runs in the
+    memory any check needs; and it says the copy is over its cap, not that it has unstaged changes (the two copies
+    are one)."""
+    import resource
+
+    (repo / "HANDOFF.md").write_bytes((repo / "HANDOFF.md").read_bytes() + b"a" * (128 << 20))
+    commit_all(repo, "a hand-over far over its cap")
+    (repo / "README").write_text("more\n")
+    git(repo, "add", "README")
+
+    def bounded() -> None:  # 160 MiB of address space: a check needs under 48; the blob read whole needs twice 128
+        resource.setrlimit(resource.RLIMIT_AS, (160 << 20, 160 << 20))
+
+    assert GATE_BIN
+    proc = subprocess.run([GATE_BIN, "check"], cwd=repo, capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL, preexec_fn=bounded)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and "MemoryError" not in proc.stderr, proc.stderr
+    size = (repo / "HANDOFF.md").stat().st_size
+    assert f"[handoff-structure] file is {size:,} bytes, over handoff.max_bytes" in proc.stdout, proc.stdout
+    assert "unstaged" not in proc.stdout, proc.stdout

@@ -197,6 +197,66 @@ def test_a_linked_hand_over_is_judged_as_the_index_holds_the_file_it_names(tmp_p
     assert refused.returncode == 1 and "[handoff-no-checked-items]" in refused.stderr, refused.stderr
 
 
+
+def test_a_hand_over_checked_out_with_crlf_has_no_unstaged_changes(tmp_path: Path) -> None:
+    """A project whose .gitattributes checks Markdown out with CRLF (`eol=crlf`, or core.autocrlf on Windows): the
+    index holds the hand-over with LF, the work tree with CRLF, and `git status` is clean. A commit, the close-out's
+    own included, is not told that its hand-over has unstaged changes (`git add` would change nothing)."""
+    repo = _adopted(tmp_path)
+    (repo / ".gitattributes").write_text("*.md text eol=crlf\n")
+    git(repo, "add", ".gitattributes")
+    assert _commit(repo, "attributes", verify=False) == 0
+    (repo / "HANDOFF.md").unlink()
+    git(repo, "checkout", "--", "HANDOFF.md")
+    assert b"\r\n" in (repo / "HANDOFF.md").read_bytes() and git(repo, "status", "--porcelain") == ""
+    assert run_gate(repo, "stamp").returncode == 0
+    git(repo, "add", "HANDOFF.md")
+    closed = _hooked(repo, "close-out")
+    assert closed.returncode == 0 and "unstaged" not in closed.stderr, closed.stderr
+    _work(repo, 1)
+    made = _hooked(repo, "code")
+    assert made.returncode == 0 and git(repo, "status", "--porcelain") == "", made.stderr
+    assert "unstaged" not in made.stderr, made.stderr
+
+
+def test_a_hand_over_only_intended_for_adding_is_not_judged_as_an_empty_file(tmp_path: Path) -> None:
+    """`git add -N HANDOFF.md` (intent to add: `git diff` then shows it) puts an empty entry in the index that no
+    commit records. A commit of code is not refused for an empty hand-over the user never wrote: the index does not
+    hold the hand-over yet, so the work-tree file is judged, as for any hand-over the index lacks."""
+    repo = _adopted(tmp_path)
+    assert _close_out(repo) == 0
+    git(repo, "rm", "-q", "--cached", "HANDOFF.md")
+    assert _commit(repo, "the hand-over leaves the history", verify=False) == 0
+    git(repo, "add", "-N", "HANDOFF.md")
+    assert git(repo, "cat-file", "blob", ":0:HANDOFF.md") == ""  # what the index holds: the empty blob
+    assert run_gate(repo, "stamp").returncode == 0
+    _work(repo, 1)
+    made = _hooked(repo, "code")
+    assert "missing section" not in made.stderr and "no level-1 title" not in made.stderr, made.stderr
+    assert made.returncode == 0, made.stderr
+
+
+
+def test_a_check_during_a_conflict_on_the_hand_over_judges_the_work_tree(tmp_path: Path) -> None:
+    """A merge stops on a conflict in HANDOFF.md (the index holds its stages 1-3, no stage 0; the rest of the merge
+    is staged). `gate check` says what is wrong, the markers in the work-tree file, instead of exiting 3 with "the
+    repository lacks the object" (git's last word there is a `hint:` line) and flagging an io-error."""
+    repo = _adopted(tmp_path)
+    git(repo, "checkout", "-q", "-b", "other")
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text().replace("Ship the parser.", "Ship the lexer."))
+    git(repo, "commit", "-q", "--no-verify", "-am", "other target")
+    git(repo, "checkout", "-q", "main")
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text().replace("Ship the parser.", "Ship the tests."))
+    _work(repo, 1)
+    git(repo, "commit", "-q", "--no-verify", "-am", "main target")
+    merge = subprocess.run(["git", "merge", "-q", "other"], cwd=repo, capture_output=True, text=True)
+    assert merge.returncode != 0 and "U" in git(repo, "status", "--porcelain", "--", "HANDOFF.md"), merge.stdout
+    proc = run_gate(repo, "check")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "[handoff-structure] merge-conflict marker" in proc.stdout and "lacks the object" not in proc.stderr
+    assert "io-error" not in _open(repo)
+
+
 # ---- five sessions through the native hook and the harness hooks, every brief read line by line (issue 27) ---------
 
 TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"

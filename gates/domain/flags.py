@@ -262,9 +262,23 @@ def _load(path: str) -> tuple[dict[str, Any] | None, GateError | None]:
 
 
 def _shaped(record: object) -> bool:
-    """Whether `record` is an object whose counts and times are whole numbers, as the gate computes with them: a
-    forged `"seen_ns": "x"` planted in the folder is no flag (shown as unreadable), never an internal error."""
-    return isinstance(record, dict) and all(type(record.get(key, 0)) is int for key in ("count", "seen_ns", "created_ns"))
+    """Whether `record` is an object whose counts and times are whole numbers, as the gate computes with them, and
+    whose `about`, when it has one, is one of the flag schema's shapes (resolve_event settles by it): a forged
+    `"seen_ns": "x"` or `"about": 5` planted in the folder is no flag (shown as unreadable), never an internal error
+    nor a value passed on."""
+    return (isinstance(record, dict) and all(type(record.get(key, 0)) is int for key in ("count", "seen_ns", "created_ns"))
+            and ("about" not in record or _about_shaped(record["about"])))
+
+
+def _about_shaped(about: object) -> bool:
+    """One of schemas/flag.schema.json's `about`: the configuration, a project schema by its path, a doctor's reach."""
+    if not isinstance(about, dict):
+        return False
+    if about.keys() == {"input"}:
+        return bool(about["input"] == "configuration")
+    if about.keys() == {"input", "path"}:
+        return bool(about["input"] == "handoff.schema") and isinstance(about["path"], str)
+    return about.keys() == {"remote"} and (about["remote"] is None or isinstance(about["remote"], str))
 
 
 def _flag_files(folder: str, reason: str | None = None) -> list[str]:

@@ -514,13 +514,35 @@ def load_handoff(repo: Repo, config: Config, path: str, staged: list[Change] | N
     real, shown, data = read(repo, config, path)
     unstaged = False
     if staged and staged[0].new is None and staged[0].changed():
-        blob = repo.index_blob(below(real, repo.toplevel))  # the file itself, where the configured path is a link
+        cap = config.section("handoff")["max_bytes"]
+        relative = below(real, repo.toplevel)  # the file itself, where the configured path is a link
+        blob = repo.index_blob(relative, cap)  # never read past its cap, as the work tree's is not
+        if blob == b"" and _intended(repo, staged[0], relative):
+            blob = None  # `git add -N`: an entry no commit records; the index does not hold the hand-over yet
         if blob is not None:
-            unstaged = blob != data
-            data = blob if len(blob) <= config.section("handoff")["max_bytes"] else len(blob)
+            indexed = blob if len(blob) <= cap else repo.index_size(relative)
+            unstaged = _differ(indexed, data)
+            data = indexed
     if isinstance(data, int):
         return Loaded(shown, data, None, unstaged)
     return Loaded(shown, len(data), parse(Source.decode(data, shown).lines, shown), unstaged)
+
+
+def _intended(repo: Repo, change: Change, relative: str) -> bool:
+    """Whether the index's empty entry for `relative` is one `git add -N` made (intent to add, which no commit
+    records and `git diff --cached` does not list): not staged as added or changed, and not HEAD's (unchanged)."""
+    listed = {status for status, _ in change.changed(relative)}
+    if listed & {"A", "M", "T"}:
+        return False
+    return "D" in listed or repo.head is None or repo.blob_at(repo.head, relative) is None
+
+
+def _differ(indexed: bytes | int, worktree: bytes | int) -> bool:
+    """Whether the work-tree copy differs from the index's: contents (a size over the cap) compared alike, line
+    ends aside (a checkout with CRLF, `eol=crlf` or core.autocrlf, is not a change: `git status` says none)."""
+    if isinstance(indexed, int) or isinstance(worktree, int):
+        return indexed != worktree  # one over the cap (then they differ), or both: their sizes
+    return indexed != worktree and indexed.replace(b"\r\n", b"\n") != worktree.replace(b"\r\n", b"\n")
 
 
 COMMITTED_CAP = 1 << 20  # what of a committed hand-over is read for one Meta value

@@ -220,12 +220,19 @@ class _Running:
         self.argv, self.pid, self.out_r, self.err_r, self.feed = _spawn(args, cwd, env, stdin)
         _CHILDREN.add(self.pid)
 
-    def wait(self) -> Raw:
+    def wait(self, limit: int | None = None) -> Raw:
+        """The finished call; with `limit`, stdout is read no further than `limit` + 1 bytes: past that git is
+        stopped (its exit code then says nothing) and the answer holds those bytes alone."""
         try:
-            out, err = _drain(self.out_r, self.err_r, self.feed, self.stdin or b"")
+            out, err = _drain(self.out_r, self.err_r, self.feed, self.stdin or b"", limit)
         finally:
             os.close(self.out_r)
             os.close(self.err_r)
+        if limit is not None and len(out) > limit:
+            try:
+                os.kill(self.pid, _signal.SIGKILL)  # a read-only git of our own: nothing of it is left half done
+            except ProcessLookupError:
+                pass
         code = self._reap()
         if code == 128 and not os.path.isdir(self.cwd):
             raise GateError(f"cannot run git: no such directory: {self.cwd}", reason="io-error")
@@ -273,12 +280,15 @@ def _spawn(args: list[str], cwd: str, env: Mapping[str, str],
     return argv, pid, out_r, err_r, feed
 
 
-def _drain(out_fd: int, err_fd: int, in_fd: int | None, data: bytes) -> tuple[bytes, bytes]:
+def _drain(out_fd: int, err_fd: int, in_fd: int | None, data: bytes,
+           limit: int | None = None) -> tuple[bytes, bytes]:
     """Feed `data` to `in_fd` (then close it) and read both outputs to their end, as each is ready: one pipe
-    left alone could fill and stall git."""
+    left alone could fill and stall git. With `limit`, reading stops once stdout holds more than `limit` bytes
+    (its first `limit` + 1 are kept): an answer past a size cap is never held whole."""
     import select
 
     chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
+    taken = 0
     poller = select.poll()
     for fd in chunks:
         poller.register(fd, select.POLLIN)
@@ -294,6 +304,10 @@ def _drain(out_fd: int, err_fd: int, in_fd: int | None, data: bytes) -> tuple[by
                     read = os.read(fd, 1 << 16)
                     if read:
                         chunks[fd].append(read)
+                        if fd == out_fd and limit is not None:
+                            taken += len(read)
+                            if taken > limit:
+                                return b"".join(chunks[out_fd])[: limit + 1], b"".join(chunks[err_fd])
                         continue
                 else:
                     try:
@@ -333,10 +347,11 @@ class Repo:
         """git with `args` in the work tree; the answer of a call `prefetch` started, when it started this one."""
         return Output(self._raw(*args))
 
-    def _raw(self, *args: str) -> Raw:
-        """`git(*args)`'s answer as bytes (a blob is not text)."""
+    def _raw(self, *args: str, limit: int | None = None) -> Raw:
+        """`git(*args)`'s answer as bytes (a blob is not text); with `limit`, its stdout read no further than
+        `limit` + 1 bytes (_Running.wait)."""
         running = self.started.pop(args, None)
-        return running.wait() if running is not None else _run(list(args), self.toplevel, self.env)
+        return (running or _Running(list(args), self.toplevel, self.env)).wait(limit)
 
     def ask(self, *args: str, answers: tuple[int, ...] = (0,)) -> Output:
         """`git(*args)` that answered: exit 0, or another of `answers` (a "no", such as 1 for an unset config key)
@@ -493,10 +508,16 @@ class Repo:
         an object the repository lacks (a partial or damaged clone) is an error."""
         return self._blob(f"{commit}:{path}", f"{excerpt(path)} at {commit[:12]}")
 
-    def index_blob(self, path: str) -> bytes | None:
+    def index_blob(self, path: str, limit: int | None = None) -> bytes | None:
         """The staged content of `path` (the index, or GIT_INDEX_FILE in a hook), or None when it is not staged;
-        a staged blob the repository lacks is an error."""
-        return self._blob(self.index_spec(path), f"the staged {excerpt(path)}")
+        a staged blob the repository lacks is an error. With `limit`, a blob over it is read no further: its first
+        `limit` + 1 bytes stand for it (`index_size` tells its size)."""
+        return self._blob(self.index_spec(path), f"the staged {excerpt(path)}", limit)
+
+    def index_size(self, path: str) -> int:
+        """The size of the staged blob of `path`, unread (one `index_blob` found over its limit)."""
+        proc = self.ask("cat-file", "-s", self.index_spec(path))
+        return int(proc.stdout.strip())
 
     @staticmethod
     def index_spec(path: str) -> str:
@@ -508,13 +529,16 @@ class Repo:
         """The git call that reads the blob `spec`, for `prefetch`."""
         return ("cat-file", "blob", spec)
 
-    def _blob(self, spec: str, shown: str) -> bytes | None:
+    def _blob(self, spec: str, shown: str, limit: int | None = None) -> bytes | None:
         """The blob `spec` names; None when it names no file (no such path, or a folder); GateError when git cannot
-        read it. `bad file` is git's word both for a folder and for a blob it lacks: the type tells them apart."""
-        proc = self._raw(*self.blob_args(spec))
-        if proc.returncode == 0:
+        read it. `bad file` is git's word both for a folder and for a blob it lacks: the type tells them apart.
+        With `limit`, a blob over it is cut to its first `limit` + 1 bytes (git was stopped there)."""
+        proc = self._raw(*self.blob_args(spec), limit=limit)
+        if proc.returncode == 0 or limit is not None and len(proc.stdout) > limit:
             return proc.stdout
-        why = proc.stderr.decode("utf-8", "replace").strip().splitlines() or ["git cat-file failed"]
+        # git's last word, past its advice (`hint: Did you mean ':1:PATH'?` follows "but not at stage 0")
+        why = [line for line in proc.stderr.decode("utf-8", "replace").strip().splitlines()
+               if not line.startswith("hint:")] or ["git cat-file failed"]
         if any(words in why[-1] for words in ("does not exist in", "does not exist (neither", "but not in", "but not at stage")):
             return None  # (LC_ALL=C: git's own words)
         if why[-1].endswith(": bad file"):

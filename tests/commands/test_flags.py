@@ -204,3 +204,28 @@ def test_a_flag_about_a_file_that_is_gone_is_resolved_by_the_next_brief(repo: Pa
     resolved = list((repo / ".git" / "gate" / "flags" / "resolved").glob("*.json"))
     assert len(resolved) == before.count([str(scratch.resolve())]) and all("scratch.md" in p.read_text()
                                                                          for p in resolved)
+
+
+def test_a_flag_the_check_cannot_move_stops_no_check(repo: Path) -> None:
+    """The disk of the state dir is full (RLIMIT_FSIZE stands in for it, in the child only) while the `config-invalid`
+    flag of a since-mended .gate.yaml is open: the check that loads the configuration cannot move the flag to
+    flags/resolved/. It says so and judges as it would have: the commit hook does not refuse a commit its gates pass
+    for the bookkeeping of an old flag, which stays open for a later check."""
+    import resource
+
+    (repo / ".gate.yaml").write_text("handoff: [\n")
+    assert run_gate(repo, "check").returncode == 3
+    (repo / ".gate.yaml").unlink()
+    [raised] = flag_records(repo / ".git")
+
+    def full() -> None:  # any file write past 300 bytes fails with EFBIG: a flag moved to flags/resolved/ is more
+        resource.setrlimit(resource.RLIMIT_FSIZE, (300, 300))
+
+    assert GATE_BIN
+    proc = subprocess.run([GATE_BIN, "check"], cwd=repo, capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL, preexec_fn=full)
+    assert proc.returncode == 0 and proc.stdout.startswith("gate check: passed"), proc.stdout + proc.stderr
+    assert "gate: could not resolve flags: cannot write" in proc.stderr and "Traceback" not in proc.stderr
+    assert [r["id"] for r in flag_records(repo / ".git")] == [raised["id"]]
+    assert run_gate(repo, "check").returncode == 0  # the disk has room again: the flag ends
+    assert flag_records(repo / ".git") == []

@@ -321,6 +321,33 @@ def test_a_forged_flag_with_a_number_that_is_none_is_shown_unreadable_not_a_cras
     assert path.read_bytes() == before
 
 
+
+@pytest.mark.parametrize("about", ["configuration", 5, [], [{"input": "configuration"}], {"remote": 7},
+                                   {"input": "configuration", "path": "x" * 100_000}, {"input": "handoff.schema"},
+                                   {"input": "handoff.schema", "path": ["HANDOFF.schema.json"]}, {"input": None}])
+def test_a_forged_flag_whose_about_the_schema_refuses_is_shown_unreadable(repo: Path, about: object) -> None:
+    """A flag planted in the folder whose `about` is none of the flag schema's three shapes (a configuration, a
+    project schema, a doctor's reach): no command that meets it crashes, none resolves it, `gate flags` lists it as
+    an unreadable flag to inspect (as a forged count is) rather than passing the forged value on, and the file is
+    left as it is."""
+    folder = repo / ".git" / "gate" / "flags"
+    folder.mkdir(parents=True)
+    forged = {"id": "20261206T050243Z-config-invalid-0000abcd", "reason": "config-invalid", "message": "m",
+              "created_ns": 1, "count": 1, "worktree": str(repo), "command": "gate check", "gate": None, "scope": None,
+              "seen_ns": 1, "about": about}
+    path = folder / f"{forged['id']}.json"
+    path.write_text(json.dumps(forged))
+    before = path.read_bytes()
+    for args in (["check"], ["brief"], ["doctor"], ["flags"], ["flags", "--format", "json"]):
+        proc = run_gate(repo, *args)
+        assert proc.returncode in (0, 1) and "internal error" not in proc.stdout + proc.stderr, (args, proc.stderr)
+    listed = run_gate(repo, "flags").stdout
+    assert f"{forged['id']} [unreadable-flag]" in listed, listed
+    [shown] = [f for f in json.loads(run_gate(repo, "flags", "--format", "json").stdout)["flags"] if f["id"] == forged["id"]]
+    assert shown["reason"] == "unreadable-flag" and "about" not in shown, shown
+    assert path.read_bytes() == before
+
+
 NAME = re.compile(r"^\d{8}T\d{6}Z-[a-z][a-z+-]*-[0-9a-f]{8}\.json$")
 
 
