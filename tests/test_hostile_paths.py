@@ -265,3 +265,33 @@ def test_a_committed_hand_over_far_over_its_cap_is_not_read_whole_from_the_index
     size = (repo / "HANDOFF.md").stat().st_size
     assert f"[handoff-structure] file is {size:,} bytes, over handoff.max_bytes" in proc.stdout, proc.stdout
     assert "unstaged" not in proc.stdout, proc.stdout
+
+
+def _advised(text: str, start: str) -> list[str]:
+    """Every command in backticks in `text` that begins with `start`."""
+    return [part for part in text.split("`")[1::2] if part.startswith(start)]
+
+
+@pytest.mark.parametrize("where", ["handoff-fresh", "closeout"])
+def test_every_git_add_advice_names_a_hostile_hand_over_as_one_path(repo: Path, where: str) -> None:
+    """The same hostile name in the other places that advise `git add PATH`: handoff-fresh's "bring it up to date"
+    and the stop hook's close-out steps. Run as printed, each stages that one file and runs nothing it names."""
+    name = "HANDOFF.md;touch pwned;#"
+    git(repo, "mv", "HANDOFF.md", name)
+    (repo / ".gate.yaml").write_text(f"handoff:\n  path: '{name}'\nfresh:\n  max_behind: 0\n")
+    commit_all(repo, "the hand-over under a hostile name")
+    (repo / "README").write_text("more\n")
+    commit_all(repo, "work the hand-over does not describe")
+    if where == "handoff-fresh":
+        proc = run_gate(repo, "check", "--only", "handoff-fresh")
+        assert proc.returncode == 1, proc.stdout
+    else:
+        proc = run_gate(repo, "closeout", "--format", "text")
+        assert proc.returncode == 1, proc.stdout
+    advice = [command.split(" && ")[0] for command in _advised(proc.stdout, "git add ")]
+    assert advice, proc.stdout
+    assert run_gate(repo, "stamp").returncode == 0
+    for command in advice:
+        subprocess.run(command, shell=True, cwd=repo, check=True)  # what an agent told to run it does
+    assert not (repo / "pwned").exists()
+    assert git(repo, "diff", "--cached", "--name-only", "--", name) == name

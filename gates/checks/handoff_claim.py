@@ -19,6 +19,7 @@ from gates.checks.context import Context
 from gates.infra import fsio, state
 from gates.infra.clock import datetime
 from gates.infra.findings import WARNING, Finding
+from gates.infra.text import shell_path
 
 ID = "handoff-claim"
 
@@ -97,7 +98,7 @@ def _other_holder(ctx: Context, state_rel: str, record: dict[str, object], requi
     holder = claims.describe(record)
     if live:
         return [Finding(state_rel, 1, ID, f"{state_rel} is claimed by {holder} — leave it to that session: unstage it "
-                        f"(`git restore --staged {state_rel}`) and fold your notes into a later session, or, if that "
+                        f"(`git restore --staged {shell_path(state_rel)}`) and fold your notes into a later session, or, if that "
                         "session is gone, `gate release --force --reason TEXT`")]
     found = [Finding(state_rel, 1, ID, f"the claim on {state_rel} by {holder} is abandoned ({why}): "
                      "`gate claim` takes it over", WARNING)]

@@ -18,6 +18,7 @@ from gates.domain.handoff import Loaded
 from gates.infra.clock import datetime
 from gates.infra.errors import GateError
 from gates.infra.findings import WARNING, Finding
+from gates.infra.text import shell_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -121,7 +122,7 @@ def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: dict[str, Any]
         made = " once this commit is made" if pending is not None else ""
         yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is {found.behind} commits behind HEAD{made}, more "
                       f"than fresh.max_behind ({fresh['max_behind']}): sessions committed without updating the "
-                      f"hand-over — bring it up to date, then `gate stamp` and commit it (`git add {shown}`)")
+                      f"hand-over — bring it up to date, then `gate stamp` and commit it (`git add {shell_path(shown)}`)")
     if found.kind != "unborn" and not ctx.range_spec and ctx.staged(shown) and found.commit != ctx.repo.head:
         assert ctx.repo.head is not None
         yield Finding(shown, ref.line, ID, f"this commit changes {shown}, so its Meta ref must be HEAD "

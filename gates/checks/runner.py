@@ -14,6 +14,7 @@ from gates.infra.config import Config
 from gates.infra.errors import USAGE, GateError
 from gates.infra.findings import ENVIRONMENT, ERROR, WARNING, CheckResult, Finding
 from gates.infra.git import Repo
+from gates.infra.text import shell_quote
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ def environment(repo: Repo, config: Config, changed: list[list[tuple[str, str]]]
     committed = sorted({path for pairs in changed for path in leftovers.staged(pairs)})
     for path in committed:
         out.append(Finding(path, 1, ENVIRONMENT, f"{path} is a temp file a killed writer left, not content: "
-                           f"`git rm --cached -- {path}`, then `gate doctor --fix` moves it to lost+found", ERROR))
+                           f"`git rm --cached -- {shell_quote(path)}`, then `gate doctor --fix` moves it to lost+found", ERROR))
     for item in leftovers.in_work_tree(repo, config, paths):
         if item.shown not in committed:
             out.append(Finding(item.shown, 1, ENVIRONMENT, f"{item.shown} is a temp file a killed writer left: "

@@ -19,7 +19,7 @@ from gates.infra.console import say
 from gates.infra.digest import sha256
 from gates.infra.errors import OK, VIOLATION, GateError
 from gates.infra.git import GitFailed, Repo
-from gates.infra.text import excerpt, shell_quote
+from gates.infra.text import excerpt, shell_path, shell_quote
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -106,10 +106,10 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
     mine = [code for code, name in work.paths if _is_handoff(name, path)]
     how = (f"{path} is not committed yet" if mine == ["??"] else f"{path} has uncommitted changes") if mine else ""
     if changed or untracked or work.ref is None or (found is not None and found.kind in ("behind", "elsewhere")):
-        steps.append(f"Close out: `gate stamp`, then `git add {path} && git commit -m \"close-out: …\"`"
+        steps.append(f"Close out: `gate stamp`, then `git add {shell_path(path)} && git commit -m \"close-out: …\"`"
                      + (f" ({how}: that commit takes them)." if mine else "."))
     elif mine:
-        steps.append(f"Commit the hand-over: `git add {path} && git commit -m \"close-out: …\"` ({how}).")
+        steps.append(f"Commit the hand-over: `git add {shell_path(path)} && git commit -m \"close-out: …\"` ({how}).")
     if mine:
         summary.append("the hand-over has uncommitted changes")
     if work.status_error is not None:  # a failed question is never "nothing uncommitted": the stop is blocked

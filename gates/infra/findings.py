@@ -71,24 +71,18 @@ class CheckResult:
 _AS = {"commit": " as this commit will record it", "work tree": " in the work tree", "push": " at push"}
 
 
-def _shell_path(shown: str) -> str:
-    """`shown` as one word of the command the line advises, which a person or an agent runs as it is: quoted for the
-    shell (a committed configuration may name `HANDOFF.md;curl …|sh`), after `--` when it begins with `-`."""
-    from gates.infra.text import shell_quote
-
-    return ("-- " if shown.startswith("-") else "") + shell_quote(shown)
-
-
 def summary(result: CheckResult) -> str:
     """The one last line: the verdict, and what was judged: the files, in which situation, and the gates that had
     nothing to judge."""
+    from gates.infra.text import shell_path
+
     where = ", ".join(result.files) + _AS.get(str(result.situation), "")
     if result.range is not None:
         spec, count = result.range
         where += f" and {count} commit{'s' if count != 1 else ''} of {spec}"
     where += "".join(f"; {gate} judged nothing: {why}" for gate, why in result.unjudged.items())
     where += "".join(f"; the unstaged changes to {shown} are not in this commit and were not judged (`git add "
-                     f"{_shell_path(shown)}` to commit them)" for shown in result.unstaged)
+                     f"{shell_path(shown)}` to commit them)" for shown in result.unstaged)
     gates = f"{len(result.gates)} gate{'s' if len(result.gates) != 1 else ''}"
     if result.fixed and not any(f.severity == ERROR for f in result.findings):
         count = len(result.fixed)

@@ -146,5 +146,12 @@ def shell_quote(word: str) -> str:
     return "'" + word.replace("'", "'\"'\"'") + "'"
 
 
+def shell_path(path: str) -> str:
+    """`path` as the one path argument of a git command a message advises, which a person or an agent runs as it
+    is: quoted for the shell (a committed configuration may name `HANDOFF.md;curl …|sh`), after `--` when it
+    begins with `-` (else git would read it as an option)."""
+    return ("-- " if path.startswith("-") else "") + shell_quote(path)
+
+
 def shell_join(words: list[str]) -> str:
     return " ".join(shell_quote(word) for word in words)
