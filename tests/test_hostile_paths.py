@@ -236,8 +236,7 @@ def test_the_advice_to_stage_a_hand_over_is_a_command_the_shell_reads_as_one_pat
     proc = run_gate(repo, "check")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     last = proc.stdout.splitlines()[-1]
-    advice = last.split("(`", 1)[1].split("`", 1)[0]
-    assert advice.startswith("git add "), last
+    [advice] = _advised(last, "git add ")
     subprocess.run(advice, shell=True, cwd=repo, check=True)  # what an agent told to run it does
     assert not (repo / "pwned").exists()
     assert git(repo, "diff", "--cached", "--name-only", "--", name) == name

@@ -143,8 +143,8 @@ def test_a_stamp_left_unstaged_passes_no_commit_that_ci_refuses(tmp_path: Path) 
     refused = _hooked(repo, "work 3")
     assert refused.returncode == 1 and git(repo, "rev-parse", "HEAD") == head, refused.stderr
     assert f"Meta ref {ref} is 4 commits behind HEAD once this commit is made" in refused.stderr
-    assert "the unstaged changes to HANDOFF.md are not in this commit and were not judged (`git add HANDOFF.md` " \
-           "to commit them)" in refused.stderr
+    assert "the unstaged changes to HANDOFF.md are not in this commit and were not judged (to commit them: " \
+           "`gate stamp`, then `git add HANDOFF.md`)" in refused.stderr
     assert (repo / "HANDOFF.md").read_bytes() == stamped  # the work tree is left as it was
     assert _commit(repo, "work 3", verify=False) == 0  # past the hook: CI refuses the very same commit
     clone = tmp_path / "ci"  # what CI checks out: the commits, no work tree of ours
@@ -174,6 +174,16 @@ def test_an_unfinished_edit_left_unstaged_does_not_stop_a_commit_of_other_work(t
     prompt = run_gate(repo, "check")  # nothing staged: the work tree is what a check at the prompt judges
     assert prompt.returncode == 1 and "[handoff-no-checked-items]" in prompt.stdout
     assert "in the work tree" in prompt.stdout.splitlines()[-1] and "unstaged" not in prompt.stdout
+    # a sound note left unstaged: the commit of code says how to commit it too, and that advice works as printed
+    (repo / "HANDOFF.md").write_text(committed.replace("## Open Threads\n", "## Open Threads\n- [ ] the parser next\n"))
+    _work(repo, 2)
+    made = _hooked(repo, "more code")
+    assert made.returncode == 0, made.stderr
+    advice = made.stderr.split("(to commit them: ", 1)[1].split(")", 1)[0]
+    assert advice == "`gate stamp`, then `git add HANDOFF.md`"
+    assert run_gate(repo, "stamp").returncode == 0
+    git(repo, "add", "HANDOFF.md")
+    assert _hooked(repo, "the notes, as advised").returncode == 0
 
 
 def test_a_linked_hand_over_is_judged_as_the_index_holds_the_file_it_names(tmp_path: Path) -> None:

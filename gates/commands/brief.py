@@ -64,8 +64,13 @@ def _brief(run: Invocation, fmt: str, hook: harness.HookInput, session: str | No
         repo = run.repo()
         config = run.config()
     except GateError as exc:
-        if fmt not in harness.HOOK_START_FORMATS:
-            sys.stdout.write(f"# Session brief\n\nThe gate cannot run here: {exc.render()}\n")
+        said = f"The gate cannot run here: {exc.render()}"
+        if fmt == "json":  # still a document of the json format, saying why it holds no brief
+            document = {"version": 1, "first_line": said, "sections": [], "text": f"# Session brief\n\n{said}\n",
+                        "error": exc.render()}
+            sys.stdout.write(jsonio.dumps(clean_tree(document), indent=2, ensure_ascii=False) + "\n")
+        elif fmt not in harness.HOOK_START_FORMATS:
+            sys.stdout.write(f"# Session brief\n\n{said}\n")
         raise
     now = clock.now()
     try:  # a later brief of a running harness session (a compaction, a resume): its start and its own commits

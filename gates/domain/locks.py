@@ -31,6 +31,16 @@ KNOWN_TOP = frozenset({
     "index.lock", "HEAD.lock", "ORIG_HEAD.lock", "FETCH_HEAD.lock", "MERGE_HEAD.lock", "CHERRY_PICK_HEAD.lock",
     "REVERT_HEAD.lock", "AUTO_MERGE.lock", "config.lock", "config.worktree.lock", "packed-refs.lock", "shallow.lock",
 })
+NEXT_INDEX = ("next-index-", ".lock")  # + a pid: `git commit -- PATH`'s index of the commit it makes
+
+
+def known_name(name: str) -> bool:
+    """Whether `name` is a lock git is known to leave at the top of a git dir (KNOWN_TOP, or a partial commit's
+    `next-index-<pid>.lock`)."""
+    head, tail = NEXT_INDEX
+    return name in KNOWN_TOP or name.startswith(head) and name.endswith(tail) and name[len(head):-len(tail)].isdecimal()
+
+
 _PID_LINE = Pattern(r"^pid (\d{1,10})\s*$")
 _GITDIR_CAP = 1 << 16  # a worktree's `gitdir` holds one path
 _GONE = "gone: moved or released by someone else"
@@ -93,7 +103,7 @@ def _eligible(lock: Lock) -> bool:
         problem = f"owned by another user (uid {info.st_uid})"
     elif lock.companion:
         problem = "a ~pid.lock companion: evidence about its lock, never moved on its own"
-    elif not lock.shown.startswith("refs/") and os.path.basename(lock.path) not in KNOWN_TOP:
+    elif not lock.shown.startswith("refs/") and not known_name(os.path.basename(lock.path)):
         problem = "not a lock name git is known to leave"
     if problem:
         lock.verdict, lock.reason = INELIGIBLE, problem

@@ -81,8 +81,8 @@ def summary(result: CheckResult) -> str:
         spec, count = result.range
         where += f" and {count} commit{'s' if count != 1 else ''} of {spec}"
     where += "".join(f"; {gate} judged nothing: {why}" for gate, why in result.unjudged.items())
-    where += "".join(f"; the unstaged changes to {shown} are not in this commit and were not judged (`git add "
-                     f"{shell_path(shown)}` to commit them)" for shown in result.unstaged)
+    where += "".join(f"; the unstaged changes to {shown} are not in this commit and were not judged (to commit them: "
+                     f"`gate stamp`, then `git add {shell_path(shown)}`)" for shown in result.unstaged)
     gates = f"{len(result.gates)} gate{'s' if len(result.gates) != 1 else ''}"
     if result.fixed and not any(f.severity == ERROR for f in result.findings):
         count = len(result.fixed)

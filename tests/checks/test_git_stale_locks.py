@@ -115,3 +115,19 @@ def test_a_fifo_planted_as_the_clock_probe_is_refused_not_waited_on(repo: Path) 
     assert "Traceback" not in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
     assert (repo / ".git" / "index.lock").exists()  # nothing moved on a judgement that could not be made
     assert sorted(p.name for p in (repo / ".git").iterdir()) == before
+
+
+def test_a_partial_commit_is_not_warned_of_its_own_index(repo: Path) -> None:
+    """`git commit -- PATH` makes its commit's index in `next-index-<pid>.lock` and runs the hook while it holds it:
+    that is git's own lock, young, so fresh, and the commit says nothing of it (it was "not a lock name git is
+    known to leave", a warning on every such commit)."""
+    assert run_gate(repo, "install-hooks").returncode == 0
+    (repo / "README").write_text("changed\n")
+    proc = subprocess.run(["git", "commit", "-q", "-m", "one path", "--", "README"], cwd=repo, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "git-stale-locks" not in proc.stderr and "next-index" not in proc.stderr, proc.stderr
+    from gates.domain.locks import known_name
+
+    assert known_name("next-index-4242.lock") and not known_name("next-index-.lock")
+    assert not known_name("next-index-x1.lock") and not known_name("next-index-1.lock.bak")

@@ -289,3 +289,18 @@ def test_a_stale_lock_in_the_brief_names_the_command_that_moves_it(repo: Path, c
     [line] = [line for line in out.splitlines() if line.startswith("Git lock index.lock:")]
     assert code == 0 and line.startswith("Git lock index.lock: stale"), line
     assert line.endswith("`gate locks --quarantine` moves it aside (kept as evidence in lost+found)"), line
+
+
+def test_a_brief_that_cannot_use_the_configuration_says_why_in_its_own_format(repo: Path) -> None:
+    """An invalid `.gate.yaml`: the text brief says why and exits 3; `--format json` is still a JSON document (it
+    printed the text brief's Markdown before), with the reason as its `error`; a harness format exits 0."""
+    (repo / ".gate.yaml").write_text("handoff:\n  max_lines: [\n")
+    text = run_gate(repo, "brief")
+    assert text.returncode == 3 and text.stdout.startswith("# Session brief\n\nThe gate cannot run here: .gate.yaml:")
+    document = run_gate(repo, "brief", "--format", "json")
+    assert document.returncode == 3
+    parsed = json.loads(document.stdout)
+    assert parsed["error"].startswith(".gate.yaml:") and parsed["sections"] == [] and parsed["version"] == 1
+    assert parsed["first_line"] == f"The gate cannot run here: {parsed['error']}"
+    hook = run_gate(repo, "brief", "--format", "claude")  # its stdin: nothing (the input is optional)
+    assert hook.returncode == 0 and "cannot run here" in json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]

@@ -85,8 +85,8 @@ def test_a_claim_denial_stays_while_the_claim_is_held_and_ends_when_it_is_releas
     assert unrelated.stdout.splitlines()[-1] == ("gate check: passed (9 gates on HANDOFF.md as this commit will "
                                                  "record it; handoff-claim judged nothing: this commit leaves "
                                                  "HANDOFF.md alone; the unstaged changes to HANDOFF.md are not in "
-                                                 "this commit and were not judged (`git add HANDOFF.md` to commit "
-                                                 "them))")
+                                                 "this commit and were not judged (to commit them: `gate stamp`, "
+                                                 "then `git add HANDOFF.md`))")
     assert _open(main) == [("claim-denied", None)]
     assert run_gate(other, "release").returncode == 0
     after = run_gate(main, "check")  # a commit of the state file would pass now: the denial's cause is gone
