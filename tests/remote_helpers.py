@@ -12,7 +12,7 @@ import threading
 import time
 import urllib.parse
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 from conftest import commit_all, git, handoff_text, init_repo
@@ -132,6 +132,9 @@ class _Bridge(http.server.BaseHTTPRequestHandler):
         self._cgi()
 
     def do_POST(self) -> None:
+        if self.path.partition("?")[0].endswith("/git-receive-pack") and self.server.receive_pack is not None:
+            self.server.receive_pack(self)  # a push: as the test's server policy answers it
+            return
         self._cgi()
 
     def log_message(self, format: str, *args: object) -> None:
@@ -150,7 +153,9 @@ class _Bridge(http.server.BaseHTTPRequestHandler):
                 self.rfile.readline()
         return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
-    def _cgi(self) -> None:
+    def _cgi(self, answer: bool = True) -> None:
+        """Run the request through git-http-backend; with `answer` False its answer is dropped (the caller sends
+        another)."""
         path, _, query = self.path.partition("?")
         body = self._body() if self.command == "POST" else b""
         env = {
@@ -186,6 +191,8 @@ class _Bridge(http.server.BaseHTTPRequestHandler):
                 headers.append((name.strip(), value.strip()))
         if proc.stderr:
             self.server.log.append(proc.stderr.decode("utf-8", "replace"))
+        if not answer:
+            return
         self.send_response(status)
         for name, value in headers:
             self.send_header(name, value)
@@ -201,6 +208,7 @@ class _BridgeServer(http.server.ThreadingHTTPServer):
 
     def __init__(self, root: Path, backend: str) -> None:
         self.root, self.backend, self.log = root, backend, list[str]()
+        self.receive_pack: Callable[[_Bridge], None] | None = None  # how a push is answered (None: git's answer)
         super().__init__(("127.0.0.1", 0), _Bridge)
 
 
@@ -219,10 +227,71 @@ class HttpServer:
     def url(self, name: str) -> str:
         return f"http://127.0.0.1:{self.port}/{name}"
 
+    def answer_pushes(self, policy: Callable[[_Bridge], None] | None) -> None:
+        """From now on every push (a POST to git-receive-pack; the GET of its advertisement is served as ever) is
+        answered by `policy` (refused_with, cut_off, answer_lost, reported, moved_first); None: by git again."""
+        self.server.receive_pack = policy
+
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=10)
+
+
+# -- How a smart-HTTP server may answer a push other than by applying it: the whole push refused, no per-ref answer. --
+
+def refused_with(status: int) -> Callable[[_Bridge], None]:
+    """The POST answered with this HTTP status (a proxy's 403, a server's 500): receive-pack never runs."""
+
+    def answer(bridge: _Bridge) -> None:
+        bridge._body()
+        bridge.send_error(status, "refused by the test server")
+
+    return answer
+
+
+def cut_off(bridge: _Bridge) -> None:
+    """The connection closed with no answer at all: receive-pack never runs."""
+    bridge._body()
+    bridge.close_connection = True
+    bridge.connection.shutdown(socket.SHUT_RDWR)
+
+
+def answer_lost(bridge: _Bridge) -> None:
+    """receive-pack runs (the push is applied), then its answer is lost: a 500 is sent instead."""
+    bridge._cgi(answer=False)
+    bridge.send_error(500, "the answer was lost")
+
+
+def reported(lines: list[bytes]) -> Callable[[_Bridge], None]:
+    """receive-pack never runs; the answer is a report-status of these lines (`unpack …`, `ng <ref> <reason>`),
+    as any server may send it: what git prints from it is remote text."""
+
+    def pkt(data: bytes) -> bytes:
+        return b"%04x" % (len(data) + 4) + data
+
+    def answer(bridge: _Bridge) -> None:
+        bridge._body()
+        inner = b"".join(pkt(line + b"\n") for line in lines) + b"0000"
+        body = b"".join(pkt(b"\x01" + inner[at:at + 65000]) for at in range(0, len(inner), 65000)) + b"0000"
+        bridge.send_response(200)
+        bridge.send_header("Content-Type", "application/x-git-receive-pack-result")
+        bridge.send_header("Content-Length", str(len(body)))
+        bridge.end_headers()
+        bridge.wfile.write(body)
+
+    return answer
+
+
+def moved_first(change: Callable[[], None]) -> Callable[[_Bridge], None]:
+    """`change` runs on the server (another clone's push, say) between the advertisement and receive-pack's lock:
+    the compare-and-swap is lost at the server, not judged stale by the client."""
+
+    def answer(bridge: _Bridge) -> None:
+        change()
+        bridge._cgi()
+
+    return answer
 
 
 @pytest.fixture

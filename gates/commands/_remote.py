@@ -62,6 +62,10 @@ def claim(args: argparse.Namespace, run: Invocation, name: str | None, state_rel
     try:
         target = _connect(run, name)
         outcome = remote.acquire(target, state_rel, who, ttl, note, now)
+    except gitnet.Unwritten as exc:  # read, but not written: no lost race, and nothing was taken or renewed
+        raise GateError(f"{exc.message} — nothing was taken or renewed, there or in this clone; "
+                        "a remote that cannot be written is a denial, as an unreachable one is; `gate claim "
+                        "--offline` takes a local claim marked unverified", reason="remote-unreachable") from None
     except gitnet.Unreachable as exc:
         raise GateError(f"remote {name!r} cannot be reached ({exc.message}): the claim on {state_rel} was not "
                         "taken — an unreachable remote is a denial; `gate claim --offline` takes a local claim "
@@ -146,8 +150,9 @@ def release(args: argparse.Namespace, run: Invocation, name: str, state_rel: str
     except gitnet.Unreachable as exc:
         for line in said:
             print(line)
-        raise GateError(f"remote {name!r} cannot be reached ({exc.message}): its claim on {state_rel} is still "
-                        "there until its TTL runs out — run `gate release` again", reason="remote-unreachable") from None
+        what = exc.message if isinstance(exc, gitnet.Unwritten) else f"remote {name!r} cannot be reached ({exc.message})"
+        raise GateError(f"{what} — its claim on {state_rel} is still there until its TTL runs out: run `gate release` "
+                        "again once it can be written", reason="remote-unreachable") from None
     if outcome.kind == "released":
         assert outcome.record is not None
         remote.remember(repo, key, name, who, None, None)

@@ -191,16 +191,47 @@ def hidden_message(remote: Remote, ref: str, how: str) -> str:
             "`gate doctor --remote` checks)")
 
 
-def _push(remote: Remote, updates: list[tuple[str, str | None, str | None]], must_answer: bool = True) -> bool:
-    """Compare-and-swap `updates` (gitnet.push_refs): whether every ref moved. A ref receive-pack refuses because it
-    hides it (transfer.hideRefs) raises Hidden; a remote that gives no answer raises Unreachable if `must_answer`."""
+def push(remote: Remote, updates: list[tuple[str, str | None, str | None]], doing: str) -> bool:
+    """Compare-and-swap `updates` (gitnet.push_refs): True when every ref moved, False when the swap was lost to a
+    change made since the read (the caller reads again). `doing` names the push in a message ("the push renewing
+    the claim on HANDOFF.md"). What is no lost race is never returned as one: a ref receive-pack refuses because it
+    hides it raises Hidden; a ref it refuses for another reason (a hook, an unpacker error) raises gitnet.Unwritten;
+    a push it gave no answer for is judged by the remote's refs read again: applied (True), as they were read
+    (gitnet.Unwritten), moved by another (False), or not readable (gitnet.Unreachable)."""
     result = gitnet.push_refs(remote.work, remote.url, updates)
+    if result.ok:
+        return True
     for ref, status in result.status.items():
         if "hidden ref" in status:
             raise Hidden(hidden_message(remote, ref, f"it refuses to update it ({status.lstrip('! ')})"))
-    if must_answer and not result.reached:
-        raise gitnet.Unreachable(f"git push {remote.url}: {result.message}")
-    return result.ok
+    if result.refused:
+        raise gitnet.Unwritten(f"remote {remote.name} could not be written: it refused {doing} "
+                               f"({_answers(result.refused)}); git said: {result.message}")
+    if result.reached:
+        return False  # each ref answered, and each refusal was a lease lost: another clone moved it since the read
+    try:
+        now = gitnet.ls_remote(remote.work, remote.url, [ref for ref, _, _ in updates])
+    except gitnet.Unreachable as exc:
+        raise gitnet.Unreachable(f"{doing} got no answer ({result.message}) and whether remote {remote.name} applied "
+                                 f"it cannot be told ({exc.message}); if it did, `gate release` gives it back") from None
+    if all(now.get(ref) == new for ref, new, _ in updates):
+        return True  # applied: only its answer was lost
+    if all(now.get(ref) == expected for ref, _, expected in updates):
+        answered = _answers({ref: status for ref, status in result.status.items() if status.startswith("!")})
+        raise gitnet.Unwritten(f"remote {remote.name} could not be written: it gave no answer to {doing}"
+                               f"{f' ({answered})' if answered else ''} and still holds what was read; git said: "
+                               f"{result.message}")
+    return False  # moved by another since the read: read again
+
+
+def _answers(status: dict[str, str]) -> str:
+    """`ref summary; …` of git's (cleaned, cut) porcelain status for each ref."""
+    return "; ".join(f"{ref} {said.lstrip('! ')}" for ref, said in status.items())
+
+
+def lost_leases(remote: Remote) -> str:
+    return (f"remote {remote.name} refused {ATTEMPTS} pushes in a row as leases lost (the ref moved by another clone "
+            "after each read, or so the remote says): try again")
 
 
 def is_holder(record: dict[str, Any], who: Me) -> bool:
@@ -286,7 +317,7 @@ def acquire(remote: Remote, state_rel: str, who: Me, ttl: timedelta | None, note
             record = _record(key, state_rel, who, keep_ttl, note if note is not None else current.get("note"), now,
                              int(current["fence"]), token=current.get("token"), since=current.get("since"))
             oid = _commit(remote, record, now)
-            if _push(remote, [(f"{CLAIMS}/{key}", oid, seen.oid)], must_answer=False):
+            if push(remote, [(f"{CLAIMS}/{key}", oid, seen.oid)], f"the push renewing the claim on {state_rel}"):
                 return Outcome("renewed", record, oid=oid)
             continue
         why = ""
@@ -301,13 +332,17 @@ def acquire(remote: Remote, state_rel: str, who: Me, ttl: timedelta | None, note
                             "holder of an older fence can still push", code=VIOLATION, reason="claim-denied")
         record = _record(key, state_rel, who, ttl, note, now, seen.fence + 1)
         oid = _commit(remote, record, now)
-        if _push(remote, [(f"{CLAIMS}/{key}", oid, seen.oid), (f"{FENCES}/{key}", oid, seen.fence_oid)]):
+        doing = f"the push {'taking over' if current else 'taking'} the claim on {state_rel} and its fence"
+        if push(remote, [(f"{CLAIMS}/{key}", oid, seen.oid), (f"{FENCES}/{key}", oid, seen.fence_oid)], doing):
             return Outcome("taken-over" if current else "granted", record, previous=current, why=why, oid=oid)
     after = read(remote, key)
-    if after.record is not None:
+    if after.record is not None and not is_holder(after.record, who):
         return Outcome("denied", after.record, why="another clone won the race")
-    raise GateError(f"the remote claim on {state_rel} kept changing under {ATTEMPTS} attempts: try again",
-                    reason="claim-denied")
+    if after.record is not None:  # this clone's own claim, as read each time: no other clone moved it
+        raise gitnet.Unwritten(f"remote {remote.name} could not be written: it refused the push renewing the claim on "
+                               f"{state_rel} {ATTEMPTS} times in the words of a lost lease, yet holds this clone's "
+                               "claim as it was read")
+    raise GateError(f"the remote claim on {state_rel} was not taken: {lost_leases(remote)}", reason="claim-denied")
 
 
 def release(remote: Remote, state_rel: str, who: Me, force_reason: str | None = None) -> Outcome:
@@ -322,10 +357,10 @@ def release(remote: Remote, state_rel: str, who: Me, force_reason: str | None = 
             raise unreadable(seen.problem, "nothing was released", "release-denied")
         if not mine and force_reason is None:
             return Outcome("not-holder", seen.record)
-        if _push(remote, [(f"{CLAIMS}/{key}", None, seen.oid)]):
+        doing = f"the push {'releasing' if mine else 'breaking'} the claim on {state_rel}"
+        if push(remote, [(f"{CLAIMS}/{key}", None, seen.oid)], doing):
             return Outcome("released" if mine else "broken", seen.record, why=force_reason or "", oid=seen.oid)
-    raise GateError(f"the remote claim on {state_rel} kept changing under {ATTEMPTS} attempts: try again",
-                    reason="release-denied")
+    raise GateError(f"the remote claim on {state_rel} was not released: {lost_leases(remote)}", reason="release-denied")
 
 
 def unreadable(problem: str, what: str, reason: str) -> GateError:

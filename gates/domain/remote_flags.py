@@ -49,12 +49,9 @@ def push(repo: Repo, config: Config, name: str, now: datetime) -> tuple[int, str
             gitnet.fetch_objects(target.work, target.url, [current])
         oid = gitnet.make_commit(target.work, {FILE: body}, f"gate flags: {len(payload['flags'])} open", parent=current,
                               when=int(now.timestamp()))
-        result = gitnet.push_refs(target.work, target.url, [(ref, oid, current)])
-        if result.ok:
+        if remote.push(target, [(ref, oid, current)], "the push of this clone's flags"):
             return len(payload["flags"]), ref
-        if not result.reached:
-            raise gitnet.Unreachable(f"git push {target.url}: {result.message}")
-    raise GateError(f"{ref} kept changing under {remote.ATTEMPTS} attempts: try again", reason="io-error")
+    raise GateError(f"{ref} was not pushed: {remote.lost_leases(target)}", reason="io-error")
 
 
 def others(repo: Repo, config: Config, name: str) -> tuple[list[dict[str, Any]], int]:

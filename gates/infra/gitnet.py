@@ -64,6 +64,11 @@ class Unreachable(GateError):
         super().__init__(message, reason="remote-unreachable")
 
 
+class Unwritten(Unreachable):
+    """The remote answered reads but did not take a push: it refused a ref for another reason than a lost lease, or
+    gave no answer for it and still holds what was read. Never a lost race: reading again changes nothing."""
+
+
 class Scratch:
     """The private bare repository where every network call runs and every pushed object is made."""
 
@@ -444,9 +449,22 @@ def fetch_objects(work: Scratch, url: str, oids: list[str]) -> None:
 
 class PushResult(NamedTuple):
     ok: bool  # every ref updated
-    reached: bool  # the remote answered (a refusal is an answer)
-    status: dict[str, str]  # ref -> porcelain summary
-    message: str
+    reached: bool  # the remote answered for every ref (a refusal is an answer; git's "[remote failure]" is none)
+    status: dict[str, str]  # ref -> porcelain summary, cleaned and cut
+    message: str  # what git said on stderr when not ok: a few lines, cleaned and cut
+    refused: dict[str, str]  # ref -> summary: refused for another reason than a lost lease (a hook, an unpacker
+    # error, a hidden ref): the remote will not take it, and reading it again changes nothing
+
+
+# A ref whose compare-and-swap was lost (its value no longer the one leased), in the client's words (judging the
+# advertisement) and receive-pack's (under its lock), whole: a reason is remote text, so no part of one counts. Every
+# other "!" line is the remote refusing the ref, but NO_ANSWER's: git had no answer for it.
+LEASE_LOST = frozenset(("! [rejected] (stale info)", "! [rejected] (atomic push failed)", *(
+    f"! [remote rejected] ({why})" for why in ("failed to update ref", "failed to delete", "atomic push failure",
+                                               "atomic transaction failed", "failed to lock"))))
+NO_ANSWER = "! [remote failure] "
+MAX_OUTPUT = 256 * 1024  # of git's porcelain or stderr, read for an answer: a remote's text past it is not read
+MAX_STATUS = 200  # characters of one ref's status kept (its reason is remote text)
 
 
 def push_refs(work: Scratch, url: str, updates: list[tuple[str, str | None, str | None]],
@@ -464,15 +482,40 @@ def push_refs(work: Scratch, url: str, updates: list[tuple[str, str | None, str 
     proc = work.network("push", *(["--dry-run"] if dry_run else []), "--porcelain", "--no-verify", "--no-signed",
                         "--no-follow-tags", "--no-recurse-submodules", *atomic, _program(url, "receive-pack"), *leases,
                         "--end-of-options", url, *specs)
+    return _pushed(proc.returncode, proc.stdout, proc.stderr, [ref for ref, _, _ in updates])
+
+
+def _pushed(returncode: int, stdout: bytes, stderr: bytes, names: list[str]) -> PushResult:
+    """What a `git push --porcelain` said for each of the refs `names`. A ref's reason is the remote's text, which
+    may hold a newline of its own (and so a status line of its making): the first line for a ref is its answer."""
     status: dict[str, str] = {}
-    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+    for line in stdout[:MAX_OUTPUT].decode("utf-8", "replace").splitlines():
         flag, _, rest = line.partition("\t")
         spec, _, summary = rest.partition("\t")
         ref = spec.rpartition(":")[2]
-        if ref in {u[0] for u in updates}:
-            status[ref] = f"{flag} {summary}".strip()
-    ok = proc.returncode == 0 and len(status) == len(updates) and all(not s.startswith("!") for s in status.values())
-    return PushResult(ok, bool(status), status, _last_line(proc.stderr) if not ok else "")
+        if ref in names and ref not in status and len(flag) == 1:
+            status[ref] = excerpt(f"{flag} {summary}".strip(), MAX_STATUS)
+    failed = {ref: said for ref, said in status.items() if said.startswith("!")}
+    refused = {ref: said for ref, said in failed.items() if not said.startswith(NO_ANSWER) and said not in LEASE_LOST}
+    reached = len(status) == len(names) and not any(said.startswith(NO_ANSWER) for said in failed.values())
+    ok = returncode == 0 and len(status) == len(names) and not failed
+    return PushResult(ok, reached, status, "" if ok else _said(stderr), refused)
+
+
+def _said(data: bytes, lines: int = 3) -> str:
+    """What git said on stderr, for a message: its first few lines that say something (the "failed to push some
+    refs" that every failed push ends with is left out), each cleaned and cut."""
+    said: list[str] = []
+    for line in data[:MAX_OUTPUT].decode("utf-8", "replace").splitlines():
+        text = line.strip().removeprefix("fatal: ").removeprefix("error: ")
+        if not text or text == "remote:" or text.startswith("failed to push some refs"):
+            continue
+        shown = excerpt(text, 160)
+        if shown not in said:
+            said.append(shown)
+        if len(said) == lines:
+            break
+    return "; ".join(said) or "no answer"
 
 
 def make_commit(work: Scratch, files: dict[str, bytes], message: str, when: int, parent: str | None = None) -> str:
