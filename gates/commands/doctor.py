@@ -460,55 +460,97 @@ def probe(repo: Repo, config: Config, name: str) -> list[Check]:
     ref = f"{remote.PROBES}/{remote.clone_id(repo)}-{stamp}"
     oid = gitnet.make_commit(target.work, {"probe": b"handoff-gate doctor probe\n"}, "gate doctor probe", when=stamp)
     started = time.monotonic()
-    try:
-        created = gitnet.push_refs(target.work, target.url, [(ref, oid, None)])
-        push_time = time.monotonic() - started
-        if not created.ok:
-            why = ("(it hides refs/gate/: transfer.hideRefs or receive.hideRefs)" if _hidden(created)
-                   else "(a host whose hooks allow only heads and tags?)")
-            out.append(Check(FIX, f"remote {name} refuses a push of {ref}: {created.message or created.status} — "
-                                  f"claims cannot be taken there {why}"))
-            return out
-        out.extend(_advertised(target, name, ref, oid))
-        deleted = gitnet.push_refs(target.work, target.url, [(ref, None, oid)])
-        if not deleted.ok:
-            out.append(Check(FIX, f"remote {name} took {ref} but refused to delete it ({deleted.message}): remove it "
-                                  "by hand; releases would fail the same way"))
-        else:
-            out.append(Check(OK, f"remote {name} accepts a create-only push under refs/gate/ and its leased delete "
-                                 f"({push_time * 1000:.0f} ms per push)"))
-        # As an acquisition does: a claim and a fence ref in one push (there, a remote that hides those very
-        # namespaces from its push side shows), then both deleted. `gate claims --remote` lists keys only.
-        pair = [f"{space}/{remote.PROBE_PREFIX}{ref.rpartition('/')[2]}" for space in (remote.CLAIMS, remote.FENCES)]
-        atomic = gitnet.push_refs(target.work, target.url, [(pair[0], oid, None), (pair[1], oid, None)])
-        # What was made is deleted: both, or those of a refused push that were made anyway (a ref receive-pack
-        # refuses as hidden does not stop the others of an --atomic push, git 2.39).
-        made: list[tuple[str, str | None, str | None]] = [
-            (made_ref, None, oid) for made_ref, status in atomic.status.items() if not status.startswith("!")]
-        if made:
-            gitnet.push_refs(target.work, target.url, made)
-        if atomic.ok:
-            out.append(Check(OK, f"remote {name} applies --atomic pushes (an acquisition moves the claim and its fence "
-                                 "together)"))
-        else:
-            why = " (it hides refs/gate/ claims or fences: transfer.hideRefs or receive.hideRefs)" if _hidden(atomic) else ""
-            out.append(Check(FIX, f"remote {name} refuses an --atomic push of {pair[0]} and {pair[1]} "
-                                  f"({atomic.message}){why}: claims cannot be taken"))
-    except gitnet.Unreachable as exc:
-        out.append(Check(FIX, f"remote {name}: the probe push got no answer: {exc.render()}"))
+    created = _push(target, [(ref, oid, None)], f"the doctor's probe push creating {ref}")
+    push_time = time.monotonic() - started
+    if created.problem:
+        if created.maybe_left:  # whether it was made cannot be told: deleted if it was, else named to remove by hand
+            return [*out, Check(FIX, created.problem), *_sweep(target, [ref], oid)]
+        why = " (it hides refs/gate/: transfer.hideRefs or receive.hideRefs)" if created.hidden else ""
+        out.append(Check(FIX, f"{created.problem} — claims cannot be taken there{why}"))
+        return out
+    # Created (its answer perhaps lost: remote.push read the refs again and found it): from here it is deleted.
+    out.extend(_advertised(target, name, ref, oid))
+    deleted = _push(target, [(ref, None, oid)], f"the doctor's leased delete of its probe {ref}")
+    if deleted.problem:
+        out.append(Check(FIX, f"remote {name} took {ref} but did not delete it: {deleted.problem} — releases would "
+                              f"fail the same way; {_by_hand(name, ref)}"))
+    else:
+        out.append(Check(OK, f"remote {name} accepts a create-only push under refs/gate/ and its leased delete "
+                             f"({push_time * 1000:.0f} ms per push)"))
+    # As an acquisition does: a claim and a fence ref in one push (there, a remote that hides those very
+    # namespaces from its push side shows), then both deleted. `gate claims --remote` lists keys only.
+    pair = [f"{space}/{remote.PROBE_PREFIX}{ref.rpartition('/')[2]}" for space in (remote.CLAIMS, remote.FENCES)]
+    atomic = _push(target, [(pair[0], oid, None), (pair[1], oid, None)],
+                   f"the doctor's --atomic probe push creating {pair[0]} and {pair[1]}")
+    if atomic.problem:
+        why = " (it hides refs/gate/ claims or fences: transfer.hideRefs or receive.hideRefs)" if atomic.hidden else ""
+        out.append(Check(FIX, f"{atomic.problem}{why}: claims cannot be taken"))
+    else:
+        out.append(Check(OK, f"remote {name} applies --atomic pushes (an acquisition moves the claim and its fence "
+                             "together)"))
+    # What was made is deleted: both, or those of a refused push that may have been made anyway (a ref receive-pack
+    # refuses as hidden does not stop the others of an --atomic push, git 2.39; a push with no answer).
+    if not atomic.problem or atomic.maybe_left:
+        out.extend(_sweep(target, pair, oid))
     out.extend(_claim_readable(repo, config, target, name))
     out.append(Check(WARN, "refs/gate/ refs are not fetched by a plain clone or fetch (refs/heads/* only) and branch "
                            "rules do not protect them: anyone who can push can delete or rewrite a claim"))
     return out
 
 
-def _hidden(pushed: gitnet.PushResult) -> bool:
-    return any("hidden ref" in status for status in pushed.status.values())
+class _Pushed(NamedTuple):
+    """A probe push as remote.push judged it: `problem` empty when every ref moved (an answer lost, the refs read
+    again showing the push applied, included); else the FIX text, remote text in it cleaned and cut."""
+
+    problem: str = ""
+    hidden: bool = False  # refused as a hidden ref
+    maybe_left: bool = False  # it may have moved some of the refs: whether it was applied cannot be told, a ref
+    # refused as hidden in an --atomic push (the others may be made), or a lease lost on a probe ref
+    lost: bool = False  # a lease lost: a ref was not at the value leased (a delete: the probe ref is not there)
+
+
+def _push(target: remote.Remote, updates: list[tuple[str, str | None, str | None]], doing: str) -> _Pushed:
+    """One probe push, through remote.push (the judgement every remote-claim write gets); never raises for what the
+    remote did with it."""
+    name = target.name
+    try:
+        if remote.push(target, updates, doing):
+            return _Pushed()
+    except remote.Hidden:
+        return _Pushed(f"remote {name} refuses {doing} as a hidden ref", hidden=True, maybe_left=len(updates) > 1)
+    except gitnet.Unwritten as exc:  # refused (its answer in it), or no answer and the refs as they were read
+        return _Pushed(exc.message)
+    except gitnet.Unreachable as exc:  # no answer, and the refs could not be read again (or the push timed out)
+        said = exc.message.partition("; if it did, ")[0]  # remote.push's advice is for claims, not for probes
+        if not said.startswith(doing):
+            said = f"{doing}: {said}, and whether remote {name} applied it cannot be told"
+        return _Pushed(f"remote {name}: {said}", maybe_left=True)
+    return _Pushed(f"remote {name} refused {doing} as a lease lost, yet nothing but this doctor writes its probe refs",
+                   maybe_left=True, lost=True)
+
+
+def _sweep(target: remote.Remote, refs: list[str], oid: str) -> list[Check]:
+    """Delete each of `refs` the remote holds at the probe's commit `oid`, one leased delete each (a ref that is not
+    there, or holds another value, is a lease lost: left alone); a FIX naming each that may be left behind."""
+    out = []
+    for ref in refs:
+        gone = _push(target, [(ref, None, oid)], f"the push deleting the doctor's probe {ref}")
+        if gone.problem and not gone.lost:
+            out.append(Check(FIX, f"{gone.problem} — {_by_hand(target.name, ref)}"))
+    return out
+
+
+def _by_hand(name: str, ref: str) -> str:
+    return f"if remote {name} holds {ref}, remove it by hand (`git push {name} --delete {ref}`)"
 
 
 def _advertised(target: remote.Remote, name: str, ref: str, oid: str) -> list[Check]:
     """After our own successful push of `ref`, the remote's fetch side must list it: else its claims read as unknown."""
-    if gitnet.ls_remote(target.work, target.url, [ref]).get(ref) == oid:
+    try:
+        listed = gitnet.ls_remote(target.work, target.url, [ref]).get(ref)
+    except gitnet.Unreachable as exc:
+        return [Check(FIX, f"remote {name} took a push of {ref} but cannot be read again: {exc.render()}")]
+    if listed == oid:
         return [Check(OK, f"remote {name} lists what was pushed under refs/gate/ (ls-remote shows the probe)")]
     return [Check(FIX, f"remote {name} took a push of {ref} but its ls-remote does not list it: it hides refs/gate/ "
                        "from fetches (uploadpack.hideRefs or transfer.hideRefs) — every claim there reads as unknown "

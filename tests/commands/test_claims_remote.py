@@ -273,7 +273,9 @@ def test_a_read_only_smart_http_remote_is_a_denial_and_doctor_says_so(tmp_path: 
         assert not list((a / ".git" / "gate" / "claims").glob("*.json")), "the local grant was not given back"
         assert [f["reason"] for f in flag_records(a / ".git")] == ["remote-unreachable"]
         doctor = run_gate(a, "doctor", "--remote")
-        assert "reachable: ls-remote round trip" in doctor.stdout and "refuses a push of refs/gate/probe/" in doctor.stdout
+        assert "reachable: ls-remote round trip" in doctor.stdout and "403" in doctor.stdout, doctor.stdout
+        assert ("FIX   remote origin could not be written: it gave no answer to the doctor's probe push creating "
+                "refs/gate/probe/") in doctor.stdout, doctor.stdout
         assert refs(bare) == before
     finally:
         server.stop()
