@@ -71,8 +71,9 @@ def stamp(repo: Repo, config: Config, now: datetime,
     if expect is not None and (found := sha256(data).hexdigest()) != expect.lower():
         raise _denied(f"{shown} changed since it was read (sha256 {found}, expected {expect}): "
                       "read it again, fold your update in, then stamp")
-    if repo.head is None:
-        raise _denied("this branch has no commit yet: there is no HEAD to stamp")
+    if repo.head is None:  # a slip of the user's own hand (a stamp before the first commit): said, not flagged
+        raise GateError("this branch has no commit yet: there is no HEAD to stamp — make the first commit, then "
+                        "`gate stamp`", code=USAGE, reason="usage", path=shown)
     values = {"ref": repo.head, "updated": clock.utc_text(now)}
     from gates.domain import remote
 

@@ -25,6 +25,8 @@ def test_doctor_says_what_to_fix(repo: Path) -> None:
     proc = run_gate(repo, "doctor")
     assert proc.returncode == 1
     assert "FIX   no commit hook runs the gate" in proc.stdout
+    # its flags line counts those open before it, and says this run raises one (it said "no flags" alone)
+    assert "ok    no unacknowledged flags; this run raises a `doctor` flag for what it found to fix" in proc.stdout
     assert proc.stdout.splitlines()[0].startswith("ok    git version ")
     assert "doctor" in [json.loads(p.read_text())["reason"] for p in (repo / ".git/gate/flags").glob("*.json")]
     assert run_gate(repo, "install-hooks").returncode == 0

@@ -50,3 +50,22 @@ def test_stamp_adds_missing_meta_items_and_refuses_without_a_meta_section(repo: 
     proc = run_gate(repo, "stamp")
     assert proc.returncode == 1 and "has no '## Meta' section to stamp" in proc.stderr
     assert path.read_text() == "# Handoff\n\n## Current Target\nx\n"
+
+
+def test_a_stamp_before_the_first_commit_is_said_not_flagged(tmp_path: Path) -> None:
+    """Before: `gate stamp` on a branch with no commit raised a `stamp-denied` flag that stayed open after a later
+    stamp and close-out (found by a new user): the brief kept counting a slip of the user's own hand."""
+    from conftest import init_repo
+
+    repo = init_repo(tmp_path / "repo")
+    assert run_gate(repo, "init").returncode == 0
+    before = (repo / "HANDOFF.md").read_bytes()
+    proc = run_gate(repo, "stamp")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == ("gate: HANDOFF.md: this branch has no commit yet: there is no HEAD to stamp — make the "
+                           "first commit, then `gate stamp`\n")
+    assert (repo / "HANDOFF.md").read_bytes() == before and flag_records(repo / ".git") == []
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "first")
+    assert run_gate(repo, "stamp").returncode == 0
+    assert "No unacknowledged flags." in run_gate(repo, "brief").stdout
