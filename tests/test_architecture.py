@@ -367,3 +367,13 @@ def test_a_command_reports_through_its_invocations_methods() -> None:
     assert {name: found for name, text in commands.items() if (found := _invocation_writes(text))} == {}
     assert _invocation_writes("def f(run):\n    run.scope = 1\n    run._reasons.append(2)\n") == [
         "line 2: run.scope", "line 3: run._reasons"]  # the rule can fail
+
+
+def test_flags_are_resolved_only_through_the_invocation() -> None:
+    """The flag lifecycle is decided in one place (decisions/: a command reports through its invocation's methods):
+    no module but the invocation calls flags.resolve or flags.resolve_event; a command ends flags by `run.settle`."""
+    calls = {name: [node.lineno for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute) and node.func.attr in ("resolve", "resolve_event")
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "flags"]
+             for name, text in sources().items()}
+    assert {name for name, lines in calls.items() if lines} == {"gates.commands.invocation"}

@@ -227,6 +227,11 @@ def test_git_processes_per_check(repo: Path, tmp_path: Path, git_wrapper: Callab
         assert calls[0].startswith("rev-parse ") and sorted(calls[1:]) == [  # the two run side by side: any order
             "--literal-pathspecs diff --cached --name-status -z --no-renames --no-ext-diff --no-textconv "
             f"{git(repo, 'rev-parse', 'HEAD')} --", "cat-file blob :0:HANDOFF.md"], log.read_text()
+    assert run_gate(repo, "stamp").returncode == 0
+    git(repo, "add", "HANDOFF.md")
+    # a close-out: the staged hand-over is read once, and its Meta ref judged from that copy (it was read again, and
+    # parsed again, to tell a close-out: one more git process on every close-out commit)
+    assert _git_calls(repo, log) == 3, log.read_text()
     git(repo, "reset", "-q")
     # nothing staged: the work tree is judged, and the staged hand-over's call is stopped unread (it may be stopped
     # before it gets as far as this log)

@@ -78,16 +78,17 @@ def _reader(history: History, path: str) -> Callable[[str], bytes | None]:
     return lambda commit: history.blob(commit, path=path)
 
 
-def _pending(ctx: Context) -> bool | None:
+def _pending(ctx: Context, judged: handoff.MetaEntry | None) -> bool | None:
     """The commit being made, as the hook sees it: None when there is none (--range, or nothing is staged), else
-    whether it is a close-out (it stages the hand-over file, and the staged Meta ref is HEAD)."""
+    whether it is a close-out (it stages the hand-over file, and the staged Meta ref is HEAD). `judged`: the Meta
+    ref of the hand-over judged when that is the index's copy (load_handoff), so it is not read and parsed again."""
     if ctx.range_spec or not ctx.changes or ctx.changes[0].new is not None or not ctx.changes[0].changed():
         return None
     path = ctx.config.section("handoff")["path"]
     if not ctx.changes[0].touches(path):
         return False
     try:
-        staged = meta_ref(ctx.changes[0].after(path), ctx.config)
+        staged = judged or meta_ref(ctx.changes[0].after(path), ctx.config)
     except GateError:
         return False  # unreadable text: handoff-structure's to judge
     return staged is not None and ctx.repo.head is not None and ctx.repo.resolve_commit(staged.value) == ctx.repo.head
@@ -102,15 +103,15 @@ def _check_one(ctx: Context, loaded: Loaded) -> Iterator[Finding]:
     if ref is None or not ref.value:
         yield Finding(loaded.shown, 1, ID, "no Meta ref: freshness cannot be judged — add '- ref: <sha of HEAD>'")
     else:
-        yield from _ref(ctx, loaded.shown, ref, fresh)
+        yield from _ref(ctx, loaded.shown, ref, fresh, loaded.indexed)
     updated = loaded.doc.meta_value(cfg["meta_section"], "updated")
     when = handoff.parse_utc(updated.value) if updated else None
     if updated is not None and when is not None:
         yield from _age(ctx.now, loaded.shown, updated.line, when, fresh)
 
 
-def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: dict[str, Any]) -> Iterator[Finding]:
-    pending = _pending(ctx)
+def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: dict[str, Any], indexed: bool) -> Iterator[Finding]:
+    pending = _pending(ctx, ref if indexed else None)
     found = relation(ctx.repo, ctx.config, ref.value, pending=pending, exact=False)
     if found.kind == "elsewhere":
         yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is not in HEAD's history (rebased away, another "

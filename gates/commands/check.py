@@ -112,22 +112,8 @@ def _configured(run: Invocation) -> set[str]:
         return set()
     waiting = {reason for reason in SETTLED if any(f"-{reason}-" in name for name in names)}
     if "config-invalid" in waiting:
-        _resolve(run, "config-invalid", about=[CONFIGURATION])
+        run.settle("config-invalid", about=[CONFIGURATION])
     return waiting
-
-
-def _resolve(run: Invocation, reason: str, **which: Any) -> None:
-    """flags.resolve_event for this check. A flag it cannot move (a full disk, a planted state file) is said, and
-    stays open for a later check; this check judges on, its verdict as it would be (as when its gates' flags cannot
-    be resolved: Invocation.write_flags), so a hook does not refuse a commit for an old flag's bookkeeping."""
-    from gates.domain import flags
-
-    try:
-        flags.resolve_event(run.repo(), reason, command=run.command, observed_ns=run.started_ns, **which)
-    except GateError as exc:
-        print(f"gate: could not resolve flags: {exc.render()}", file=sys.stderr)
-    except OSError as exc:
-        print(f"gate: could not resolve flags: {exc}", file=sys.stderr)
 
 
 def _schema(path: str) -> dict[str, str | None]:
@@ -142,10 +128,10 @@ def _read_again(run: Invocation, waiting: set[str], structure_passed: bool) -> N
     `config-invalid` flags of earlier checks that could not use that schema: their cause is gone. `waiting`: what
     _configured found open."""
     if "input-unreadable" in waiting:
-        _resolve(run, "input-unreadable", raised_by="gate check")
+        run.settle("input-unreadable", raised_by="gate check")
     schema = run.config().section("handoff")["schema"]
     if "config-invalid" in waiting and schema and structure_passed:
-        _resolve(run, "config-invalid", about=[_schema(schema)])
+        run.settle("config-invalid", about=[_schema(schema)])
 
 
 def _run_gates(run: Invocation, args: argparse.Namespace) -> tuple[CheckResult, list[tuple[str, str]]]:

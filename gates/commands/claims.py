@@ -41,9 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
 def run(args: argparse.Namespace, run: Invocation) -> int:
     code = {'claim': _claim, 'release': _release, 'claims': _claims}[args.command](args, run)
     if args.command == "release" and code == OK:  # the claim a denial was about is given up: the denial is over
-        from gates.domain import flags
-
-        flags.resolve_event(run.repo(), "release-denied", command=run.command, observed_ns=run.started_ns)
+        run.settle("release-denied")
     return code
 
 

@@ -317,12 +317,7 @@ def _let_through(run: Invocation, fmt: str, hook: harness.HookInput, session: st
 def _resolve_missing(run: Invocation) -> None:
     """A `done` verdict found the work closed out: this worktree's `closeout-missing` flags raised before this run
     began have no cause left (a later session salvaged the work, or the same one closed out after all)."""
-    from gates.domain import flags
-
-    try:
-        flags.resolve_event(run.repo(), sessions.CLOSEOUT_MISSING, command=run.command, observed_ns=run.started_ns)
-    except (GateError, OSError) as exc:
-        say(f"gate: could not resolve the {sessions.CLOSEOUT_MISSING} flags: {exc}")
+    run.settle(sessions.CLOSEOUT_MISSING)
 
 
 def _text(run: Invocation, session: str | None) -> int:

@@ -70,11 +70,9 @@ def _settle(run: Invocation, name: str | None, found: list[Check]) -> list[Check
     reach: list[dict[str, str | None]] = [{"remote": None}]
     if name:
         reach.append({"remote": name})
-    try:
-        ended = flags.resolve_event(run.repo(), "doctor", command=run.command, observed_ns=run.started_ns, about=reach)
-    except (GateError, OSError) as exc:
-        why = exc.render() if isinstance(exc, GateError) else str(exc)
-        return [*found, Check(WARN, clean(f"the flags of earlier doctors could not be resolved: {why}"))]
+    ended = run.settle("doctor", about=reach)
+    if ended is None:  # said on stderr (Invocation.settle)
+        return [*found, Check(WARN, "the flags of earlier doctors could not be resolved (why: above)")]
     if not ended:
         return found
     try:

@@ -13,7 +13,6 @@ says why, the start hook hands the model the reason in its envelope; both exit 0
 
 from __future__ import annotations
 
-import sys
 import time
 
 from gates.commands import COMMANDS
@@ -154,17 +153,22 @@ class Invocation:
         if self._repo is not None:
             self._repo.drop_started()
 
+    def settle(self, reason: str, **which: Any) -> list[str] | None:
+        """End this worktree's open `reason` event flags whose cause this run found gone (flags.resolve_event: those
+        raised before it began, narrowed by `which`): the ids ended, or None when they could not be moved."""
+        from gates.domain import flags
+
+        repo = self.repo()
+        return _resolving(lambda: flags.resolve_event(repo, reason, command=self.command, observed_ns=self.started_ns,
+                                                      **which))
+
     def write_flags(self, code: int) -> int:
         """Resolve the flags of the gates that passed in this check, then flag this run's failures and events."""
         if self._passed and self._scope is not None and self._repo is not None and _open_here(self._repo, self):
             from gates.domain import flags
 
-            try:
-                flags.resolve(self._repo, self._passed, self._scope, command=self.command, observed_ns=self.started_ns)
-            except GateError as exc:
-                print(f"gate: could not resolve flags: {exc.render()}", file=sys.stderr)
-            except OSError as exc:
-                print(f"gate: could not resolve flags: {exc}", file=sys.stderr)
+            repo, passed, scope = self._repo, self._passed, self._scope
+            _resolving(lambda: flags.resolve(repo, passed, scope, command=self.command, observed_ns=self.started_ns))
         pending = list(self._events)
         if code in (VIOLATION, CANNOT_RUN, INTERNAL):
             pending += self._reasons
@@ -193,6 +197,18 @@ class Invocation:
             except OSError as exc:
                 say(f"gate: could not write the {reason} flag: {exc}")
         return code
+
+
+def _resolving(resolve: Callable[[], list[str]]) -> list[str] | None:
+    """`resolve()`'s answer, the ids of the flags it ended; None when it could not move them, which is said: the flags
+    stay open for a later run, and this run goes on (an old flag's bookkeeping is no reason to fail a check)."""
+    try:
+        return resolve()
+    except GateError as exc:
+        say(f"gate: could not resolve flags: {exc.render()}")
+    except OSError as exc:
+        say(f"gate: could not resolve flags: {exc}")
+    return None
 
 
 class Failure:

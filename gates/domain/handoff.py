@@ -496,12 +496,13 @@ def read_for_rewrite(repo: Repo, config: Config, verb: str) -> tuple[str, str, b
 
 
 class Loaded(NamedTuple):
-    """A hand-over file as read: its document, or only its size when it was over the cap; `unstaged`: the work-tree
-    copy differs from the one judged (the index's, when a commit is being made)."""
+    """A hand-over file as read: its document, or only its size when it was over the cap; `indexed`: it is the
+    index's copy (a commit is being made); `unstaged`: the work-tree copy differs from it."""
 
     shown: str
     size: int
     doc: Document | None
+    indexed: bool = False
     unstaged: bool = False
 
 
@@ -512,7 +513,7 @@ def load_handoff(repo: Repo, config: Config, path: str, staged: list[Change] | N
     from gates.infra.paths import below
 
     real, shown, data = read(repo, config, path)
-    unstaged = False
+    indexed = unstaged = False
     if staged and staged[0].new is None and staged[0].changed():
         cap = config.section("handoff")["max_bytes"]
         relative = below(real, repo.toplevel)  # the file itself, where the configured path is a link
@@ -520,12 +521,12 @@ def load_handoff(repo: Repo, config: Config, path: str, staged: list[Change] | N
         if blob == b"" and _intended(repo, staged[0], relative):
             blob = None  # `git add -N`: an entry no commit records; the index does not hold the hand-over yet
         if blob is not None:
-            indexed = blob if len(blob) <= cap else repo.index_size(relative)
-            unstaged = _differ(indexed, data)
-            data = indexed
+            held = blob if len(blob) <= cap else repo.index_size(relative)
+            indexed, unstaged = True, _differ(held, data)
+            data = held
     if isinstance(data, int):
-        return Loaded(shown, data, None, unstaged)
-    return Loaded(shown, len(data), parse(Source.decode(data, shown).lines, shown), unstaged)
+        return Loaded(shown, data, None, indexed, unstaged)
+    return Loaded(shown, len(data), parse(Source.decode(data, shown).lines, shown), indexed, unstaged)
 
 
 def _intended(repo: Repo, change: Change, relative: str) -> bool:

@@ -585,5 +585,6 @@ def _answered(proc: subprocess.CompletedProcess[bytes]) -> subprocess.CompletedP
 
 
 def _last_line(data: bytes) -> str:
-    lines = [line for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
+    """git's last word on stderr, for a message: from its last MAX_OUTPUT bytes (a remote's text can be long)."""
+    lines = [line for line in data[-MAX_OUTPUT:].decode("utf-8", "replace").splitlines() if line.strip()]
     return excerpt(lines[-1].removeprefix("fatal: ").removeprefix("error: "), 200) if lines else "no answer"
