@@ -44,10 +44,15 @@ def seed_bare(tmp_path: Path, config: str = "claims:\n  remote: origin\n") -> Pa
 class Daemon:
     def __init__(self, base: Path) -> None:
         self.port = free_port()
+        self._log = open(base.parent / "git-daemon.log", "wb")  # noqa: SIM115 (closed by stop)
         self.proc = subprocess.Popen(
-            ["git", "daemon", "--reuseaddr", "--enable=receive-pack", "--listen=127.0.0.1", f"--port={self.port}",
-             f"--base-path={base}", "--export-all", "--informative-errors", str(base)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+            # --max-connections=0: at its default of 32 live children the daemon kills one of a peer address's
+            # connections to take the next, and every clone here is 127.0.0.1 (a 16-clone race on a loaded host
+            # reached it: "Connection reset by peer" is then the daemon's policy, not the product's).
+            ["git", "daemon", "--reuseaddr", "--enable=receive-pack", "--max-connections=0", "--listen=127.0.0.1",
+             f"--port={self.port}", f"--base-path={base}", "--export-all", "--informative-errors", str(base)],
+            # its log goes to a file beside the served folder: a pipe nobody reads would stop it once full
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log, start_new_session=True)
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             try:
@@ -73,8 +78,7 @@ class Daemon:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=10)
-        if self.proc.stderr is not None:
-            self.proc.stderr.close()
+        self._log.close()
 
 
 @pytest.fixture
