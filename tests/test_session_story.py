@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, git, init_repo, run_gate, write_target
 
 from gates.domain import agents
@@ -231,8 +232,8 @@ def test_a_hand_over_checked_out_with_crlf_has_no_unstaged_changes(tmp_path: Pat
 
 def test_a_hand_over_only_intended_for_adding_is_not_judged_as_an_empty_file(tmp_path: Path) -> None:
     """`git add -N HANDOFF.md` (intent to add: `git diff` then shows it) puts an empty entry in the index that no
-    commit records. A commit of code is not refused for an empty hand-over the user never wrote: the index does not
-    hold the hand-over yet, so the work-tree file is judged, as for any hand-over the index lacks."""
+    commit records. A commit of code is not refused for an empty hand-over the user never wrote (no "missing
+    section"): it is refused because it records no hand-over, which CI would not find, and `git add` mends it."""
     repo = _adopted(tmp_path)
     assert _close_out(repo) == 0
     git(repo, "rm", "-q", "--cached", "HANDOFF.md")
@@ -241,10 +242,43 @@ def test_a_hand_over_only_intended_for_adding_is_not_judged_as_an_empty_file(tmp
     assert git(repo, "cat-file", "blob", ":0:HANDOFF.md") == ""  # what the index holds: the empty blob
     assert run_gate(repo, "stamp").returncode == 0
     _work(repo, 1)
+    head = git(repo, "rev-parse", "HEAD")
     made = _hooked(repo, "code")
     assert "missing section" not in made.stderr and "no level-1 title" not in made.stderr, made.stderr
-    assert made.returncode == 0, made.stderr
+    assert made.returncode == 1 and "[handoff-structure] this commit records no HANDOFF.md" in made.stderr, made.stderr
+    assert git(repo, "rev-parse", "HEAD") == head
+    git(repo, "add", "HANDOFF.md")  # the advice, as printed
+    assert _hooked(repo, "code, and the hand-over back").returncode == 0
 
+
+@pytest.mark.parametrize("how", ["rm --cached", "never added"])
+def test_a_commit_that_records_no_hand_over_is_refused_as_ci_would_refuse_it(tmp_path: Path, how: str) -> None:
+    """The attack: a commit of code with the hand-over out of the index (`git rm --cached` right after a close-out,
+    whose Meta ref is HEAD, or a hand-over never added) while the work tree still holds a sound one. The hook judged
+    the work-tree copy and passed; CI, in a clone holding only the commits, found no hand-over. Now the hook refuses
+    it, and HEAD, the index's entries and the work-tree copy are as they were."""
+    repo = _adopted(tmp_path)
+    if how == "never added":
+        git(repo, "rm", "-q", "--cached", "HANDOFF.md")
+        assert _commit(repo, "untracked", verify=False) == 0
+    else:
+        assert _close_out(repo) == 0
+    assert run_gate(repo, "stamp").returncode == 0  # its Meta ref is HEAD: nothing else for the hook to find
+    if how == "rm --cached":
+        git(repo, "rm", "-q", "--cached", "HANDOFF.md")
+    _work(repo, 1)
+    before = (git(repo, "rev-parse", "HEAD"), git(repo, "ls-files", "-s"), (repo / "HANDOFF.md").read_bytes())
+    made = _hooked(repo, "code, the hand-over left out")
+    assert made.returncode == 1, made.stderr
+    assert "this commit records no HANDOFF.md (the index holds none" in made.stderr, made.stderr
+    assert "`git add HANDOFF.md`" in made.stderr
+    assert (git(repo, "rev-parse", "HEAD"), git(repo, "ls-files", "-s"), (repo / "HANDOFF.md").read_bytes()) == before
+    # what the hook stops: such a commit, made past it, is one CI cannot judge
+    assert _commit(repo, "past the hook", verify=False) == 0
+    clone = tmp_path / "ci"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    ci = run_gate(clone, "check", "--range", "HEAD~1..HEAD")
+    assert ci.returncode == 3 and "HANDOFF.md: file not found" in ci.stderr, ci.stdout + ci.stderr
 
 
 def test_a_check_during_a_conflict_on_the_hand_over_judges_the_work_tree(tmp_path: Path) -> None:
@@ -264,6 +298,7 @@ def test_a_check_during_a_conflict_on_the_hand_over_judges_the_work_tree(tmp_pat
     proc = run_gate(repo, "check")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "[handoff-structure] merge-conflict marker" in proc.stdout and "lacks the object" not in proc.stderr
+    assert "records no HANDOFF.md" not in proc.stdout  # a conflict records nothing yet: its markers are what is wrong
     assert "io-error" not in _open(repo)
 
 

@@ -13,7 +13,7 @@ from gates.domain import handoff
 from gates.domain.ancestry import not_in_shallow_clone
 from gates.domain.handoff import Document, Loaded
 from gates.infra.findings import WARNING, Finding
-from gates.infra.text import excerpt
+from gates.infra.text import excerpt, shell_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,6 +37,10 @@ def check(ctx: Context) -> list[Finding]:
 
 def _check_one(ctx: Context, loaded: Loaded) -> Iterator[Finding]:
     cfg = ctx.config.section("handoff")
+    if loaded.unrecorded:
+        yield Finding(loaded.shown, 1, ID, f"this commit records no {loaded.shown} (the index holds none: never added, "
+                      "`git add -N` or `git rm --cached`), so CI will not find it; the work tree's copy was judged — "
+                      f"`git add {shell_path(loaded.shown)}`")
     if loaded.doc is None:
         yield Finding(loaded.shown, 1, ID, f"file is {loaded.size:,} bytes, over handoff.max_bytes ({cfg['max_bytes']:,}): "
                       "not parsed — move history to the archive")

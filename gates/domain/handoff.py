@@ -497,13 +497,15 @@ def read_for_rewrite(repo: Repo, config: Config, verb: str) -> tuple[str, str, b
 
 class Loaded(NamedTuple):
     """A hand-over file as read: its document, or only its size when it was over the cap; `indexed`: it is the
-    index's copy (a commit is being made); `unstaged`: the work-tree copy differs from it."""
+    index's copy (a commit is being made); `unstaged`: the work-tree copy differs from it; `unrecorded`: a commit
+    is being made and the index holds no copy (the work tree's was read), so the commit will record none."""
 
     shown: str
     size: int
     doc: Document | None
     indexed: bool = False
     unstaged: bool = False
+    unrecorded: bool = False
 
 
 def load_handoff(repo: Repo, config: Config, path: str, staged: list[Change] | None = None) -> Loaded:
@@ -513,29 +515,32 @@ def load_handoff(repo: Repo, config: Config, path: str, staged: list[Change] | N
     from gates.infra.paths import below
 
     real, shown, data = read(repo, config, path)
-    indexed = unstaged = False
+    indexed = unstaged = unrecorded = False
     if staged and staged[0].new is None and staged[0].changed():
         cap = config.section("handoff")["max_bytes"]
         relative = below(real, repo.toplevel)  # the file itself, where the configured path is a link
         blob = repo.index_blob(relative, cap)  # never read past its cap, as the work tree's is not
-        if blob == b"" and _intended(repo, staged[0], relative):
+        listed = {status for status, _ in staged[0].changed(relative)}
+        if blob == b"" and _intended(repo, listed, relative):
             blob = None  # `git add -N`: an entry no commit records; the index does not hold the hand-over yet
         if blob is not None:
             held = blob if len(blob) <= cap else repo.index_size(relative)
             indexed, unstaged = True, _differ(held, data)
             data = held
+        else:  # never added, `git add -N`, `git rm --cached`: CI will not find it. A conflict (stages 1-3 and no
+            unrecorded = "U" not in listed  # stage 0) commits nothing yet: its markers are the work tree's to judge
     if isinstance(data, int):
-        return Loaded(shown, data, None, indexed, unstaged)
-    return Loaded(shown, len(data), parse(Source.decode(data, shown).lines, shown), indexed, unstaged)
+        return Loaded(shown, data, None, indexed, unstaged, unrecorded)
+    return Loaded(shown, len(data), parse(Source.decode(data, shown).lines, shown), indexed, unstaged, unrecorded)
 
 
-def _intended(repo: Repo, change: Change, relative: str) -> bool:
+def _intended(repo: Repo, listed: set[str], relative: str) -> bool:
     """Whether the index's empty entry for `relative` is one `git add -N` made (intent to add, which no commit
-    records and `git diff --cached` does not list): not staged as added or changed, and not HEAD's (unchanged)."""
-    listed = {status for status, _ in change.changed(relative)}
+    records and `git diff --cached` does not list): not staged as added or changed (`listed`: the status letters
+    the staged diff gives it), and not HEAD's (unchanged)."""
     if listed & {"A", "M", "T"}:
         return False
-    return "D" in listed or repo.head is None or repo.blob_at(repo.head, relative) is None
+    return "D" in listed or repo.head is None or repo.blob_at(repo.head, relative, limit=0) is None
 
 
 def _differ(indexed: bytes | int, worktree: bytes | int) -> bool:
@@ -555,7 +560,7 @@ def committed_meta(repo: Repo, commit: str, path: str, section: str, key: str) -
     repository lacks is an error (GateError), never "no such value"."""
     from gates.infra.errors import GateError
 
-    data = repo.blob_at(commit, path)
+    data = repo.blob_at(commit, path, limit=COMMITTED_CAP)
     if data is None:
         return None
     try:
