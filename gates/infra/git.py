@@ -57,6 +57,10 @@ REPO_ENV_VARS = (
 )
 
 RECENT = 16  # first-parent commits fetched at once for Meta-ref questions
+# The most of one blob a gate reads (a staged or committed ARCHIVE.md, a record): a commit may name a blob of
+# gigabytes that packs to kilobytes, and a CI job judges commits anyone could push. A reader that knows a tighter
+# cap passes it; past this one, the read stops and the check says so in one line (over_blob_cap).
+BLOB_CAP = 64 << 20
 RECENT_ARGS = ("rev-list", "--first-parent", f"--max-count={RECENT}", "HEAD", "--")
 FILTER_ARGS = ("config", "--show-scope", "-z", "--get-regexp", r"^filter\..*\.(clean|smudge|process)$")  # Repo.status
 NO_STATUS = "could not ask git for uncommitted work"
@@ -77,6 +81,13 @@ def _subcommand(args: tuple[str, ...] | list[str]) -> str:
     while at < len(args) and args[at].startswith("-"):
         at += 2 if args[at] == "-c" else 1
     return args[at] if at < len(args) else "(no subcommand)"
+
+
+
+def over_blob_cap(shown: str) -> GateError:
+    """The one-line error for a blob over BLOB_CAP (`shown`: which blob, as `_blob` names it)."""
+    return GateError(f"{shown} is over {BLOB_CAP >> 20} MiB, the most a gate reads of one file: not judged — a file "
+                     "the gates judge must stay under it", reason="input-unreadable")
 
 
 def failed(args: tuple[str, ...] | list[str], code: int, stderr: str | bytes) -> GitFailed:
@@ -306,8 +317,9 @@ def _drain(out_fd: int, err_fd: int, in_fd: int | None, data: bytes,
                         chunks[fd].append(read)
                         if fd == out_fd and limit is not None:
                             taken += len(read)
-                            if taken > limit:
-                                return b"".join(chunks[out_fd])[: limit + 1], b"".join(chunks[err_fd])
+                            if taken > limit:  # the last piece cut first: the answer is copied once, not twice
+                                chunks[out_fd][-1] = read[: len(read) - (taken - limit - 1)]
+                                return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
                         continue
                 else:
                     try:
@@ -503,15 +515,15 @@ class Repo:
         # "\n" only: a subject may hold "\r", "\v" or U+2028, which splitlines() would turn into forged lines
         return [line for line in proc.stdout.split("\n") if line]
 
-    def blob_at(self, commit: str, path: str) -> bytes | None:
+    def blob_at(self, commit: str, path: str, limit: int | None = None) -> bytes | None:
         """The content of the file `path` in `commit`, or None when the commit has no such file (or a folder there);
-        an object the repository lacks (a partial or damaged clone) is an error."""
-        return self._blob(f"{commit}:{path}", f"{excerpt(path)} at {commit[:12]}")
+        an object the repository lacks (a partial or damaged clone) is an error. `limit`: as for `_blob`."""
+        return self._blob(f"{commit}:{path}", f"{excerpt(path)} at {commit[:12]}", limit)
 
     def index_blob(self, path: str, limit: int | None = None) -> bytes | None:
         """The staged content of `path` (the index, or GIT_INDEX_FILE in a hook), or None when it is not staged;
-        a staged blob the repository lacks is an error. With `limit`, a blob over it is read no further: its first
-        `limit` + 1 bytes stand for it (`index_size` tells its size)."""
+        a staged blob the repository lacks is an error. `limit`: as for `_blob` (`index_size` tells the size of
+        one over it)."""
         return self._blob(self.index_spec(path), f"the staged {excerpt(path)}", limit)
 
     def index_size(self, path: str) -> int:
@@ -532,8 +544,11 @@ class Repo:
     def _blob(self, spec: str, shown: str, limit: int | None = None) -> bytes | None:
         """The blob `spec` names; None when it names no file (no such path, or a folder); GateError when git cannot
         read it. `bad file` is git's word both for a folder and for a blob it lacks: the type tells them apart.
-        With `limit`, a blob over it is cut to its first `limit` + 1 bytes (git was stopped there)."""
-        proc = self._raw(*self.blob_args(spec), limit=limit)
+        With `limit`, a blob over it is cut to its first `limit` + 1 bytes (git was stopped there); without, one
+        over BLOB_CAP is refused."""
+        proc = self._raw(*self.blob_args(spec), limit=BLOB_CAP if limit is None else limit)
+        if limit is None and len(proc.stdout) > BLOB_CAP:
+            raise over_blob_cap(shown)
         if proc.returncode == 0 or limit is not None and len(proc.stdout) > limit:
             return proc.stdout
         # git's last word, past its advice (`hint: Did you mean ':1:PATH'?` follows "but not at stage 0")
@@ -805,6 +820,7 @@ class History:
         os.environ.update(saved)
 
     def blob(self, commit: str | None, path: str) -> bytes | None:
+        """`path` as `commit` holds it, None where it has none; one over BLOB_CAP is refused, unread."""
         if commit is None:
             return None
         if self.repo.id_length() != 40:  # GitPython reads SHA-1 repositories only: a SHA-256 one's are asked of git
@@ -817,7 +833,10 @@ class History:
                 self._gitpython = gitpython.Repo(str(self.repo.toplevel))
                 self._gitpython.git.set_persistent_git_options(c=list(SAFE_CONFIG))  # before its first git
             try:
-                data: bytes = (self._gitpython.commit(commit).tree / path).data_stream.read()
+                blob = self._gitpython.commit(commit).tree / path
+                if blob.size > BLOB_CAP:
+                    raise over_blob_cap(f"{excerpt(path)} at {commit[:12]}")
+                data: bytes = blob.data_stream.read()
             except KeyError:
                 return None
             except ValueError as exc:  # an object the repository lacks (a partial or damaged clone)
