@@ -164,11 +164,17 @@ class Invocation:
 
     def write_flags(self, code: int) -> int:
         """Resolve the flags of the gates that passed in this check, then flag this run's failures and events."""
-        if self._passed and self._scope is not None and self._repo is not None and _open_here(self._repo, self):
+        flagged = _open_here(self._repo, self) if self._passed and self._scope is not None and self._repo else []
+        if flagged:
             from gates.domain import flags
 
             repo, passed, scope = self._repo, self._passed, self._scope
-            _resolving(lambda: flags.resolve(repo, passed, scope, command=self.command, observed_ns=self.started_ns))
+            assert repo is not None and scope is not None
+            ended = _resolving(lambda: flags.resolve(repo, passed, scope, command=self.command,
+                                                     observed_ns=self.started_ns))
+            if ended:  # said, as the doctor says its own: a flag that vanished unannounced looks lost
+                say(f"gate: resolved {len(ended)} open flag{'s' if len(ended) > 1 else ''} of {', '.join(flagged)}: "
+                    f"{'it passes' if len(flagged) == 1 else 'they pass'} now (`gate flags --all` lists them)")
         pending = list(self._events)
         if code in (VIOLATION, CANNOT_RUN, INTERNAL):
             pending += self._reasons
@@ -312,10 +318,10 @@ def ids(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _open_here(repo: Repo, run: Invocation) -> bool:
-    """Whether a gate that passed has a flag open in this worktree and scope: when none has, there is nothing to
+def _open_here(repo: Repo, run: Invocation) -> list[str]:
+    """The gates that passed with a flag open in this worktree and scope: when none has, there is nothing to
     resolve and the flags module is not even loaded (flags open in other worktrees, a denied claim's, say, are
     theirs to resolve)."""
     from gates.domain import changes
 
-    return bool(changes.open_markers(repo, run._passed, run._scope))
+    return list(changes.open_markers(repo, run._passed, run._scope))

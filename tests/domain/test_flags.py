@@ -70,8 +70,14 @@ def test_a_refused_commit_then_fixed_resolves_its_flag(repo: Path) -> None:
     _mend(repo)
     passed = _commit(repo, "mended")
     assert passed.returncode == 0, passed.stdout + passed.stderr
+    # said, not silent (a new user saw the flag vanish): once, and only by the check that ended it
+    told = f"gate: resolved 1 open flag of {GATE}: it passes now (`gate flags --all` lists them)"
+    assert told in passed.stderr.splitlines(), passed.stderr
 
     assert flag_records(repo / ".git") == []
+    (repo / "more.txt").write_text("more\n")
+    again = _commit(repo, "more")
+    assert again.returncode == 0 and "resolved" not in again.stderr, again.stderr
     [resolved] = flag_records(repo / ".git", "resolved")
     assert resolved["id"] == raised["id"] and resolved["message"] == MESSAGE
     assert resolved["resolved"]["command"] == "gate check"
