@@ -101,7 +101,10 @@ def test_crlf_and_bom_are_the_same_document(repo: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "stderr_line"),
     [
-        (b"handoff: [\n", "gate: .gate.yaml:2: invalid YAML: expected the node content, but found '<stream end>'"),
+        # the end of the stream, past the last newline, is named as the file's last line (a new user was sent to
+        # line 58 of a 57-line file)
+        (b"handoff: [\n", "gate: .gate.yaml:1: invalid YAML: expected the node content, but found '<stream end>'"),
+        (b"handoff:\n  path: \"X.md\n\n", "gate: .gate.yaml:3: invalid YAML: found unexpected end of stream"),
         (b"handoff:\n  pth: X.md\n", "gate: .gate.yaml:2: unknown key 'handoff.pth' (did you mean 'path'?)"),
         (b"handoff:\n  max_lines: many\n", "gate: .gate.yaml:2: handoff.max_lines: 'many' is not of type 'integer'"),
         (b"handoff:\n  path: a.md\n  path: b.md\n", "gate: .gate.yaml:3: duplicate key 'path'"),
@@ -121,8 +124,8 @@ def test_crlf_and_bom_are_the_same_document(repo: Path) -> None:
         (b"handoff:\n  sections: [Meta]\n",
          "gate: .gate.yaml:2: handoff.target_section 'Current Target' is not one of handoff.sections"),
     ],
-    ids=["broken", "unknown-key", "wrong-type", "duplicate-key", "python-tag", "custom-tag", "alias", "merge-key",
-         "path-escape", "nan", "not-a-mapping", "non-utf8", "deep-nesting", "section-names"],
+    ids=["broken", "unclosed-quote", "unknown-key", "wrong-type", "duplicate-key", "python-tag", "custom-tag", "alias",
+         "merge-key", "path-escape", "nan", "not-a-mapping", "non-utf8", "deep-nesting", "section-names"],
 )
 def test_malformed_config(repo: Path, content: bytes, stderr_line: str) -> None:
     (repo / ".gate.yaml").write_bytes(content)

@@ -37,7 +37,8 @@ def load_yaml(text: str) -> tuple[Any, dict[Path_, int]]:
             builder.feed(event)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else 0
+        # the end of the stream past a last newline is a line the file does not have: its last line is named
+        line = min(mark.line + 1, text.count("\n") + (not text.endswith("\n"))) if mark is not None else 0
         raise DataError(f"invalid YAML: {exc.problem or exc.context}", line) from None
     except YAMLError as exc:
         raise DataError(f"invalid YAML: {exc}") from None

@@ -44,7 +44,7 @@ def test_five_behind_is_a_violation(repo: Path) -> None:
     assert proc.returncode == 1
     assert proc.stdout.splitlines()[0] == (
         f"HANDOFF.md:4: [handoff-fresh] Meta ref {ref} is 5 commits behind HEAD, more than fresh.max_behind (3): "
-        "sessions committed without updating the hand-over — bring it up to date, then `gate stamp` and commit it "
+        "work was committed without updating the hand-over — bring it up to date, then `gate stamp` and commit it "
         "(`git add HANDOFF.md`)")
     brief = run_gate(repo, "brief")
     assert brief.returncode == 0

@@ -76,7 +76,7 @@ def test_a_clean_doctor_ends_the_doctor_flags_of_the_doctors_before_it(repo: Pat
     (repo / ".gate.yaml").write_text("handoff: [\n")
     needs = run_gate(repo, "doctor")
     assert needs.returncode == 1 and "FIX   no commit hook runs the gate" in needs.stdout
-    assert "FIX   config: .gate.yaml:2: invalid YAML" in needs.stdout, needs.stdout
+    assert "FIX   config: .gate.yaml:1: invalid YAML" in needs.stdout, needs.stdout
     [raised] = json.loads(run_gate(repo, "flags", "--format", "json").stdout)["flags"]
     assert raised["reason"] == "doctor"
     (repo / ".gate.yaml").unlink()

@@ -105,7 +105,7 @@ def test_a_broken_gate_yaml_flag_ends_once_a_check_loads_the_configuration(repo:
     git(repo, "add", "README")
     hook = subprocess.run(["git", "commit", "-q", "-m", "more"], cwd=repo, capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, timeout=60)
-    assert hook.returncode != 0 and "gate: .gate.yaml:2: invalid YAML" in hook.stderr, hook.stderr
+    assert hook.returncode != 0 and "gate: .gate.yaml:1: invalid YAML" in hook.stderr, hook.stderr
     [raised] = flag_records(repo / ".git")
     assert (raised["reason"], raised["command"]) == ("config-invalid", "gate check")
     assert f"{raised['id']} [config-invalid]" in run_gate(repo, "flags").stdout
@@ -136,7 +136,7 @@ def test_a_check_that_loads_the_configuration_ends_only_the_flags_about_it(
     assert GATE_BIN
     start = subprocess.run([GATE_BIN, "brief", "--format", "claude"], cwd=repo, capture_output=True, text=True,
                            input=json.dumps({"session_id": "s1", "hook_event_name": "SessionStart"}), timeout=60)
-    assert start.returncode == 0 and "The gate cannot run here: .gate.yaml:2" in start.stdout
+    assert start.returncode == 0 and "The gate cannot run here: .gate.yaml:1" in start.stdout
     assert run_gate(repo, "check").returncode == 3
     assert sorted((r["reason"], r["command"], r["count"]) for r in flag_records(repo / ".git")) == [
         ("config-invalid", "gate doctor --remote origin", 3),  # the start hook's and the check's, alike, counted in it
