@@ -66,9 +66,8 @@ def _brief(run: Invocation, fmt: str, hook: harness.HookInput, session: str | No
     except GateError as exc:
         said = f"The gate cannot run here: {exc.render()}"
         if fmt == "json":  # still a document of the json format, saying why it holds no brief
-            document = {"version": 1, "first_line": said, "sections": [], "text": f"# Session brief\n\n{said}\n",
-                        "error": exc.render()}
-            sys.stdout.write(jsonio.dumps(clean_tree(document), indent=2, ensure_ascii=False) + "\n")
+            _write_json({"version": 1, "first_line": said, "sections": [], "text": f"# Session brief\n\n{said}\n",
+                         "error": exc.render()})
         elif fmt not in harness.HOOK_START_FORMATS:
             sys.stdout.write(f"# Session brief\n\n{said}\n")
         raise
@@ -88,12 +87,10 @@ def _brief(run: Invocation, fmt: str, hook: harness.HookInput, session: str | No
     lines.append(f"# Session brief: {repo.toplevel} (branch {repo.branch() or 'detached'}, "
                  f"HEAD {(repo.head or 'none')[:12]})")
     header = clean("\n".join(lines))  # the worktree's path and branch name are the repository's text too
-    full = render(parts, header)
-    text = full
+    text = full = render(parts, header)
     if fmt == "json":
-        document = {"version": 1, "first_line": lines[0], "sections": [{"title": p.title, "text": p.body} for p in parts],
-                    "text": full}
-        sys.stdout.write(jsonio.dumps(clean_tree(document), indent=2, ensure_ascii=False) + "\n")
+        _write_json({"version": 1, "first_line": lines[0], "sections": [{"title": p.title, "text": p.body} for p in parts],
+                     "text": full})
     elif fmt in harness.HOOK_START_FORMATS:
         budget = harness.START_BUDGET[fmt]
         assert budget is not None
@@ -111,6 +108,10 @@ def _brief(run: Invocation, fmt: str, hook: harness.HookInput, session: str | No
     except journal.NotJournalled as exc:
         say(f"gate: the brief was delivered but not journalled: {exc.cause.render()}")
     return OK
+
+
+def _write_json(document: dict[str, Any]) -> None:
+    sys.stdout.write(jsonio.dumps(clean_tree(document), indent=2, ensure_ascii=False) + "\n")
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -173,7 +174,7 @@ FLAGS, SALVAGE, HANDOFF = "1. Flags", "3a. Salvage: the last session did not clo
 
 def _closure(repo: Repo, config: Config, handoff_file: Callable[[], Loaded]) -> sessions.Closure:
     try:
-        ref = _meta(handoff_file(), config, "ref")
+        ref = sessions.meta(handoff_file(), config, "ref")
     except (GateError, OSError):
         ref = None
     try:
@@ -270,13 +271,8 @@ def _committed_updated(repo: Repo, config: Config) -> tuple[str | None, str]:
     return value, "no valid Meta updated time in the committed hand-over"
 
 
-def _meta(loaded: Loaded, config: Config, key: str) -> str | None:
-    entry = loaded.doc.meta_value(config.section("handoff")["meta_section"], key) if loaded.doc is not None else None
-    return entry.value if entry else None
-
-
 def _tripwire(repo: Repo, loaded: Loaded, config: Config, work: sessions.Closure) -> str:
-    updated, ref = _meta(loaded, config, "updated"), work.ref
+    updated, ref = sessions.meta(loaded, config, "updated"), work.ref
     try:
         log = [excerpt(line, 120) for line in repo.log_oneline(3)] if repo.head else ["(no commits yet)"]
     except GitFailed as exc:  # never shown as "no commits"

@@ -70,11 +70,12 @@ def _is_handoff(listed: str, path: str) -> bool:
 def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str], summary: list[str]) -> None:
     """The steps (and one summary line each) that close out the work, each worded from what was found."""
     ref, found = str(work.ref), work.found
+    kind = found.kind if found is not None else None
     if work.history_error is not None:  # a failed question is never "nothing to close out": the stop is blocked
         steps.append(f"Whether work after {path}'s Meta ref {ref[:12]} is closed out cannot be told: "
                      f"{work.history_error}. Make git able to read this repository's history (fix what it says).")
         summary.append(work.history_error)
-    elif found is not None and found.kind == "shallow":
+    elif kind == "shallow":
         steps.append(f"{path}'s Meta ref {ref[:12]} is not in this shallow clone: {ancestry.SHALLOW_ADVICE}.")
         summary.append("the Meta ref is not in this shallow clone")
     others = [(code, name) for code, name in work.paths if not _is_handoff(name, path)]  # the hand-over: below
@@ -89,7 +90,7 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
                      "what belongs to the project, delete scratch files, or have git ignore them (`.gitignore`, or "
                      "`.git/info/exclude` for this clone only).")
         summary.append(f"{len(untracked)} untracked path(s)")
-    if found is not None and found.kind == "behind":
+    if found is not None and kind == "behind":
         commits, total = sessions.work_after(repo, found)
         listed = "".join(f"\n   - {sha} {excerpt(subject, 80)}" for sha, subject, _ in commits[:5])
         more = f"\n   (+{total - 5} more: `git log {ref[:12]}..HEAD`)" if total > 5 else ""
@@ -97,7 +98,7 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
                      f"are not closed out. Update its Current Target and Open Threads (and Decisions, Dead "
                      f"Ends, Verified) so the next session can continue from them:{listed}{more}")
         summary.append(f"{found.behind} commit(s) after the Meta ref are not closed out")
-    elif found is not None and found.kind == "elsewhere":
+    elif kind == "elsewhere":
         steps.append(f"{path}'s Meta ref {ref[:12]} is not in this history: bring the hand-over up to date with git.")
         summary.append("the Meta ref is not in this history")
     elif work.ref is None:
@@ -105,7 +106,7 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
         summary.append("the hand-over names no Meta ref")
     mine = [code for code, name in work.paths if _is_handoff(name, path)]
     how = (f"{path} is not committed yet" if mine == ["??"] else f"{path} has uncommitted changes") if mine else ""
-    if changed or untracked or work.ref is None or (found is not None and found.kind in ("behind", "elsewhere")):
+    if changed or untracked or work.ref is None or kind in ("behind", "elsewhere"):
         steps.append(f"Close out: `gate stamp`, then `git add {shell_path(path)} && git commit -m \"close-out: …\"`"
                      + (f" ({how}: that commit takes them)." if mine else "."))
     elif mine:
@@ -120,13 +121,11 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
 
 
 def _meta_ref(repo: Repo, config: Config) -> str | None:
-    cfg = config.section("handoff")
     try:
-        doc = handoff.load_handoff(repo, config, repo.path(cfg["path"])).doc
+        loaded = handoff.load_handoff(repo, config, repo.path(config.section("handoff")["path"]))
     except GateError:
         return None  # the gates have said why
-    entry = doc.meta_value(cfg["meta_section"], "ref") if doc is not None else None
-    return entry.value if entry else None
+    return sessions.meta(loaded, config, "ref")
 
 
 def _held_claim(repo: Repo, path: str, session: str | None) -> str | None:
@@ -158,13 +157,21 @@ def _counter_path(repo: Repo, session: str | None) -> tuple[str, str]:
     return folder, os.path.join(folder, f"{key}.json")
 
 
-def _read_counter(path: str) -> dict[str, Any]:
+def _read_counter(path: str) -> tuple[dict[str, Any], int]:
     try:
         data = fsio.read_state_file(path, 1 << 16)
         loaded = jsonio.load_json(data.decode("utf-8", "replace")) if data else {}
     except (GateError, jsonio.DataError):
-        return {}
-    return loaded if isinstance(loaded, dict) else {}
+        loaded = {}
+    record = loaded if isinstance(loaded, dict) else {}
+    return record, int(record["blocks"]) if isinstance(record.get("blocks"), int) else 0
+
+
+def _write_counter(repo: Repo, path: str, fmt: str, hook: harness.HookInput, session: str | None, blocks: int,
+                   now_ns: int, verdict: str) -> None:
+    record = {"session": session, "format": fmt, "blocks": blocks, "time_ns": now_ns, "head": repo.head,
+              "verdict": verdict, "event_ms": hook.event_ms}
+    state.write(repo, path, (jsonio.dumps(record) + "\n").encode())
 
 
 def _twin(record: dict[str, Any], fmt: str, event_ms: int | None, head: str | None, now_ns: int) -> bool:
@@ -185,9 +192,8 @@ def decide(repo: Repo, fmt: str, hook: harness.HookInput, session: str | None, d
     (done, block, let-through or twin) and the consecutive blocks before this stop."""
     folder, path = _counter_path(repo, session)
     with fsio.locked(folder):
-        record = _read_counter(path)
+        record, counted = _read_counter(path)
         now_ns = time.time_ns()
-        counted = int(record["blocks"]) if isinstance(record.get("blocks"), int) else 0
         if _twin(record, fmt, hook.event_ms, repo.head, now_ns):
             return "twin", counted
         if fmt == "cursor" and hook.loop_count is not None:
@@ -202,9 +208,7 @@ def decide(repo: Repo, fmt: str, hook: harness.HookInput, session: str | None, d
             verdict, after = "let-through", 0
         else:
             verdict, after = "block", before + 1
-        new = {"session": session, "format": fmt, "blocks": after, "time_ns": now_ns, "head": repo.head,
-               "verdict": verdict, "event_ms": hook.event_ms}
-        state.write(repo, path, (jsonio.dumps(new) + "\n").encode())
+        _write_counter(repo, path, fmt, hook, session, after, now_ns, verdict)
     return verdict, before
 
 
@@ -257,18 +261,22 @@ def _hook(run: Invocation, fmt: str, hook: harness.HookInput, session: str | Non
         _journal(repo, {"harness": fmt, "session": session, "verdict": verdict, "blocks": blocks, "reasons": summary,
                         "head": repo.head})
     if verdict == "done":
-        _resolve_missing(run)
+        run.settle(sessions.CLOSEOUT_MISSING)
     if verdict == "block":
         return harness.block_envelope(fmt, reason_text(steps, _runner()))
     if verdict == "let-through":
         capped = f", capped at {bound} for {fmt}, which ends the turn itself after {bound + 1}" if bound != configured else ""
-        message = (f"session {session or '(no id)'} ({fmt}) stopped without closing out after {blocks} "
-                   f"consecutive blocked stops (closeout.max_blocks is {configured}{capped}): {'; '.join(summary)}"
-                   " — the next session must salvage its work: read the brief's Salvage section")
-        run.notice("closeout-missing", message)
-        say(f"gate: {message}")
-        return harness.allow_envelope(fmt, f"handoff-gate: {message}")
+        return _missing(run, fmt, f"session {session or '(no id)'} ({fmt}) stopped without closing out after {blocks} "
+                        f"consecutive blocked stops (closeout.max_blocks is {configured}{capped}): {'; '.join(summary)}"
+                        " — the next session must salvage its work: read the brief's Salvage section")
     return harness.allow_envelope(fmt)
+
+
+def _missing(run: Invocation, fmt: str, message: str) -> str:
+    """A stop let through without a close-out: flagged for the next session, said, and the envelope saying it."""
+    run.notice(sessions.CLOSEOUT_MISSING, message)
+    say(f"gate: {message}")
+    return harness.allow_envelope(fmt, f"handoff-gate: {message}")
 
 
 def _runner() -> str:
@@ -287,14 +295,11 @@ def _judged_already(run: Invocation, fmt: str, hook: harness.HookInput, session:
     try:
         repo = run.repo()
         path = _counter_path(repo, session)[1]
-        record = _read_counter(path)
+        record, blocks = _read_counter(path)
         now_ns = time.time_ns()
         if _twin(record, fmt, hook.event_ms, repo.head, now_ns):
             return True
-        blocks = record.get("blocks") if isinstance(record.get("blocks"), int) else 0
-        new = {"session": session, "format": fmt, "blocks": blocks, "time_ns": now_ns, "head": repo.head,
-               "verdict": "error", "event_ms": hook.event_ms}
-        state.write(repo, path, (jsonio.dumps(new) + "\n").encode())
+        _write_counter(repo, path, fmt, hook, session, blocks, now_ns, "error")
     except Exception:  # the boundary: the stop is let through whatever fails here
         return False
     return False
@@ -305,19 +310,12 @@ def _let_through(run: Invocation, fmt: str, hook: harness.HookInput, session: st
         return harness.allow_envelope(fmt)
     message = (f"gate closeout --format {fmt} let session {session or '(no id)'} stop unchecked: {why} — the "
                "close-out may be missing: the next session must check it (`gate closeout --format text`)")
-    run.notice("closeout-missing", message)
-    say(f"gate: {message}")
+    envelope = _missing(run, fmt, message)
     try:
         _journal(run.repo(), {"harness": fmt, "session": session, "verdict": "error", "reasons": [excerpt(why, 200)]})
     except (GateError, OSError):
         pass
-    return harness.allow_envelope(fmt, f"handoff-gate: {message}")
-
-
-def _resolve_missing(run: Invocation) -> None:
-    """A `done` verdict found the work closed out: this worktree's `closeout-missing` flags raised before this run
-    began have no cause left (a later session salvaged the work, or the same one closed out after all)."""
-    run.settle(sessions.CLOSEOUT_MISSING)
+    return envelope
 
 
 def _text(run: Invocation, session: str | None) -> int:
@@ -326,8 +324,8 @@ def _text(run: Invocation, session: str | None) -> int:
     repo = run.repo()
     _journal(repo, {"session": session, "verdict": "not-done" if steps else "done", "reasons": summary,
                     "head": repo.head}, "closeout-preview")
-    if not steps:
-        _resolve_missing(run)
+    if not steps:  # closed out: this worktree's earlier `closeout-missing` flags have no cause left
+        run.settle(sessions.CLOSEOUT_MISSING)
         print("close-out done: the hand-over passes its gates and describes every commit, and nothing is left uncommitted")
         return OK
     print(reason_text(steps))

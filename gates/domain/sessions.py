@@ -19,6 +19,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from gates.domain.handoff import Loaded
     from gates.infra.config import Config
 
 TAIL_BYTES = 256 * 1024  # how much of the journal's end is read for the last session
@@ -43,11 +44,8 @@ def tail_entries(repo: Repo) -> list[dict[str, Any]]:
     lines = data.split(b"\n")
     if end > TAIL_BYTES:
         lines = lines[1:]  # the first line is cut
-    entries = []
-    for raw in lines:
-        entry = journal.parse_entry(raw.decode("utf-8", "replace"))
-        if entry is not None and isinstance(entry.get("details"), dict):
-            entries.append(entry)
+    parsed = (journal.parse_entry(raw.decode("utf-8", "replace")) for raw in lines)
+    entries = [entry for entry in parsed if entry is not None and isinstance(entry.get("details"), dict)]
     repo.memo["journal-tail"] = entries
     return entries
 
@@ -59,6 +57,17 @@ def _session_of(entry: dict[str, Any]) -> str | None:
     if not isinstance(session, str) or not session or details.get("harness") in NOT_SESSIONS:
         return None
     return session
+
+
+def meta(loaded: Loaded, config: Config, key: str) -> str | None:
+    """The hand-over's Meta value `key` (None: no such line, or the file was over its cap and not read)."""
+    entry = loaded.doc.meta_value(config.section("handoff")["meta_section"], key) if loaded.doc is not None else None
+    return entry.value if entry else None
+
+
+def _first_brief(entries: list[dict[str, Any]], here: str, harness: object, session: str | None) -> int | None:
+    return next((n for n, e in enumerate(entries) if e.get("worktree") == here and e.get("action") == "session-brief"
+                 and e["details"].get("harness") == harness and _session_of(e) == session), None)
 
 
 def first_line(repo: Repo, current: str | None, work: Closure, head: str | None) -> str:
@@ -122,15 +131,15 @@ def own_work(repo: Repo, harness: str, session: str | None) -> Own | None:
     a clear) finds one."""
     if not session or harness in NOT_SESSIONS:
         return None
-    for entry in tail_entries(repo):
-        details = entry["details"]
-        if (entry.get("action") == "session-brief" and entry.get("worktree") == str(repo.toplevel)
-                and details.get("harness") == harness and _session_of(entry) == session):
-            head, count = details.get("head"), details.get("uncommitted")
-            head = head if isinstance(head, str) else None
-            count = count if isinstance(count, int) and not isinstance(count, bool) else None
-            return Own(head, str(entry.get("time", "?")), count, _commits_since(repo, head))
-    return None
+    entries = tail_entries(repo)
+    first = _first_brief(entries, str(repo.toplevel), harness, session)
+    if first is None:
+        return None
+    details = entries[first]["details"]
+    head, count = details.get("head"), details.get("uncommitted")
+    head = head if isinstance(head, str) else None
+    count = count if isinstance(count, int) and not isinstance(count, bool) else None
+    return Own(head, str(entries[first].get("time", "?")), count, _commits_since(repo, head))
 
 
 class Closing(NamedTuple):
@@ -159,8 +168,7 @@ def closing_session(repo: Repo, updated: str) -> Closing | None:
     if closer is None:
         return None
     harness, session = closer["details"].get("harness"), _session_of(closer)
-    first = next((n for n, e in enumerate(entries) if e.get("worktree") == here and e.get("action") == "session-brief"
-                  and e["details"].get("harness") == harness and _session_of(e) == session), None)
+    first = _first_brief(entries, here, harness, session)
     if first is None or first > stamps[-1]:
         return None
     from gates.domain.flags import ID_PATTERN
@@ -175,10 +183,8 @@ def _commits_since(repo: Repo, start: str | None) -> int | None:
     history (a reset, a rebase) or git cannot say: then no commit is taken for its own."""
     if repo.head is None or start == repo.head:
         return 0
-    if start is not None:
-        ancestor = repo.git("merge-base", "--is-ancestor", start, repo.head)
-        if ancestor.returncode != 0:
-            return None
+    if start is not None and repo.git("merge-base", "--is-ancestor", start, repo.head).returncode != 0:
+        return None
     listed = repo.git("rev-list", "--first-parent", "--count", f"{start}..HEAD" if start else "HEAD", "--")
     count = listed.stdout.strip()
     return int(count) if listed.returncode == 0 and count.isdigit() else None
@@ -220,8 +226,8 @@ class Closure(NamedTuple):
     def counts(self) -> tuple[int, int, int]:
         """(staged, unstaged, untracked) paths; a path both staged and changed again counts in both."""
         untracked = sum(1 for code, _ in self.paths if code == "??")
-        staged = sum(1 for code, _ in self.paths if code != "??" and code[:1] not in (" ", "?"))
-        unstaged = sum(1 for code, _ in self.paths if code != "??" and code[1:2] not in (" ", "?", ""))
+        staged = sum(1 for code, _ in self.paths if code[:1] not in (" ", "?"))
+        unstaged = sum(1 for code, _ in self.paths if code[1:2] not in (" ", "?", ""))
         return staged, unstaged, untracked
 
     def reasons(self) -> list[str]:
@@ -324,8 +330,8 @@ def _parse_log(text: str) -> list[tuple[str, str, list[str]]]:
         parts = record.split("\x1f", 2)
         if len(parts) != 3 or not 40 <= len(parts[0]) <= 64 or parts[0].strip(_SHA):
             return []
-        names = [name for name in parts[2].strip("\0\n").split("\0") if name.strip("\n")]
-        out.append((parts[0], parts[1], [name.strip("\n") for name in names]))
+        names = [name.strip("\n") for name in parts[2].strip("\0\n").split("\0") if name.strip("\n")]
+        out.append((parts[0], parts[1], names))
     return out
 
 

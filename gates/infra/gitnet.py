@@ -36,25 +36,16 @@ ZERO_OID = "0" * 40
 GATE_IDENTITY = {"GIT_AUTHOR_NAME": "handoff-gate", "GIT_AUTHOR_EMAIL": "gate@handoff-gate.invalid",
                  "GIT_COMMITTER_NAME": "handoff-gate", "GIT_COMMITTER_EMAIL": "gate@handoff-gate.invalid"}
 
-_NETWORK_ARGS = (
+_NETWORK_ARGS = tuple(arg for item in (
     # The scratch repository has no config of the repository's: the user's own credential helper (for a host that
     # needs one) may answer here, unlike in every other call.
-    *(arg for item in SAFE_CONFIG if item != "credential.helper=" for arg in ("-c", item)),
-    "-c", "core.hooksPath=/dev/null",
-    "-c", "protocol.allow=never",
-    *(arg for proto in NETWORK_PROTOCOLS for arg in ("-c", f"protocol.{proto}.allow=always")),
-    "-c", "gc.auto=0",
-    "-c", "maintenance.auto=false",
-    "-c", "fetch.writeCommitGraph=false",
-    "-c", "fetch.recurseSubmodules=false",
-    "-c", "fetch.prune=false",
-    "-c", "submodule.recurse=false",
-    "-c", "push.recurseSubmodules=no",
-    "-c", "push.followTags=false",
-    "-c", "push.gpgSign=false",
-    "-c", "commit.gpgSign=false",
-    "-c", "transfer.fsckObjects=true",
-)
+    *(item for item in SAFE_CONFIG if item != "credential.helper="),
+    "core.hooksPath=/dev/null", "protocol.allow=never", *(f"protocol.{proto}.allow=always" for proto in NETWORK_PROTOCOLS),
+    "gc.auto=0", "maintenance.auto=false",
+    "fetch.writeCommitGraph=false", "fetch.recurseSubmodules=false", "fetch.prune=false",
+    "submodule.recurse=false", "push.recurseSubmodules=no", "push.followTags=false",
+    "push.gpgSign=false", "commit.gpgSign=false", "transfer.fsckObjects=true",
+) for arg in ("-c", item))
 
 
 class Unreachable(GateError):
@@ -521,9 +512,8 @@ def _said(data: bytes, lines: int = 3) -> str:
 def make_commit(work: Scratch, files: dict[str, bytes], message: str, when: int, parent: str | None = None) -> str:
     """A commit (no parent unless given) whose tree holds `files`, dated `when` (seconds, UTC), made in the scratch
     repository."""
-    entries = []
-    for name, data in sorted(files.items()):
-        entries.append(f"100644 blob {_made(work, 'hash-object', '-w', '--stdin', stdin=data)}\t{name}\n")
+    entries = [f"100644 blob {_made(work, 'hash-object', '-w', '--stdin', stdin=data)}\t{name}\n"
+               for name, data in sorted(files.items())]
     tree = _made(work, "mktree", stdin="".join(entries).encode())
     dated = {"GIT_AUTHOR_DATE": f"{when} +0000", "GIT_COMMITTER_DATE": f"{when} +0000"}
     return _made(work, "commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-", stdin=message.encode(), env=dated)
