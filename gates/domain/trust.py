@@ -32,11 +32,10 @@ def checks(repo: Repo, environ: Mapping[str, str], cwd: str) -> list[tuple[str, 
     top, here = os.path.realpath(repo.toplevel), os.path.realpath(cwd)
     below = os.path.relpath(here, top) if here != top and paths.within(here, top) else ""  # the folder below the top
     out = []
-    for agent in NAMES:
+    for agent, name in NAMES.items():
         positions = agents.wired(repo, agent)
         if not positions:
             continue
-        name = NAMES[agent]
         if below and agent in ("claude", "gemini"):
             out.append((WARN, f"{name} started here ({below}/) reads no project settings, so none of its hooks runs: "
                               f"start it at the top of the work tree ({top})"))
