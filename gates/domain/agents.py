@@ -3,11 +3,10 @@
 
 The committed files run on every clone, so their hooks name no path of this machine: each runs the portable
 program (`portable_line`; Claude Code, which quotes a blocking hook's command to the model, runs it from SCRIPTS
-through `short_line`), the same bytes from every installation. `--local` (a per-user file) names this interpreter
-instead (`command_line`); one file or the other runs the gate, never both. Every file is a file of its own at
-exactly its path (`own_path`, docs/security.md), written with fsio, which follows no link; existing files are
-merged, never clobbered, and the bytes a file had before the first install are kept in the state dir, so
-`--uninstall` puts them back exactly when nothing else changed since.
+through `short_line`). `--local` (a per-user file) names this interpreter instead (`command_line`); one file or
+the other runs the gate, never both. Every file is written at exactly its own path (`own_path`, docs/security.md)
+and merged, never clobbered; the bytes it had before the first install are kept in the state dir, so
+`--uninstall` puts them back when nothing else changed since.
 """
 
 from __future__ import annotations
@@ -147,13 +146,12 @@ def is_portable(command: str) -> bool:
 
 
 def is_ours(command: object, kind: str | None = None) -> bool:
+    """Whether `command` runs the gate (its program, or a SCRIPTS file through `short_line`) for `kind`, or either."""
     if not isinstance(command, str):
         return False
-    if not any(entry in command for entry in hooks.ENTRIES) and not (
-            is_portable(command) and any(f"/{script}; " in command for script in SCRIPTS.values())):
-        return False
-    kinds = (kind,) if kind else ("brief", "closeout")
-    return any(f" {k} --format " in command for k in kinds)
+    runs_gate = any(entry in command for entry in hooks.ENTRIES) or (
+        is_portable(command) and any(f"/{script}; " in command for script in SCRIPTS.values()))
+    return runs_gate and any(f" {k} --format " in command for k in ((kind,) if kind else ("brief", "closeout")))
 
 
 def interpreter_of(command: str) -> str:
@@ -255,11 +253,11 @@ def _strip(agent: str, doc: dict[str, Any]) -> dict[str, Any]:
             continue
         kept = []
         for item in listed:
-            hooks = _hooks_of(agent, item)
-            inner = [hook for hook in hooks if not is_ours(_command_of(agent, hook))]
-            if hooks and not inner:
+            held = _hooks_of(agent, item)
+            inner = [hook for hook in held if not is_ours(_command_of(agent, hook))]
+            if held and not inner:
                 continue  # the entry, or its matcher group, held nothing but ours
-            if agent in GROUPED and hooks:
+            if agent in GROUPED and held:
                 item["hooks"] = inner
             kept.append(item)
         if kept:
@@ -357,10 +355,9 @@ class _File:
 
 def own_path(repo: Repo, shown: str) -> str:
     """The path of the work-tree file `shown` when it is a file of its own there (or not there yet), else a
-    one-line refusal naming it: confined (paths.confined), no symlink at it or on its way (a committed
-    `.claude/settings.json -> ../package.json` would have package.json rewritten), and a regular file with no other
-    hard link. fsio then opens exactly this path, following no link, so one swapped in after this check is refused
-    too (docs/security.md)."""
+    one-line refusal: confined, no symlink at it or on its way (a committed `.claude/settings.json ->
+    ../package.json` would have package.json rewritten), a regular file with no other hard link. fsio then follows
+    no link, so one swapped in after this check is refused too (docs/security.md)."""
     lexical = _unlinked(repo, shown)
     try:
         info = os.lstat(lexical)
@@ -610,10 +607,8 @@ def _ours_in(repo: Repo, agent: str, local: bool = False) -> list[tuple[str, int
 
 def wired(repo: Repo, agent: str) -> list[tuple[str, int, int]]:
     """(event, group, handler) of each hook of ours in the harness's project file and its per-user one (`_ours_in`)."""
-    found: list[tuple[str, int, int]] = []
-    for local in (False, True) if agent in LOCAL_FILES else (False,):
-        found += [(event, group, handler) for event, group, handler, _ in _ours_in(repo, agent, local)]
-    return found
+    return [(event, group, handler) for local in ((False, True) if agent in LOCAL_FILES else (False,))
+            for event, group, handler, _ in _ours_in(repo, agent, local)]
 
 
 def _our_hooks(agent: str, doc: dict[str, Any]) -> list[tuple[str, int, int, str]]:
@@ -679,13 +674,13 @@ def _judged(repo: Repo, agent: str, local: bool, shown: str, commands: list[str]
                        f"`{again}` from the environment the gate is installed in")
     if wanted - have:
         return ("FIX", f"{shown}: no hook runs `gate {'/'.join(sorted(wanted - have))}`: `{again}`")
-    run_script = [c for c in commands if agent in SCRIPTS and f"/{SCRIPTS[agent]}; " in c]
-    wrong = _script_wrong(repo, agent, shown, again) if run_script and not local else None
-    if wrong:
-        return ("FIX", wrong)
-    if agent in SCRIPTS and not local and len(run_script) < len([c for c in commands if is_portable(c)]):
-        return ("warn", f"{shown}: the hooks hold the whole hook program, which Claude Code quotes to the model on every "
-                        f"blocked stop: `{again}` writes the short form that runs {SCRIPTS[agent]}")
+    if agent in SCRIPTS and not local:
+        run_script = [c for c in commands if f"/{SCRIPTS[agent]}; " in c]
+        if run_script and (wrong := _script_wrong(repo, agent, shown, again)):
+            return ("FIX", wrong)
+        if len(run_script) < len(commands) - len(fixed):  # some hooks hold the program itself
+            return ("warn", f"{shown}: the hooks hold the whole hook program, which Claude Code quotes to the model on "
+                            f"every blocked stop: `{again}` writes the short form that runs {SCRIPTS[agent]}")
     if fixed and not local:
         return ("warn", f"{shown}: the hooks name this machine's interpreter ({interpreter_of(fixed[0])}), which no other "
                         f"clone has: `{again}` writes the portable form every clone runs (or `--local` for yours alone)")

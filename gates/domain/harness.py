@@ -231,15 +231,14 @@ def _codex_words(reason: str) -> str:
 def block_envelope(fmt: str, reason: str) -> str:
     """What keeps a harness's agent working, with `reason` as its next instruction."""
     reason = clean(reason.strip()) or "Finish the session's close-out: run `gate closeout --format text` and do what it says."
+    if fmt == "cursor":
+        return jsonio.dumps({"followup_message": reason}, ensure_ascii=False)
+    if fmt not in ("claude", "codex", "copilot", "gemini"):
+        raise ValueError(fmt)
     if fmt == "codex":
         reason = _codex_words(reason)
-    if fmt in ("claude", "codex", "copilot", "gemini"):  # Gemini CLI's word for a block is a deny
-        document: dict[str, Any] = {"decision": "deny" if fmt == "gemini" else "block", "reason": reason}
-    elif fmt == "cursor":
-        document = {"followup_message": reason}
-    else:
-        raise ValueError(fmt)
-    return jsonio.dumps(document, ensure_ascii=False)
+    decision = "deny" if fmt == "gemini" else "block"  # Gemini CLI's word for a block is a deny
+    return jsonio.dumps({"decision": decision, "reason": reason}, ensure_ascii=False)
 
 
 def allow_envelope(fmt: str, notice: str | None = None) -> str:

@@ -32,11 +32,10 @@ def checks(repo: Repo, environ: Mapping[str, str], cwd: str) -> list[tuple[str, 
     top, here = os.path.realpath(repo.toplevel), os.path.realpath(cwd)
     below = os.path.relpath(here, top) if here != top and paths.within(here, top) else ""  # the folder below the top
     out = []
-    for agent in NAMES:
+    for agent, name in NAMES.items():
         positions = agents.wired(repo, agent)
         if not positions:
             continue
-        name = NAMES[agent]
         if below and agent in ("claude", "gemini"):
             out.append((WARN, f"{name} started here ({below}/) reads no project settings, so none of its hooks runs: "
                               f"start it at the top of the work tree ({top})"))
@@ -97,16 +96,13 @@ def _gemini(repo: Repo, environ: Mapping[str, str]) -> list[tuple[str, str]]:
     if isinstance(rules, str):
         return [(WARN, f"{name}: cannot tell whether this folder is trusted: {shown} {rules}")]
     top = os.path.realpath(repo.toplevel)
-    best: tuple[int, str] | None = None
-    for rule, level in rules.items():
-        if level not in GEMINI_LEVELS or not isinstance(rule, str) or not os.path.isabs(rule):
-            continue
-        folder = os.path.dirname(rule) if level == "TRUST_PARENT" else rule
-        if paths.within(top, os.path.realpath(folder)) and (best is None or len(rule) > best[0]):
-            best = (len(rule), str(level))
-    if best is not None and best[1] != "DO_NOT_TRUST":
-        return [(OK, f"{name}: this folder is trusted in {shown} ({best[1]})")]
-    how = "marked DO_NOT_TRUST" if best is not None else "not trusted"
+    holding = [(rule, level) for rule, level in rules.items()
+               if level in GEMINI_LEVELS and isinstance(rule, str) and os.path.isabs(rule)
+               and paths.within(top, os.path.realpath(os.path.dirname(rule) if level == "TRUST_PARENT" else rule))]
+    level = max(holding, key=lambda held: len(held[0]))[1] if holding else None  # the first of the longest rules
+    if level is not None and level != "DO_NOT_TRUST":
+        return [(OK, f"{name}: this folder is trusted in {shown} ({level})")]
+    how = "marked DO_NOT_TRUST" if level is not None else "not trusted"
     return [(WARN, f"{name} will not load this project's hooks: this folder is {how} in {shown} (a headless run "
                    f"exits 55) — {GEMINI_HOW}")]
 
