@@ -422,7 +422,7 @@ def install(repo: Repo, agent: str, local: bool = False) -> list[str]:
     before = target.read()
     if agent == "agents-md":
         text = fsio.decode_text(before, target.shown) if before else ""
-        after = _with_block(text).encode("utf-8")
+        after = _bom(before) + _with_block(text).encode("utf-8")
     else:
         doc = target.parse(before)
         merged = _merge(agent, doc, local)
@@ -433,6 +433,11 @@ def install(repo: Repo, agent: str, local: bool = False) -> list[str]:
     _put(repo, target, before, after)
     return [*said, f"{'updated' if before is not None else 'wrote'} {target.shown}: {_what(agent)}",
             *_notes(repo, agent, local)]
+
+
+def _bom(data: bytes | None) -> bytes:
+    """The UTF-8 BOM `data` begins with, kept when its text is written back (decode_text drops it), or b""."""
+    return fsio.BOM if data and data.startswith(fsio.BOM) else b""
 
 
 def _put(repo: Repo, target: _File, before: bytes | None, after: bytes) -> None:
@@ -525,7 +530,7 @@ def _uninstall(repo: Repo, agent: str, target: _File) -> list[str]:
     if agent == "agents-md":
         text = fsio.decode_text(current, target.shown)
         stripped = _without_block(text)
-        after = stripped.encode("utf-8") if stripped != text else current
+        after = _bom(current) + stripped.encode("utf-8") if stripped != text else current
         empty = not stripped
     else:
         doc = target.parse(current)

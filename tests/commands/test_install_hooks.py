@@ -327,3 +327,18 @@ def test_a_local_hooks_path_inside_the_repository_keeps_working(repo: Path, tmp_
     assert run_gate(repo, "install-hooks").returncode == 0
     assert (repo / ".githooks" / "pre-commit").is_file()
     assert not [line for line in run_gate(repo, "doctor").stdout.splitlines() if "core.hooksPath is" in line]
+
+
+def test_an_agents_md_with_a_bom_keeps_it_through_install_and_uninstall(repo: Path) -> None:
+    """A user's AGENTS.md saved with a UTF-8 BOM: the block is added and removed around the user's text, and the
+    BOM stays (it was dropped with the text's decoding), also when the record of the first install no longer
+    applies (the user edited the file since)."""
+    user = b"\xef\xbb\xbf# Notes\n\nKeep the tests fast.\n"
+    (repo / "AGENTS.md").write_bytes(user)
+    assert run_gate(repo, "install-hooks", "--agent", "agents-md").returncode == 0
+    installed = (repo / "AGENTS.md").read_bytes()
+    assert installed.startswith(user) and b"gate brief" in installed
+    (repo / "AGENTS.md").write_bytes(installed + b"\nA later note.\n")  # the install's record no longer applies
+    assert run_gate(repo, "install-hooks", "--agent", "agents-md", "--uninstall").returncode == 0
+    left = (repo / "AGENTS.md").read_bytes()
+    assert left.startswith(user) and b"gate brief" not in left and left.endswith(b"A later note.\n"), left
