@@ -281,6 +281,50 @@ def test_a_commit_that_records_no_hand_over_is_refused_as_ci_would_refuse_it(tmp
     assert ci.returncode == 3 and "HANDOFF.md: file not found" in ci.stderr, ci.stdout + ci.stderr
 
 
+def test_a_hand_over_named_through_a_link_is_judged_at_the_name_the_commit_records(tmp_path: Path) -> None:
+    """HANDOFF.md made a link to docs/HANDOFF.md: what a commit records is asked of the index at the configured
+    name, as CI checks it out. A link never added, its target staged, records no HANDOFF.md (refused, where the
+    hook passed and CI found no file); a file in the index where the work tree has a link records that file
+    (passed, where the hook refused for want of docs/HANDOFF.md in the index)."""
+    repo = _adopted(tmp_path)
+    (repo / "docs").mkdir()
+    shutil.copy(repo / "HANDOFF.md", repo / "docs" / "HANDOFF.md")
+    (repo / "HANDOFF.md").unlink()
+    (repo / "HANDOFF.md").symlink_to("docs/HANDOFF.md")  # the index still holds HEAD's file: it is what is recorded
+    _work(repo, 1)
+    made = _hooked(repo, "code, the link unstaged")
+    assert made.returncode == 0 and "records no" not in made.stderr, made.stderr
+    git(repo, "rm", "-q", "--cached", "HANDOFF.md")
+    git(repo, "add", "docs/HANDOFF.md")
+    _work(repo, 2)
+    refused = _hooked(repo, "the hand-over moves, the link left out")
+    assert refused.returncode == 1, refused.stderr
+    assert "this commit records no HANDOFF.md (the index holds none" in refused.stderr and \
+        "`git add HANDOFF.md`" in refused.stderr, refused.stderr
+    assert run_gate(repo, "stamp").returncode == 0
+    git(repo, "add", "HANDOFF.md", "docs/HANDOFF.md")  # the advice: the link is recorded, and its target
+    made = _hooked(repo, "the hand-over moves")
+    assert made.returncode == 0, made.stderr
+
+
+def test_a_hand_over_inside_a_submodule_is_that_repository_s_to_record(tmp_path: Path) -> None:
+    """handoff.path names a file of a submodule: the superproject's index holds only the submodule's commit, so no
+    commit of it records the file, and none is refused for that (`git add` of it cannot work)."""
+    repo = _adopted(tmp_path)
+    sub = init_repo(tmp_path / "sub-source")
+    shutil.copy(repo / "HANDOFF.md", sub / "HANDOFF.md")
+    git(sub, "add", "-A")
+    git(sub, "commit", "-q", "-m", "hand-over")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "sub")
+    with open(repo / ".gate.yaml", "a") as handle:
+        handle.write("handoff:\n  path: sub/HANDOFF.md\n")
+    git(repo, "add", ".gate.yaml")
+    made = _hooked(repo, "the hand-over lives in a submodule")
+    assert made.returncode == 0 and "records no" not in made.stderr, made.stderr
+    _work(repo, 1)
+    assert _hooked(repo, "code").returncode == 0
+
+
 def test_a_check_during_a_conflict_on_the_hand_over_judges_the_work_tree(tmp_path: Path) -> None:
     """A merge stops on a conflict in HANDOFF.md (the index holds its stages 1-3, no stage 0; the rest of the merge
     is staged). `gate check` says what is wrong, the markers in the work-tree file, instead of exiting 3 with "the

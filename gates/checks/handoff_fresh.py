@@ -50,7 +50,7 @@ def _history(ctx: Context) -> Iterator[Finding]:
         if change.old is not None and change.old in refs and not touches:
             ref = refs[change.old]
         else:
-            data = change.after(path)
+            data = change.after(path, handoff.COMMITTED_CAP)
             try:
                 ref = meta_ref(data, ctx.config)
             except GateError:
@@ -69,13 +69,17 @@ def _history(ctx: Context) -> Iterator[Finding]:
         if found.kind == "elsewhere":
             yield Finding(path, ref.line, ID, f"{change.label}: its Meta ref {ref.value} is not in its history")
         elif found.kind == "behind" and found.behind > limit:
-            yield Finding(path, ref.line, ID, f"{change.label}: its Meta ref {ref.value} is {found.behind} commits "
+            yield Finding(path, ref.line, ID, f"{change.label}: its Meta ref {ref.value} is {_commits(found.behind)} "
                           f"behind it, more than fresh.max_behind ({limit}): committed without updating the hand-over")
+
+
+def _commits(count: int) -> str:
+    return f"{count} commit{'s' if count != 1 else ''}"
 
 
 def _reader(history: History, path: str) -> Callable[[str], bytes | None]:
     """`path` as each commit of the history holds it."""
-    return lambda commit: history.blob(commit, path=path)
+    return lambda commit: history.blob(commit, path, handoff.COMMITTED_CAP)
 
 
 def _pending(ctx: Context, judged: handoff.MetaEntry | None) -> bool | None:
@@ -88,7 +92,7 @@ def _pending(ctx: Context, judged: handoff.MetaEntry | None) -> bool | None:
     if not ctx.changes[0].touches(path):
         return False
     try:
-        staged = judged or meta_ref(ctx.changes[0].after(path), ctx.config)
+        staged = judged or meta_ref(ctx.changes[0].after(path, handoff.COMMITTED_CAP), ctx.config)
     except GateError:
         return False  # unreadable text: handoff-structure's to judge
     return staged is not None and ctx.repo.head is not None and ctx.repo.resolve_commit(staged.value) == ctx.repo.head
@@ -121,7 +125,7 @@ def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: dict[str, Any]
         yield Finding(shown, ref.line, ID, not_in_shallow_clone(ref.value), WARNING)
     elif found.kind == "behind" and found.behind > fresh["max_behind"]:
         made = " once this commit is made" if pending is not None else ""
-        yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is {found.behind} commits behind HEAD{made}, more "
+        yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is {_commits(found.behind)} behind HEAD{made}, more "
                       f"than fresh.max_behind ({fresh['max_behind']}): work was committed without updating the "
                       f"hand-over — bring it up to date, then `gate stamp` and commit it (`git add {shell_path(shown)}`)")
     if found.kind != "unborn" and not ctx.range_spec and ctx.staged(shown) and found.commit != ctx.repo.head:

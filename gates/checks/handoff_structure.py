@@ -38,9 +38,10 @@ def check(ctx: Context) -> list[Finding]:
 def _check_one(ctx: Context, loaded: Loaded) -> Iterator[Finding]:
     cfg = ctx.config.section("handoff")
     if loaded.unrecorded:
-        yield Finding(loaded.shown, 1, ID, f"this commit records no {loaded.shown} (the index holds none: never added, "
+        missing = loaded.unrecorded
+        yield Finding(loaded.shown, 1, ID, f"this commit records no {missing} (the index holds none: never added, "
                       "`git add -N` or `git rm --cached`), so CI will not find it; the work tree's copy was judged — "
-                      f"`git add {shell_path(loaded.shown)}`")
+                      f"`git add {shell_path(missing)}`")
     if loaded.doc is None:
         yield Finding(loaded.shown, 1, ID, f"file is {loaded.size:,} bytes, over handoff.max_bytes ({cfg['max_bytes']:,}): "
                       "not parsed — move history to the archive")

@@ -173,8 +173,9 @@ class Invocation:
             ended = _resolving(lambda: flags.resolve(repo, passed, scope, command=self.command,
                                                      observed_ns=self.started_ns))
             if ended:  # said, as the doctor says its own: a flag that vanished unannounced looks lost
-                say(f"gate: resolved {len(ended)} open flag{'s' if len(ended) > 1 else ''} of {', '.join(flagged)}: "
-                    f"{'it passes' if len(flagged) == 1 else 'they pass'} now (`gate flags --all` lists them)")
+                gates = sorted({flag_id.split("-", 1)[1].rsplit("-", 1)[0] for flag_id in ended})  # <time>-<gate>-<hex>
+                say(f"gate: resolved {len(ended)} open flag{'s' if len(ended) > 1 else ''} of {', '.join(gates)}: "
+                    f"{'it passes' if len(gates) == 1 else 'they pass'} now (`gate flags --all` lists them)")
         pending = list(self._events)
         if code in (VIOLATION, CANNOT_RUN, INTERNAL):
             pending += self._reasons

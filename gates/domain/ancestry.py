@@ -62,7 +62,8 @@ def meta_ref(data: bytes | None, config: Config) -> handoff.MetaEntry | None:
     cfg = config.section("handoff")
     if data is None:
         return None
-    return handoff.parse(handoff.Source.decode(data, cfg["path"]).lines, cfg["path"]).meta_value(cfg["meta_section"], "ref")
+    text = handoff.Source.decode(handoff.head(data), cfg["path"])
+    return handoff.parse(text.lines, cfg["path"]).meta_value(cfg["meta_section"], "ref")
 
 
 def relation(repo: Repo, config: Config, ref: str, *, tip: str | None = None, pending: bool | None = None,
@@ -148,7 +149,7 @@ def _closes_out(repo: Repo, config: Config, commit: str, child: str | None, tip:
         return False  # it does not change the hand-over file
     if touched == [child]:
         return True  # the hand-over as judged, which names `commit`, is the one `child` wrote
-    data = repo.blob_at(child, path) if read is None else read(child)  # a blob the repository lacks: an error
+    data = repo.blob_at(child, path, limit=handoff.COMMITTED_CAP) if read is None else read(child)  # (lacking: an error)
     try:
         entry = meta_ref(data, config)
     except GateError:

@@ -39,11 +39,13 @@ class Change:
     def touches(self, path: str) -> bool:
         return bool(self.changed(path))
 
-    def before(self, path: str) -> bytes | None:
-        return self.history.blob(self.old, path)
+    def before(self, path: str, limit: int | None = None) -> bytes | None:
+        """`path` before this change (None: it was not there); `limit`: as for Repo.index_blob."""
+        return self.history.blob(self.old, path, limit)
 
-    def after(self, path: str) -> bytes | None:
-        return self.repo.index_blob(path) if self.new is None else self.history.blob(self.new, path)
+    def after(self, path: str, limit: int | None = None) -> bytes | None:
+        """`path` as this change leaves it (None: not there); `limit`: as for Repo.index_blob."""
+        return self.repo.index_blob(path, limit) if self.new is None else self.history.blob(self.new, path, limit)
 
 
 def staged(repo: Repo, history: History) -> list[Change]:

@@ -497,41 +497,70 @@ def read_for_rewrite(repo: Repo, config: Config, verb: str) -> tuple[str, str, b
 
 class Loaded(NamedTuple):
     """A hand-over file as read: its document, or only its size when it was over the cap; `indexed`: it is the
-    index's copy (a commit is being made); `unstaged`: the work-tree copy differs from it; `unrecorded`: a commit
-    is being made and the index holds no copy (the work tree's was read), so the commit will record none."""
+    index's copy (a commit is being made); `unstaged`: the work-tree copy differs from it; `unrecorded`: the path
+    at which the commit being made records no hand-over (the index holds none there; the work tree's was read)."""
 
     shown: str
     size: int
     doc: Document | None
     indexed: bool = False
     unstaged: bool = False
-    unrecorded: bool = False
+    unrecorded: str = ""
 
 
 def load_handoff(repo: Repo, config: Config, path: str, staged: list[Change] | None = None) -> Loaded:
     """The hand-over as the gates judge it: when a commit is being made (`staged` holds it and it stages
-    something), what that commit will record, as CI will later see it: the index's copy, staged now or before,
-    whatever the work tree holds; otherwise, or when the index has none, the work-tree file."""
+    something; `path` is then the configured hand-over), what that commit will record, as CI will later see it: the
+    index's copy, staged now or before, whatever the work tree holds; otherwise, or when the index has none, the
+    work-tree file."""
     from gates.infra.paths import below
 
     real, shown, data = read(repo, config, path)
-    indexed = unstaged = unrecorded = False
+    indexed = unstaged = False
+    unrecorded = ""
     if staged and staged[0].new is None and staged[0].changed():
         cap = config.section("handoff")["max_bytes"]
-        relative = below(real, repo.toplevel)  # the file itself, where the configured path is a link
-        blob = repo.index_blob(relative, cap)  # never read past its cap, as the work tree's is not
-        listed = {status for status, _ in staged[0].changed(relative)}
-        if blob == b"" and _intended(repo, listed, relative):
-            blob = None  # `git add -N`: an entry no commit records; the index does not hold the hand-over yet
-        if blob is not None:
-            held = blob if len(blob) <= cap else repo.index_size(relative)
+        recorded, unrecorded = _recorded(repo, staged[0], config.handoff_named, below(real, repo.toplevel), cap)
+        if recorded is not None:
+            blob, where = recorded
+            held = blob if len(blob) <= cap else repo.index_size(where)  # never read past its cap, as the work tree's
             indexed, unstaged = True, _differ(held, data)
             data = held
-        else:  # never added, `git add -N`, `git rm --cached`: CI will not find it. A conflict (stages 1-3 and no
-            unrecorded = "U" not in listed  # stage 0) commits nothing yet: its markers are the work tree's to judge
     if isinstance(data, int):
         return Loaded(shown, data, None, indexed, unstaged, unrecorded)
     return Loaded(shown, len(data), parse(Source.decode(data, shown).lines, shown), indexed, unstaged, unrecorded)
+
+
+def _recorded(repo: Repo, change: Change, named: str, target: str, cap: int) -> tuple[tuple[bytes, str] | None, str]:
+    """What the commit being made records of the hand-over at `named` (`target`: the file it is, where `named` is a
+    link in the work tree): (the index's copy and its path, or None: the work tree's is judged; the path at which
+    the commit records no hand-over, so CI's checkout would find none there, or ""). A conflict (stages 1-3, no
+    stage 0) records nothing yet: its markers are the work tree's to judge; a file of a submodule (or any
+    repository nested in this one) is that repository's to record."""
+    listed = {status for status, _ in change.changed(named, target)}
+    if "U" in listed:
+        return None, ""
+    where = target
+    if named != target:  # a link here: CI checks out what the index holds at `named`, a link (to `target`) or a file
+        mode = repo.index_mode(named)
+        if mode is None:
+            return None, "" if _nested(repo, named) else named
+        where = target if mode == "120000" else named
+    blob = repo.index_blob(where, cap)
+    if blob == b"" and _intended(repo, listed, where):
+        blob = None  # `git add -N`: an entry no commit records
+    if blob is not None:
+        return (blob, where), ""
+    return None, "" if _nested(repo, where) else where
+
+
+def _nested(repo: Repo, relative: str) -> bool:
+    """Whether a folder on the way to `relative` (below the top) holds a `.git`: a submodule's or another
+    repository's work tree, whose files this index does not hold."""
+    import os
+
+    parts = relative.split("/")[:-1]
+    return any(os.path.lexists(os.path.join(repo.toplevel, *parts[:n], ".git")) for n in range(1, len(parts) + 1))
 
 
 def _intended(repo: Repo, listed: set[str], relative: str) -> bool:
@@ -554,6 +583,12 @@ def _differ(indexed: bytes | int, worktree: bytes | int) -> bool:
 COMMITTED_CAP = 1 << 20  # what of a committed hand-over is read for one Meta value
 
 
+def head(data: bytes) -> bytes:
+    """What of a committed hand-over's bytes is parsed for a Meta value (the Meta block stands at its top): the first
+    COMMITTED_CAP bytes, cut at a line's end (a UTF-8 character is never split). Read them with that limit."""
+    return data if len(data) <= COMMITTED_CAP else data[: data.rfind(b"\n", 0, COMMITTED_CAP) + 1]
+
+
 def committed_meta(repo: Repo, commit: str, path: str, section: str, key: str) -> str | None:
     """The Meta `key` of the hand-over as `commit` holds it (its first COMMITTED_CAP bytes), stripped of
     backticks; None when the commit has no such file, it is no hand-over, or it has no such line. A blob the
@@ -564,7 +599,7 @@ def committed_meta(repo: Repo, commit: str, path: str, section: str, key: str) -
     if data is None:
         return None
     try:
-        doc = parse(Source.decode(data[:COMMITTED_CAP], path).lines, path)
+        doc = parse(Source.decode(head(data), path).lines, path)
     except GateError:
         return None
     entry = doc.meta_value(section, key)

@@ -64,6 +64,7 @@ class Config(dict):  # type: ignore[type-arg]
 
     source: str | None = None
     raw: bytes | None = None  # the bytes of .gate.yaml this config was made from (None: no file)
+    handoff_named: str = "HANDOFF.md"  # handoff.path as written, a link not followed: what a commit names it by
 
     def section(self, name: str) -> dict[str, Any]:
         value = self[name]
@@ -120,6 +121,9 @@ def _confine(repo: Repo, config: Config) -> None:
 
     Judged on every load (the cache holds only what the file says, never what the disk looks like now).
     """
+    import posixpath
+
+    config.handoff_named = posixpath.normpath(config.section("handoff")["path"])
     for section, key in PATH_KEYS:
         value = config.section(section)[key]
         if value is None:

@@ -526,6 +526,17 @@ class Repo:
         one over it)."""
         return self._blob(self.index_spec(path), f"the staged {excerpt(path)}", limit)
 
+    def index_mode(self, path: str) -> str | None:
+        """The mode of the index's stage-0 entry at `path` (`100644`, `120000` for a link, ...), None when it has
+        none."""
+        proc = self.ask("--literal-pathspecs", "ls-files", "--stage", "-z", "--", path)
+        for entry in proc.stdout.split("\0"):
+            fields, _, named = entry.partition("\t")
+            parts = fields.split(" ")
+            if named == path and len(parts) == 3 and parts[2] == "0":
+                return parts[0]
+        return None
+
     def index_size(self, path: str) -> int:
         """The size of the staged blob of `path`, unread (one `index_blob` found over its limit)."""
         proc = self.ask("cat-file", "-s", self.index_spec(path))
@@ -819,12 +830,13 @@ class History:
         os.environ.clear()
         os.environ.update(saved)
 
-    def blob(self, commit: str | None, path: str) -> bytes | None:
-        """`path` as `commit` holds it, None where it has none; one over BLOB_CAP is refused, unread."""
+    def blob(self, commit: str | None, path: str, limit: int | None = None) -> bytes | None:
+        """`path` as `commit` holds it, None where it has none. With `limit`, one over it is read no further than
+        `limit` + 1 bytes; without, one over BLOB_CAP is refused, unread."""
         if commit is None:
             return None
         if self.repo.id_length() != 40:  # GitPython reads SHA-1 repositories only: a SHA-256 one's are asked of git
-            return self.repo.blob_at(commit, path)
+            return self.repo.blob_at(commit, path, limit)
         saved = self._swap()
         try:
             if self._gitpython is None:
@@ -834,9 +846,9 @@ class History:
                 self._gitpython.git.set_persistent_git_options(c=list(SAFE_CONFIG))  # before its first git
             try:
                 blob = self._gitpython.commit(commit).tree / path
-                if blob.size > BLOB_CAP:
+                if limit is None and blob.size > BLOB_CAP:
                     raise over_blob_cap(f"{excerpt(path)} at {commit[:12]}")
-                data: bytes = blob.data_stream.read()
+                data: bytes = blob.data_stream.read(limit + 1 if limit is not None and blob.size > limit else -1)
             except KeyError:
                 return None
             except ValueError as exc:  # an object the repository lacks (a partial or damaged clone)

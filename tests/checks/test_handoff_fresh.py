@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from conftest import commit_all, git, handoff_text, run_gate
+from conftest import GATE_BIN, commit_all, git, handoff_text, run_gate
 
 
 def _commits(repo: Path, count: int) -> None:
@@ -105,3 +105,32 @@ def test_an_old_updated_is_a_warning_or_strict_violation(repo: Path) -> None:
     assert proc.returncode == 0 and "[handoff-fresh warning] the hand-over was last updated" in proc.stdout
     (repo / ".gate.yaml").write_text("fresh:\n  strict: true\n")
     assert _fresh(repo).returncode == 1
+
+
+def test_an_old_hand_over_of_many_megabytes_is_read_only_for_its_meta(repo: Path) -> None:
+    """The attack: a pushed history holds a hand-over of 60 MiB of one-line items (it packs to kilobytes), written
+    by the commit after the Meta ref's. Whether that commit was the close-out asks its hand-over's Meta ref, and the
+    whole file was read and parsed for it: 3.3 GB and 20 s in the hook, under --range and in the brief. Now the first
+    MiB is read (the Meta block stands at the top): under an address-space limit of 1 GiB each still judges."""
+    import resource
+
+    ref = git(repo, "rev-parse", "HEAD")
+    text = handoff_text(ref)
+    (repo / "HANDOFF.md").write_text(text.replace("## Decisions\n", "## Decisions\n" + "- d\n" * (15 << 20)))
+    git(repo, "commit", "-q", "--no-verify", "-am", "a hand-over of 60 MiB")
+    (repo / "HANDOFF.md").write_text(text + "- t\n")
+    git(repo, "commit", "-q", "--no-verify", "-am", "the next")
+    (repo / ".gate.yaml").write_text("fresh:\n  max_behind: 0\n")
+
+    def capped() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    for args in (["check", "--only", "handoff-fresh"], ["check", "--only", "handoff-fresh", "--range", "HEAD~2..HEAD"],
+                 ["brief"]):
+        assert GATE_BIN is not None
+        proc = subprocess.run([GATE_BIN, *args], cwd=repo, capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL, preexec_fn=capped)
+        assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr and "MemoryError" not in proc.stderr, \
+            (args, proc.returncode, proc.stderr[-500:])
+        if args[0] == "check":
+            assert " behind " in proc.stdout, (args, proc.stdout)

@@ -78,7 +78,7 @@ def test_the_hook_refuses_exactly_what_check_and_range_refuse(repo: Path, max_be
     assert hook == check == ranged == expected
     # --range names each commit the hook refused; HEAD's own verdict is the work tree's.
     out = run_gate(repo, "check", "--range", f"{root}..HEAD", "--only", "handoff-fresh").stdout
-    named = re.findall(r"commit ([0-9a-f]{12}) \(ordinary \d+\): its Meta ref \S+ is \d+ commits behind it", out)
+    named = re.findall(r"commit ([0-9a-f]{12}) \(ordinary \d+\): its Meta ref \S+ is \d+ commits? behind it", out)
     assert sorted(named) == sorted(sha[:12] for sha in refused[:-1])
     assert f"is {max_behind + 2} commits behind HEAD, more than fresh.max_behind ({max_behind})" in out
 
