@@ -281,6 +281,31 @@ def test_a_commit_that_records_no_hand_over_is_refused_as_ci_would_refuse_it(tmp
     assert ci.returncode == 3 and "HANDOFF.md: file not found" in ci.stderr, ci.stdout + ci.stderr
 
 
+def test_a_commit_that_stages_nothing_is_judged_by_what_it_records(tmp_path: Path) -> None:
+    """`git commit --allow-empty` (or an amend of the message alone) stages nothing, yet is a commit: git sets
+    GIT_INDEX_FILE for its hook. An unfinished edit left unstaged refused it (the work tree was judged, as for a
+    check at the prompt); now it passes, judged by the hand-over it records. And one made where HEAD lacks the
+    hand-over (it left with --no-verify) records none: refused, where the work-tree copy passed it."""
+    repo = _adopted(tmp_path)
+    assert _close_out(repo) == 0
+    committed = (repo / "HANDOFF.md").read_text()
+    (repo / "HANDOFF.md").write_text(committed.replace("## Open Threads\n", "## Open Threads\n- [x] half done\n"))
+    made = subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "an empty commit"], cwd=repo,
+                          capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    assert "as this commit will record it" in made.stderr and "not in this commit and were not judged" in made.stderr
+    prompt = run_gate(repo, "check")  # at the prompt, nothing staged: the work tree, as before
+    assert prompt.returncode == 1 and "[handoff-no-checked-items]" in prompt.stdout
+    (repo / "HANDOFF.md").write_text(committed)
+    git(repo, "rm", "-q", "--cached", "HANDOFF.md")
+    assert _commit(repo, "the hand-over leaves", verify=False) == 0
+    head = git(repo, "rev-parse", "HEAD")
+    refused = subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "empty again"], cwd=repo,
+                             capture_output=True, text=True)
+    assert refused.returncode == 1 and "this commit records no HANDOFF.md" in refused.stderr, refused.stderr
+    assert git(repo, "rev-parse", "HEAD") == head
+
+
 def test_a_hand_over_named_through_a_link_is_judged_at_the_name_the_commit_records(tmp_path: Path) -> None:
     """HANDOFF.md made a link to docs/HANDOFF.md: what a commit records is asked of the index at the configured
     name, as CI checks it out. A link never added, its target staged, records no HANDOFF.md (refused, where the

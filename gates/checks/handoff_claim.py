@@ -16,6 +16,7 @@ from __future__ import annotations
 import posixpath
 
 from gates.checks.context import Context
+from gates.domain.changes import committing
 from gates.infra import fsio, state
 from gates.infra.clock import datetime
 from gates.infra.findings import WARNING, Finding
@@ -42,7 +43,7 @@ def check(ctx: Context) -> list[Finding]:
     denied = [finding for finding in found if finding.severity != WARNING]
     if not denied:
         return []  # a commit of it would pass now: a denial's cause is gone
-    if any(change.changed() for change in ctx.changes):  # a commit is being made: of other files
+    if committing(ctx.changes):  # a commit is being made: of other files, or of none
         return ctx.judged_nothing(ID, f"this commit leaves {state_rel} alone")
     ctx.judged_nothing(ID, "nothing is staged")  # a check of the work tree: no commit to deny, but an edit to warn of
     edited = _edited(ctx, state_rel)

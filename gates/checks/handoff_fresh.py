@@ -14,6 +14,7 @@ from __future__ import annotations
 from gates.checks.context import OVER_CAP, Context
 from gates.domain import handoff
 from gates.domain.ancestry import meta_ref, not_in_shallow_clone, relation
+from gates.domain.changes import committing
 from gates.domain.handoff import Loaded
 from gates.infra.clock import datetime
 from gates.infra.errors import GateError
@@ -83,10 +84,10 @@ def _reader(history: History, path: str) -> Callable[[str], bytes | None]:
 
 
 def _pending(ctx: Context, judged: handoff.MetaEntry | None) -> bool | None:
-    """The commit being made, as the hook sees it: None when there is none (--range, or nothing is staged), else
+    """The commit being made, as the hook sees it: None when there is none (--range, changes.committing), else
     whether it is a close-out (it stages the hand-over file, and the staged Meta ref is HEAD). `judged`: the Meta
     ref of the hand-over judged when that is the index's copy (load_handoff), so it is not read and parsed again."""
-    if ctx.range_spec or not ctx.changes or ctx.changes[0].new is not None or not ctx.changes[0].changed():
+    if ctx.range_spec or not committing(ctx.changes):
         return None
     path = ctx.config.section("handoff")["path"]
     if not ctx.changes[0].touches(path):

@@ -52,6 +52,15 @@ def staged(repo: Repo, history: History) -> list[Change]:
     return [Change(repo, history, repo.head, None)]
 
 
+def committing(found: list[Change]) -> bool:
+    """Whether `found` is a commit being made: the index's change, and something is staged or git runs this check
+    as a commit's hook. git sets GIT_INDEX_FILE for every commit hook (the index, or the temporary one of `commit -a`
+    and `commit PATH`): an empty commit, or an amend of the message alone, stages nothing and is a commit all the
+    same, judged by what it records. The one definition: the hand-over read, the situation, the fresh gate's
+    count and the claim gate ask it."""
+    return bool(found) and found[0].new is None and (bool(found[0].changed()) or "GIT_INDEX_FILE" in found[0].repo.env)
+
+
 def in_range(repo: Repo, history: History, spec: str) -> list[Change]:
     found = [Change(repo, history, parent, commit, subject) for commit, parent, subject in repo.commits(spec)]
     listed = repo.changed_in([(change.old, change.new) for change in found if change.new is not None])
@@ -66,13 +75,13 @@ SITUATIONS = {"commit": "the commit as it will be recorded", "work tree": "the w
 
 
 def situation(range_spec: str | None, push: object, found: list[Change]) -> str:
-    """What a check judges: a --range's commits, a push, the commit as it will be recorded (something is staged:
-    the index differs from HEAD), or else the work tree."""
+    """What a check judges: a --range's commits, a push, the commit as it will be recorded (`committing`), or else
+    the work tree."""
     if range_spec:
         return "range"
     if push is not None:
         return "push"
-    return "commit" if found and found[0].new is None and found[0].changed() else "work tree"
+    return "commit" if committing(found) else "work tree"
 
 
 def scope_of(repo: Repo, files: list[str], range_spec: str | None, default_file: str,

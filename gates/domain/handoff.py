@@ -509,16 +509,17 @@ class Loaded(NamedTuple):
 
 
 def load_handoff(repo: Repo, config: Config, path: str, staged: list[Change] | None = None) -> Loaded:
-    """The hand-over as the gates judge it: when a commit is being made (`staged` holds it and it stages
-    something; `path` is then the configured hand-over), what that commit will record, as CI will later see it: the
+    """The hand-over as the gates judge it: when a commit is being made (`staged` holds it: changes.committing;
+    `path` is then the configured hand-over), what that commit will record, as CI will later see it: the
     index's copy, staged now or before, whatever the work tree holds; otherwise, or when the index has none, the
     work-tree file."""
+    from gates.domain.changes import committing
     from gates.infra.paths import below
 
     real, shown, data = read(repo, config, path)
     indexed = unstaged = False
     unrecorded = ""
-    if staged and staged[0].new is None and staged[0].changed():
+    if staged and committing(staged):
         cap = config.section("handoff")["max_bytes"]
         recorded, unrecorded = _recorded(repo, staged[0], config.handoff_named, below(real, repo.toplevel), cap)
         if recorded is not None:
