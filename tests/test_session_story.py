@@ -281,6 +281,43 @@ def test_a_commit_that_records_no_hand_over_is_refused_as_ci_would_refuse_it(tmp
     assert ci.returncode == 3 and "HANDOFF.md: file not found" in ci.stderr, ci.stdout + ci.stderr
 
 
+def test_an_amend_is_judged_as_the_commit_it_replaces(tmp_path: Path) -> None:
+    """`git commit --amend` replaces HEAD: the commit being made has HEAD's parent for its own. git tells a hook
+    nothing of it, so it was judged as a new commit on HEAD: amending a close-out to mend a typo was refused ("its
+    Meta ref must be HEAD", the commit being replaced), and amending the third commit of work allowed after a
+    close-out read as a fourth. The hook reads its git's command line: an amend is judged on HEAD's parent, as CI
+    judges the history it leaves; the same staged state as a new commit is still refused, and so is a commit whose
+    message is `--amend`."""
+    repo = _adopted(tmp_path)
+    adopted = git(repo, "rev-parse", "HEAD")
+    _work(repo, 1)
+    assert _commit(repo, "work") == 0
+    assert _close_out(repo) == 0
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text().replace("Ship the parser.", "Ship the parser!"))
+    git(repo, "add", "HANDOFF.md")
+    head = git(repo, "rev-parse", "HEAD")
+    for argv in (["-m", "the typo, as a new commit"], ["-m", "--amend"]):
+        refused = subprocess.run(["git", "commit", "-q", *argv], cwd=repo, capture_output=True, text=True)
+        assert refused.returncode == 1 and "its Meta ref must be HEAD" in refused.stderr, (argv, refused.stderr)
+        assert git(repo, "rev-parse", "HEAD") == head
+    amended = subprocess.run(["git", "commit", "-q", "--amend", "-m", "close-out"], cwd=repo, capture_output=True,
+                             text=True)
+    assert amended.returncode == 0, amended.stderr
+    assert git(repo, "rev-parse", "HEAD~1") == git(repo, "rev-parse", f"{head}~1")  # it replaced the close-out
+    for n in range(2, 5):  # fresh.max_behind (3) commits of work, the third amended with more work
+        _work(repo, n)
+        assert _commit(repo, f"work {n}") == 0
+    _work(repo, 5)
+    assert subprocess.run(["git", "commit", "-q", "-a", "--amend", "--no-edit"], cwd=repo, capture_output=True,
+                          text=True).returncode == 0
+    _work(repo, 6)
+    assert _commit(repo, "a fourth") == 1  # a fourth is still one too many
+    clone = tmp_path / "ci"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    ci = run_gate(clone, "check", "--range", f"{adopted}..HEAD")
+    assert ci.returncode == 0, ci.stdout + ci.stderr
+
+
 def test_a_commit_that_stages_nothing_is_judged_by_what_it_records(tmp_path: Path) -> None:
     """`git commit --allow-empty` (or an amend of the message alone) stages nothing, yet is a commit: git sets
     GIT_INDEX_FILE for its hook. An unfinished edit left unstaged refused it (the work tree was judged, as for a

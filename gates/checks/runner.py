@@ -35,6 +35,8 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[str], now: 
         range_spec: str | None = None, push: list[Any] | None = None, fixed: bool = False) -> CheckResult:
     """Judge the hand-over as the commit will record it: staged, its staged content. After `--fix` mended it in
     the work tree (`fixed`), the work tree's: that is what the user stages again, and the commit is stopped anyway."""
+    if range_spec is None and push is None:
+        changes.amend_base(repo)  # `git commit --amend`: the commit being made replaces HEAD
     history = repo.history()
     staged = not files and range_spec is None and not fixed  # the hand-over as the commit will record it
     configured = config.section("handoff")["path"]

@@ -52,6 +52,72 @@ def staged(repo: Repo, history: History) -> list[Change]:
     return [Change(repo, history, repo.head, None)]
 
 
+# `git commit`'s options that take their value as the next argument (`-m MSG`; one attached, `-mMSG`, or given with
+# `=`, takes none): what follows them is a value, never an option, so `git commit -m --amend` is no amend.
+_VALUED_SHORT = "mFCct"
+_VALUED_LONG = ("message", "file", "reuse-message", "reedit-message", "fixup", "squash", "author", "date",
+                "template", "cleanup", "trailer", "pathspec-from-file")
+_GIT_VALUED = ("-c", "-C", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix")
+
+
+def amend_base(repo: Repo) -> bool:
+    """Judge the commit being made as the amend it is: git tells a commit hook nothing of `--amend`, so the command
+    line of the `git commit` running this check as its hook (the parent, or its parent under the pre-commit
+    framework) is read from /proc, and when it amends, the commit's parent, HEAD's first parent, stands in for HEAD
+    (its staged change, its Meta ref, its count). Where it cannot be read (another system, an alias) the commit is
+    judged as a new one on HEAD, as before. Returns whether it stood in."""
+    if "GIT_INDEX_FILE" not in repo.env or repo.head is None:  # git sets it for each of its commit hooks
+        return False
+    pid = os.getppid()
+    for _ in range(3):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                argv = handle.read(1 << 16).decode("utf-8", "surrogateescape").split("\0")
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                pid = int(handle.read(4096).rsplit(b")", 1)[1].split()[1])  # the parent's: after the name's ")"
+        except (OSError, ValueError, IndexError):
+            return False
+        amends = _amends(argv)
+        if amends is not None:
+            if amends:
+                line = repo.recent()
+                repo.head = line[1] if len(line) > 1 else None
+                repo.memo["recent"] = line[1:]
+            return amends
+    return False
+
+
+def _amends(argv: list[str]) -> bool | None:
+    """Whether `argv` is `git commit --amend` (the last of --amend and --no-amend wins; an option's unique prefix,
+    as git's option parser takes it); None when it is no `git commit` at all."""
+    if not argv or os.path.basename(argv[0]) != "git":
+        return None
+    at = 1
+    while at < len(argv) and argv[at].startswith("-"):  # git's own options, before its command
+        at += 2 if argv[at] in _GIT_VALUED else 1
+    if at >= len(argv) or argv[at] != "commit":
+        return None
+    amend, args = False, iter(argv[at + 1:])
+    for arg in args:
+        if arg == "--":
+            break
+        if arg.startswith("--"):
+            name = arg[2:]
+            if len(name) >= 2 and "amend".startswith(name):
+                amend = True
+            elif name == "no-amend":
+                amend = False
+            elif name in _VALUED_LONG:
+                next(args, None)
+        elif arg.startswith("-"):
+            for at, flag in enumerate(arg[1:], 1):
+                if flag in _VALUED_SHORT:
+                    if at == len(arg) - 1:
+                        next(args, None)
+                    break
+    return amend
+
+
 def committing(found: list[Change]) -> bool:
     """Whether `found` is a commit being made: the index's change, and something is staged or git runs this check
     as a commit's hook. git sets GIT_INDEX_FILE for every commit hook (the index, or the temporary one of `commit -a`

@@ -133,3 +133,24 @@ def test_a_hand_over_changed_again_after_its_close_out(repo: Path) -> None:
     git(repo, "add", "HANDOFF.md")
     assert _commit(repo, "an edit without a stamp", verify=False).returncode == 0
     assert _verdict_line(repo) == "Verdict: 1 commit behind HEAD"  # the close-out is not counted, the edit is
+
+
+@pytest.mark.parametrize(("argv", "amends"), [
+    (["git", "commit", "--amend"], True),
+    (["/usr/bin/git", "-c", "core.editor=true", "-C", "/w", "commit", "-a", "--amend", "--no-edit"], True),
+    (["git", "commit", "--am", "-m", "x"], True),  # a unique prefix, as git's option parser takes it
+    (["git", "commit", "--amend", "--no-amend"], False),
+    (["git", "commit", "-m", "--amend"], False),  # the message
+    (["git", "commit", "-am", "--amend"], False),
+    (["git", "commit", "--message", "--amend"], False),
+    (["git", "commit", "-m--amend"], False),
+    (["git", "commit", "--", "--amend"], False),  # a path
+    (["git", "commit", "-C", "HEAD"], False),
+    (["git", "merge", "--amend"], None),  # no commit: pre-merge-commit's git
+    (["python3", "-m", "pre_commit", "commit", "--amend"], None),
+    ([], None),
+])
+def test_an_amend_is_read_from_its_gits_command_line(argv: list[str], amends: bool | None) -> None:
+    from gates.domain.changes import _amends
+
+    assert _amends(argv) is amends
