@@ -68,13 +68,13 @@ def amend_base(repo: Repo) -> bool:
     judged as a new one on HEAD, as before. Returns whether it stood in."""
     if "GIT_INDEX_FILE" not in repo.env or repo.head is None:  # git sets it for each of its commit hooks
         return False
+    from gates.infra.fsio import read_regular
+
     pid = os.getppid()
     for _ in range(3):
         try:
-            with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                argv = handle.read(1 << 16).decode("utf-8", "surrogateescape").split("\0")
-            with open(f"/proc/{pid}/stat", "rb") as handle:
-                pid = int(handle.read(4096).rsplit(b")", 1)[1].split()[1])  # the parent's: after the name's ")"
+            argv = read_regular(f"/proc/{pid}/cmdline", 1 << 16).decode("utf-8", "surrogateescape").split("\0")
+            pid = int(read_regular(f"/proc/{pid}/stat", 4096).rsplit(b")", 1)[1].split()[1])  # after the name's ")"
         except (OSError, ValueError, IndexError):
             return False
         amends = _amends(argv)
