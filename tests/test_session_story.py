@@ -387,6 +387,23 @@ def test_a_hand_over_inside_a_submodule_is_that_repository_s_to_record(tmp_path:
     assert _hooked(repo, "code").returncode == 0
 
 
+def test_a_sparse_checkout_without_the_hand_over_commits_judged_by_the_index(tmp_path: Path) -> None:
+    """A sparse checkout (non-cone patterns) that leaves HANDOFF.md out of the work tree: the index still holds it,
+    and every commit records it. Each commit was refused with "file not found" (exit 3); it is judged by the
+    index's copy, which is what it records."""
+    repo = _adopted(tmp_path)
+    (repo / "src").mkdir()
+    (repo / "src" / "a.py").write_text("x = 1\n")
+    git(repo, "add", "src")
+    assert _commit(repo, "src") == 0
+    git(repo, "sparse-checkout", "set", "--no-cone", "/src/", "/.gate.yaml")
+    assert not (repo / "HANDOFF.md").exists() and "HANDOFF.md" in git(repo, "ls-files")
+    (repo / "src" / "a.py").write_text("x = 2\n")
+    git(repo, "add", "src/a.py")
+    made = _hooked(repo, "code in a sparse checkout")
+    assert made.returncode == 0 and "as this commit will record it" in made.stderr, made.stderr
+
+
 def test_a_check_during_a_conflict_on_the_hand_over_judges_the_work_tree(tmp_path: Path) -> None:
     """A merge stops on a conflict in HANDOFF.md (the index holds its stages 1-3, no stage 0; the rest of the merge
     is staged). `gate check` says what is wrong, the markers in the work-tree file, instead of exiting 3 with "the

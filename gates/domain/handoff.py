@@ -513,13 +513,21 @@ def load_handoff(repo: Repo, config: Config, path: str, staged: list[Change] | N
     `path` is then the configured hand-over), what that commit will record, as CI will later see it: the
     index's copy, staged now or before, whatever the work tree holds; otherwise, or when the index has none, the
     work-tree file."""
+    import os
+
     from gates.domain.changes import committing
     from gates.infra.paths import below
 
+    committed = staged is not None and committing(staged)
+    if committed and not os.path.lexists(path):  # a sparse checkout leaves it out of the work tree, the index holds it
+        cap, named = config.section("handoff")["max_bytes"], config.handoff_named
+        sparse = repo.index_blob(named, cap)
+        if sparse:
+            return _loaded(named, sparse if len(sparse) <= cap else repo.index_size(named), indexed=True)
     real, shown, data = read(repo, config, path)
     indexed = unstaged = False
     unrecorded = ""
-    if staged and committing(staged):
+    if committed and staged is not None:
         cap = config.section("handoff")["max_bytes"]
         recorded, unrecorded = _recorded(repo, staged[0], config.handoff_named, below(real, repo.toplevel), cap)
         if recorded is not None:
@@ -527,6 +535,12 @@ def load_handoff(repo: Repo, config: Config, path: str, staged: list[Change] | N
             held = blob if len(blob) <= cap else repo.index_size(where)  # never read past its cap, as the work tree's
             indexed, unstaged = True, _differ(held, data)
             data = held
+    return _loaded(shown, data, indexed, unstaged, unrecorded)
+
+
+def _loaded(shown: str, data: bytes | int, indexed: bool = False, unstaged: bool = False,
+            unrecorded: str = "") -> Loaded:
+    """The Loaded of `data` (its size alone: over the cap, not parsed)."""
     if isinstance(data, int):
         return Loaded(shown, data, None, indexed, unstaged, unrecorded)
     return Loaded(shown, len(data), parse(Source.decode(data, shown).lines, shown), indexed, unstaged, unrecorded)
