@@ -318,6 +318,45 @@ def test_an_amend_is_judged_as_the_commit_it_replaces(tmp_path: Path) -> None:
     assert ci.returncode == 0, ci.stdout + ci.stderr
 
 
+def test_an_amend_that_changes_the_hand_over_is_told_the_ref_it_needs_and_stamp_writes_it(tmp_path: Path) -> None:
+    """Amending a commit of work to close out in it: `gate stamp` names HEAD, the commit the amend replaces, so the
+    hook refused, said "must be HEAD" of HEAD's parent and sent the user back to `gate stamp` (a loop). It now
+    names the amend and HEAD~1, and `gate stamp --amend` writes that ref; CI agrees with what the hook passed."""
+    repo = _adopted(tmp_path)
+    adopted = git(repo, "rev-parse", "HEAD")
+    _work(repo, 1)
+    assert _commit(repo, "work") == 0
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text().replace("Ship the parser.", "Parser shipped."))
+    assert run_gate(repo, "stamp").returncode == 0
+    git(repo, "add", "HANDOFF.md")
+    refused = subprocess.run(["git", "commit", "-q", "--amend", "--no-edit"], cwd=repo, capture_output=True, text=True)
+    assert refused.returncode == 1, refused.stderr
+    assert f"this amend changes HANDOFF.md, so its Meta ref must be HEAD~1 ({adopted[:12]})" in refused.stderr
+    assert "run `gate stamp --amend` and stage the file again" in refused.stderr, refused.stderr
+    stamped = run_gate(repo, "stamp", "--amend")
+    assert stamped.returncode == 0 and f"ref {adopted}," in stamped.stdout, stamped.stdout + stamped.stderr
+    git(repo, "add", "HANDOFF.md")
+    amended = subprocess.run(["git", "commit", "-q", "--amend", "--no-edit"], cwd=repo, capture_output=True, text=True)
+    assert amended.returncode == 0, amended.stderr
+    clone = tmp_path / "ci"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    ci = run_gate(clone, "check", "--range", f"{adopted}..HEAD")
+    assert ci.returncode == 0, ci.stdout + ci.stderr
+
+
+def test_stamp_amend_of_a_root_commit_is_refused(tmp_path: Path) -> None:
+    """HEAD with no parent: an amend makes a new root, whose Meta ref can name no commit; said, exit 2."""
+    repo = init_repo(tmp_path / "root")
+    assert run_gate(repo, "init").returncode == 0
+    write_target(repo, "Ship it.")
+    git(repo, "add", "-A")
+    assert _commit(repo, "root", verify=False) == 0
+    before = (repo / "HANDOFF.md").read_bytes()
+    proc = run_gate(repo, "stamp", "--amend")
+    assert proc.returncode == 2 and "HEAD has no parent here" in proc.stderr, proc.stderr
+    assert (repo / "HANDOFF.md").read_bytes() == before
+
+
 def test_a_commit_that_stages_nothing_is_judged_by_what_it_records(tmp_path: Path) -> None:
     """`git commit --allow-empty` (or an amend of the message alone) stages nothing, yet is a commit: git sets
     GIT_INDEX_FILE for its hook. An unfinished edit left unstaged refused it (the work tree was judged, as for a

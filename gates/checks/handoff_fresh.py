@@ -118,21 +118,23 @@ def _check_one(ctx: Context, loaded: Loaded) -> Iterator[Finding]:
 def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: dict[str, Any], indexed: bool) -> Iterator[Finding]:
     pending = _pending(ctx, ref if indexed else None)
     found = relation(ctx.repo, ctx.config, ref.value, pending=pending, exact=False)
+    amends = "amends" in ctx.repo.memo  # `git commit --amend`: judged on HEAD's parent (changes.amend_base)
+    head, stamp = ("HEAD~1", "`gate stamp --amend`") if amends else ("HEAD", "`gate stamp`")
     if found.kind == "elsewhere":
-        yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is not in HEAD's history (rebased away, another "
+        yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is not in {head}'s history (rebased away, another "
                       "branch, or an unknown commit): the hand-over describes another world — re-read git, then "
-                      "`gate stamp`")
+                      f"{stamp}")
     elif found.kind == "shallow":
         yield Finding(shown, ref.line, ID, not_in_shallow_clone(ref.value), WARNING)
     elif found.kind == "behind" and found.behind > fresh["max_behind"]:
-        made = " once this commit is made" if pending is not None else ""
-        yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is {_commits(found.behind)} behind HEAD{made}, more "
+        made = (" once this amend replaces HEAD" if amends else " once this commit is made") if pending is not None else ""
+        yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is {_commits(found.behind)} behind {head}{made}, more "
                       f"than fresh.max_behind ({fresh['max_behind']}): work was committed without updating the "
                       f"hand-over — bring it up to date, then `gate stamp` and commit it (`git add {shell_path(shown)}`)")
     if found.kind != "unborn" and not ctx.range_spec and ctx.staged(shown) and found.commit != ctx.repo.head:
         assert ctx.repo.head is not None
-        yield Finding(shown, ref.line, ID, f"this commit changes {shown}, so its Meta ref must be HEAD "
-                      f"({ctx.repo.head[:12]}), not {ref.value} — run `gate stamp` and stage the file again")
+        yield Finding(shown, ref.line, ID, f"this {'amend' if amends else 'commit'} changes {shown}, so its Meta ref "
+                      f"must be {head} ({ctx.repo.head[:12]}), not {ref.value} — run {stamp} and stage the file again")
 
 
 def _age(now: datetime, shown: str, line: int, when: datetime, fresh: dict[str, Any]) -> Iterator[Finding]:

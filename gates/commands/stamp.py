@@ -25,12 +25,15 @@ if TYPE_CHECKING:
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--expect", metavar="SHA256", help="refuse unless the file still has this content hash")
+    parser.add_argument("--amend", action="store_true",
+                        help="for `git commit --amend`: the ref becomes HEAD's parent, the amended commit's own")
 
 
 def run(args: argparse.Namespace, run: Invocation) -> int:
     check_expect(args.expect)  # before the repository is even looked at
-    shown, digest, not_journalled, notes = stamp(run.repo(), run.config(), invocation.now(), args.expect)
-    said = f"stamped {shown}: ref {run.repo().head}, sha256 {digest}"
+    shown, ref, digest, not_journalled, notes = stamp(run.repo(), run.config(), invocation.now(), args.expect,
+                                                      args.amend)
+    said = f"stamped {shown}: ref {ref}, sha256 {digest}"
     run.did(said)
     print(said)  # the new hash, whatever failed after the write: a caller is never told the file is unchanged
     for note in notes:
@@ -56,10 +59,11 @@ def check_expect(expect: str | None) -> None:
                         code=USAGE, reason="usage")
 
 
-def stamp(repo: Repo, config: Config, now: datetime,
-          expect: str | None) -> tuple[str, str, journal.NotJournalled | None, list[str]]:
-    """Rewrite the Meta block; returns (path shown, sha256 of the new content, the journal's failure if any, what
-    else it changed, in words).
+def stamp(repo: Repo, config: Config, now: datetime, expect: str | None,
+          amend: bool = False) -> tuple[str, str, str, journal.NotJournalled | None, list[str]]:
+    """Rewrite the Meta block; returns (path shown, the ref stamped, sha256 of the new content, the journal's failure
+    if any, what else it changed, in words). `amend`: the ref is HEAD's first parent, which `git commit --amend`
+    gives the commit that replaces HEAD.
 
     Meta `fence` is the fence of the remote claim this worktree holds; without one, a fence line left from an
     earlier claim is dropped (and said): a stale fence would refuse the push as a late close-out.
@@ -74,7 +78,14 @@ def stamp(repo: Repo, config: Config, now: datetime,
     if repo.head is None:  # a slip of the user's own hand (a stamp before the first commit): said, not flagged
         raise GateError("this branch has no commit yet: there is no HEAD to stamp — make the first commit, then "
                         "`gate stamp`", code=USAGE, reason="usage", path=shown)
-    values = {"ref": repo.head, "updated": clock.utc_text(now)}
+    ref = repo.head
+    if amend:
+        line = repo.recent()
+        if len(line) < 2:
+            raise GateError("HEAD has no parent here (the root commit, or a shallow clone's boundary): an amend of it "
+                            "makes a new root, whose Meta ref can name no commit", code=USAGE, reason="usage", path=shown)
+        ref = line[1]
+    values = {"ref": ref, "updated": clock.utc_text(now)}
     from gates.domain import remote
 
     held = remote.held(repo, cfg["path"])  # the fence of the remote claim this worktree holds (issue 18)
@@ -85,10 +96,10 @@ def stamp(repo: Repo, config: Config, now: datetime,
     fsio.rewrite(path, data, new, shown=shown, who="gate stamp", code=VIOLATION, reason="stamp-denied")
     digest = sha256(new).hexdigest()
     try:
-        journal.append(repo, "stamp", {"path": shown, "ref": repo.head, "sha256": digest}, now)
+        journal.append(repo, "stamp", {"path": shown, "ref": ref, "sha256": digest}, now)
     except journal.NotJournalled as exc:
-        return shown, digest, exc, notes
-    return shown, digest, None, notes
+        return shown, ref, digest, exc, notes
+    return shown, ref, digest, None, notes
 
 
 def _rewrite(source: handoff.Source, shown: str, meta_section: str, values: dict[str, str],

@@ -52,20 +52,28 @@ def staged(repo: Repo, history: History) -> list[Change]:
     return [Change(repo, history, repo.head, None)]
 
 
-# `git commit`'s options that take their value as the next argument (`-m MSG`; one attached, `-mMSG`, or given with
-# `=`, takes none): what follows them is a value, never an option, so `git commit -m --amend` is no amend.
-_VALUED_SHORT = "mFCct"
-_VALUED_LONG = ("message", "file", "reuse-message", "reedit-message", "fixup", "squash", "author", "date",
-                "template", "cleanup", "trailer", "pathspec-from-file")
-_GIT_VALUED = ("-c", "-C", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix")
+# `git commit`'s long options (git 2.39's `git commit --git-completion-helper-all`; `=`: one that takes a value,
+# the next argument when not given with `=`), which git's option parser also takes by any unique prefix, and the
+# short ones that take a value: the next argument, or the rest of their cluster (`-mMSG`; `S` and `u` only so).
+# What follows a value-taking option is a value, never an option: `git commit -m --amend` is no amend.
+_LONG = ("quiet verbose file= author= date= message= reedit-message= reuse-message= fixup= squash= reset-author "
+         "trailer= signoff template= edit cleanup= status gpg-sign all include interactive patch only no-verify "
+         "dry-run short branch ahead-behind porcelain long null amend no-post-rewrite untracked-files "
+         "pathspec-from-file= pathspec-file-nul allow-empty allow-empty-message verify post-rewrite").split()
+_NAMES = {name.rstrip("="): name.endswith("=") for name in _LONG}
+_NAMES.update({f"no-{name}": False for name in list(_NAMES) if not name.startswith("no-")})
+_VALUED_SHORT, _ATTACHED_SHORT = "mFCct", "Su"
+_GIT_VALUED = ("-c", "-C", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix",
+               "--attr-source")
 
 
 def amend_base(repo: Repo) -> bool:
     """Judge the commit being made as the amend it is: git tells a commit hook nothing of `--amend`, so the command
     line of the `git commit` running this check as its hook (the parent, or its parent under the pre-commit
     framework) is read from /proc, and when it amends, the commit's parent, HEAD's first parent, stands in for HEAD
-    (its staged change, its Meta ref, its count). Where it cannot be read (another system, an alias) the commit is
-    judged as a new one on HEAD, as before. Returns whether it stood in."""
+    (its staged change, its Meta ref, its count; `repo.memo["amends"]` keeps the HEAD it replaces). Where it cannot
+    be read (another system, an alias), or HEAD has no parent here (the root, a shallow clone's boundary: the amend
+    makes a new root), the commit is judged as a new one on HEAD, as before. Returns whether it stood in."""
     if "GIT_INDEX_FILE" not in repo.env or repo.head is None:  # git sets it for each of its commit hooks
         return False
     from gates.infra.fsio import read_regular
@@ -78,18 +86,19 @@ def amend_base(repo: Repo) -> bool:
         except (OSError, ValueError, IndexError):
             return False
         amends = _amends(argv)
-        if amends is not None:
-            if amends:
-                line = repo.recent()
-                repo.head = line[1] if len(line) > 1 else None
-                repo.memo["recent"] = line[1:]
-            return amends
+        if amends is None:
+            continue
+        line = repo.recent()
+        if not amends or len(line) < 2:
+            return False
+        repo.memo["amends"], repo.head, repo.memo["recent"] = repo.head, line[1], line[1:]
+        return True
     return False
 
 
 def _amends(argv: list[str]) -> bool | None:
-    """Whether `argv` is `git commit --amend` (the last of --amend and --no-amend wins; an option's unique prefix,
-    as git's option parser takes it); None when it is no `git commit` at all."""
+    """Whether `argv` is `git commit --amend`, read as git's option parser reads it (the last of --amend and
+    --no-amend wins; a long option by any unique prefix); None when it is no `git commit` at all."""
     if not argv or os.path.basename(argv[0]) != "git":
         return None
     at = 1
@@ -99,20 +108,20 @@ def _amends(argv: list[str]) -> bool | None:
         return None
     amend, args = False, iter(argv[at + 1:])
     for arg in args:
-        if arg == "--":
+        if arg in ("--", "--end-of-options"):
             break
         if arg.startswith("--"):
-            name = arg[2:]
-            if len(name) >= 2 and "amend".startswith(name):
-                amend = True
-            elif name == "no-amend":
-                amend = False
-            elif name in _VALUED_LONG:
+            typed, valued = arg[2:].partition("=")[0], "=" in arg
+            matches = [typed] if typed in _NAMES else [name for name in _NAMES if name.startswith(typed)]
+            name = matches[0] if len(matches) == 1 else ""  # ambiguous: git refuses the commit before any hook
+            if name in ("amend", "no-amend"):
+                amend = name == "amend"
+            elif _NAMES.get(name) and not valued:
                 next(args, None)
         elif arg.startswith("-"):
-            for at, flag in enumerate(arg[1:], 1):
-                if flag in _VALUED_SHORT:
-                    if at == len(arg) - 1:
+            for place, flag in enumerate(arg[1:], 1):
+                if flag in _VALUED_SHORT + _ATTACHED_SHORT:
+                    if place == len(arg) - 1 and flag in _VALUED_SHORT:
                         next(args, None)
                     break
     return amend

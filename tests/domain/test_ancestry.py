@@ -140,6 +140,11 @@ def test_a_hand_over_changed_again_after_its_close_out(repo: Path) -> None:
     (["/usr/bin/git", "-c", "core.editor=true", "-C", "/w", "commit", "-a", "--amend", "--no-edit"], True),
     (["git", "commit", "--am", "-m", "x"], True),  # a unique prefix, as git's option parser takes it
     (["git", "commit", "--amend", "--no-amend"], False),
+    (["git", "commit", "--amend", "--no-amen", "-m", "w"], False),  # a unique prefix of --no-amend
+    (["git", "commit", "-a", "--mess", "--amend"], False),  # --message by a prefix: its value is "--amend"
+    (["git", "commit", "-Salice@x.net", "--amend"], True),  # -S takes the rest of its cluster, never the next
+    (["git", "commit", "--end-of-options", "--amend"], False),
+    (["git", "--attr-source", "HEAD", "commit", "--amend"], True),
     (["git", "commit", "-m", "--amend"], False),  # the message
     (["git", "commit", "-am", "--amend"], False),
     (["git", "commit", "--message", "--amend"], False),
