@@ -94,8 +94,8 @@ def test_a_plain_install_into_a_fresh_venv_finds_its_schemas(tmp_path: Path) -> 
     site_packages = next((venv / "lib").glob("python*/site-packages"))
     words = shlex.split(exec_line)
     assert words[2:5] == ["-I", "-S", "-c"] and f'p = ["{site_packages}"]; ' in words[5], exec_line
-    (repo / "more.txt").write_text("more")
-    subprocess.run(["git", "add", "more.txt"], cwd=repo, check=True)
+    (repo / "more.txt").write_text("more")  # the hand-over and the config are recorded with it: CI must find them
+    subprocess.run(["git", "add", "more.txt", "HANDOFF.md", ".gate.yaml"], cwd=repo, check=True)
     commit = subprocess.run(["git", "commit", "-q", "-m", "more"], cwd=repo, capture_output=True, text=True)
     assert commit.returncode == 0, commit.stdout + commit.stderr  # the hook's gate ran and passed
     # The environment rebuilt for another Python: the folder the hook names is gone, and it finds the gate through site.
