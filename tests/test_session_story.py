@@ -318,6 +318,25 @@ def test_an_amend_is_judged_as_the_commit_it_replaces(tmp_path: Path) -> None:
     assert ci.returncode == 0, ci.stdout + ci.stderr
 
 
+def test_an_amend_through_a_git_alias_is_an_amend(tmp_path: Path) -> None:
+    """`git ca` with `alias.ca = commit --amend`: the hook's git names the alias, which is read (never run) to know
+    the command git ran. A shell alias (`!git commit --amend`) runs a git of its own, whose command line says it."""
+    repo = _adopted(tmp_path)
+    git(repo, "config", "alias.ca", "commit --amend")
+    git(repo, "config", "alias.sca", "!git commit --amend")
+    _work(repo, 1)
+    assert _commit(repo, "work") == 0
+    assert _close_out(repo) == 0
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text().replace("Ship the parser.", "Ship the parser!"))
+    git(repo, "add", "HANDOFF.md")
+    amended = subprocess.run(["git", "ca", "-q", "--no-edit"], cwd=repo, capture_output=True, text=True)
+    assert amended.returncode == 0, amended.stderr
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text().replace("Ship the parser!", "Ship it."))
+    git(repo, "add", "HANDOFF.md")
+    shell = subprocess.run(["git", "sca", "-q", "--no-edit"], cwd=repo, capture_output=True, text=True)
+    assert shell.returncode == 0, shell.stderr
+
+
 def test_an_amend_that_changes_the_hand_over_is_told_the_ref_it_needs_and_stamp_writes_it(tmp_path: Path) -> None:
     """Amending a commit of work to close out in it: `gate stamp` names HEAD, the commit the amend replaces, so the
     hook refused, said "must be HEAD" of HEAD's parent and sent the user back to `gate stamp` (a loop). It now

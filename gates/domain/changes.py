@@ -98,14 +98,15 @@ def amend_base(repo: Repo) -> bool:
 
 def _amends(argv: list[str]) -> bool | None:
     """Whether `argv` is `git commit --amend`, read as git's option parser reads it (the last of --amend and
-    --no-amend wins; a long option by any unique prefix); None when it is no `git commit` at all."""
+    --no-amend wins; a long option by any unique prefix); None when it is no git at all. An alias is no concern:
+    git runs one as a git process of its own, `git commit --amend` (a shell alias's git is its own too)."""
     if not argv or os.path.basename(argv[0]) != "git":
         return None
     at = 1
     while at < len(argv) and argv[at].startswith("-"):  # git's own options, before its command
         at += 2 if argv[at] in _GIT_VALUED else 1
     if at >= len(argv) or argv[at] != "commit":
-        return None
+        return False  # git's, running this hook for another command (`git merge`: pre-merge-commit)
     amend, args = False, iter(argv[at + 1:])
     for arg in args:
         if arg in ("--", "--end-of-options"):

@@ -151,7 +151,7 @@ def test_a_hand_over_changed_again_after_its_close_out(repo: Path) -> None:
     (["git", "commit", "-m--amend"], False),
     (["git", "commit", "--", "--amend"], False),  # a path
     (["git", "commit", "-C", "HEAD"], False),
-    (["git", "merge", "--amend"], None),  # no commit: pre-merge-commit's git
+    (["git", "merge", "--amend"], False),  # no commit: pre-merge-commit's git
     (["python3", "-m", "pre_commit", "commit", "--amend"], None),
     ([], None),
 ])
