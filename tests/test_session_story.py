@@ -427,6 +427,27 @@ def test_a_hand_over_named_through_a_link_is_judged_at_the_name_the_commit_recor
     assert made.returncode == 0, made.stderr
 
 
+def test_a_hand_over_named_through_a_linked_folder_commits(tmp_path: Path) -> None:
+    """handoff.path `docs/HANDOFF.md` where `docs` is a committed link to `notes/`: a checkout meets the file through
+    the link, and the index holds notes/HANDOFF.md. The name is asked of the index with its folders resolved, as a
+    checkout resolves them: asked as written, every commit was refused as recording no docs/HANDOFF.md."""
+    repo = _adopted(tmp_path)
+    (repo / "notes").mkdir()
+    git(repo, "mv", "HANDOFF.md", "notes/HANDOFF.md")
+    (repo / "docs").symlink_to("notes")
+    with open(repo / ".gate.yaml", "a") as handle:
+        handle.write("handoff:\n  path: docs/HANDOFF.md\n")
+    git(repo, "add", "-A")
+    assert _commit(repo, "the hand-over in notes/, named through docs/", verify=False) == 0
+    assert run_gate(repo, "stamp").returncode == 0
+    git(repo, "add", "notes/HANDOFF.md")
+    closed = _hooked(repo, "close-out")
+    assert closed.returncode == 0, closed.stderr
+    _work(repo, 1)
+    made = _hooked(repo, "code")
+    assert made.returncode == 0 and "records no" not in made.stderr, made.stderr
+
+
 def test_a_hand_over_inside_a_submodule_is_that_repository_s_to_record(tmp_path: Path) -> None:
     """handoff.path names a file of a submodule: the superproject's index holds only the submodule's commit, so no
     commit of it records the file, and none is refused for that (`git add` of it cannot work)."""

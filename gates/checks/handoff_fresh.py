@@ -130,7 +130,7 @@ def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: dict[str, Any]
         made = (" once this amend replaces HEAD" if amends else " once this commit is made") if pending is not None else ""
         yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is {_commits(found.behind)} behind {head}{made}, more "
                       f"than fresh.max_behind ({fresh['max_behind']}): work was committed without updating the "
-                      f"hand-over — bring it up to date, then `gate stamp` and commit it (`git add {shell_path(shown)}`)")
+                      f"hand-over — bring it up to date, then {stamp} and commit it (`git add {shell_path(shown)}`)")
     if found.kind != "unborn" and not ctx.range_spec and ctx.staged(shown) and found.commit != ctx.repo.head:
         assert ctx.repo.head is not None
         yield Finding(shown, ref.line, ID, f"this {'amend' if amends else 'commit'} changes {shown}, so its Meta ref "

@@ -173,7 +173,7 @@ class Invocation:
             ended = _resolving(lambda: flags.resolve(repo, passed, scope, command=self.command,
                                                      observed_ns=self.started_ns))
             if ended:  # said, as the doctor says its own: a flag that vanished unannounced looks lost
-                gates = sorted({flag_id.split("-", 1)[1].rsplit("-", 1)[0] for flag_id in ended})  # <time>-<gate>-<hex>
+                gates = sorted({flags.reason_of_id(flag_id) for flag_id in ended})  # a gate's flags: its id
                 say(f"gate: resolved {len(ended)} open flag{'s' if len(ended) > 1 else ''} of {', '.join(gates)}: "
                     f"{'it passes' if len(gates) == 1 else 'they pass'} now (`gate flags --all` lists them)")
         pending = list(self._events)

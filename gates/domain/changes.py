@@ -72,7 +72,7 @@ def amend_base(repo: Repo) -> bool:
     line of the `git commit` running this check as its hook (the parent, or its parent under the pre-commit
     framework) is read from /proc, and when it amends, the commit's parent, HEAD's first parent, stands in for HEAD
     (its staged change, its Meta ref, its count; `repo.memo["amends"]` keeps the HEAD it replaces). Where it cannot
-    be read (another system, an alias), or HEAD has no parent here (the root, a shallow clone's boundary: the amend
+    be read (no /proc: macOS), or HEAD has no parent here (the root, a shallow clone's boundary: the amend
     makes a new root), the commit is judged as a new one on HEAD, as before. Returns whether it stood in."""
     if "GIT_INDEX_FILE" not in repo.env or repo.head is None:  # git sets it for each of its commit hooks
         return False

@@ -518,24 +518,30 @@ def load_handoff(repo: Repo, config: Config, path: str, staged: list[Change] | N
     from gates.domain.changes import committing
     from gates.infra.paths import below
 
-    committed = staged is not None and committing(staged)
-    if committed and not os.path.lexists(path):  # a sparse checkout leaves it out of the work tree, the index holds it
-        cap, named = config.section("handoff")["max_bytes"], config.handoff_named
-        sparse = repo.index_blob(named, cap)
-        if sparse:
-            return _loaded(named, sparse if len(sparse) <= cap else repo.index_size(named), indexed=True)
+    change = staged[0] if staged and committing(staged) else None
+    cap = config.section("handoff")["max_bytes"]
+    # the configured name as a checkout meets it: its folders resolved, the name itself not (a link stays a link)
+    named = repo.relpath(repo.path(config.handoff_named)) if change is not None else ""
+    if change is not None and not os.path.lexists(path):  # a sparse checkout leaves it out of the work tree
+        recorded, _ = _recorded(repo, change, named, named, cap)
+        if recorded is not None:
+            return _loaded(named, _held(repo, recorded, cap), indexed=True)
     real, shown, data = read(repo, config, path)
     indexed = unstaged = False
     unrecorded = ""
-    if committed and staged is not None:
-        cap = config.section("handoff")["max_bytes"]
-        recorded, unrecorded = _recorded(repo, staged[0], config.handoff_named, below(real, repo.toplevel), cap)
+    if change is not None:
+        recorded, unrecorded = _recorded(repo, change, named, below(real, repo.toplevel), cap)
         if recorded is not None:
-            blob, where = recorded
-            held = blob if len(blob) <= cap else repo.index_size(where)  # never read past its cap, as the work tree's
+            held = _held(repo, recorded, cap)
             indexed, unstaged = True, _differ(held, data)
             data = held
     return _loaded(shown, data, indexed, unstaged, unrecorded)
+
+
+def _held(repo: Repo, recorded: tuple[bytes, str], cap: int) -> bytes | int:
+    """The index's copy as judged: its bytes, or its size when it is over the cap (never read past it)."""
+    blob, where = recorded
+    return blob if len(blob) <= cap else repo.index_size(where)
 
 
 def _loaded(shown: str, data: bytes | int, indexed: bool = False, unstaged: bool = False,

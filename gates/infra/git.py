@@ -83,7 +83,6 @@ def _subcommand(args: tuple[str, ...] | list[str]) -> str:
     return args[at] if at < len(args) else "(no subcommand)"
 
 
-
 def over_blob_cap(shown: str) -> GateError:
     """The one-line error for a blob over BLOB_CAP (`shown`: which blob, as `_blob` names it)."""
     return GateError(f"{shown} is over {BLOB_CAP >> 20} MiB, the most a gate reads of one file: not judged — a file "
