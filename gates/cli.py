@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from gates import __version__
 from gates.commands import COMMANDS as _TABLE
-from gates.commands.invocation import fail, failed, guarded
+from gates.commands import fail, failed, guarded
 from gates.infra.argspec import Spec
 from gates.infra.console import StdoutError
 from gates.infra.errors import USAGE
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any, NoReturn
 
-    from gates.commands.invocation import Invocation
+    from gates.commands import Invocation
 
 COMMANDS = frozenset(_TABLE)
 

@@ -56,7 +56,7 @@ def leave(code: int) -> NoReturn:
 def main(argv: list[str] | None = None) -> int:
     """The `gate` command line, in-process: its exit code."""
     from gates import cli
-    from gates.commands.invocation import Invocation, failed
+    from gates.commands import Invocation, failed
     from gates.infra.console import CleanStream, GuardedStdout, StdoutError, say
     from gates.infra.errors import CANNOT_RUN
 

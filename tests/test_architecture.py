@@ -19,8 +19,8 @@ PACKAGE = ROOT / "gates"
 GATE_MODULES = {f"gates.checks.{gate_id.replace('-', '_')}" for gate_id in CATALOG}
 COMMAND_MODULES = {f"gates.commands.{entry.module}" for entry in COMMANDS.values()}
 SHARED_COMMAND_HELPERS = {  # the modules of gates/commands that the commands share by design, and why
-    "gates.commands": "the package: COMMANDS (the names) and HIDDEN (argparse.SUPPRESS without argparse)",
-    "gates.commands.invocation": "Invocation, the one invocation every command is given, and the gate-id list parser",
+    "gates.commands": "the package: COMMANDS (the names), HIDDEN (argparse.SUPPRESS without argparse), Invocation (the "
+                      "one invocation every command is given, its error boundary) and the gate-id list parser",
     "gates.commands._remote": "the remote half of claims, which `gate claim`/`release`/`claims` and `gate doctor` use",
 }
 GATE_LOADER = ("gates.checks", "_Modules.__getitem__")  # where GATES imports a gate's module, by id, on first use
@@ -187,9 +187,9 @@ def test_the_rules_can_fail() -> None:
         "gates.infra.text": "if True:\n    from gates.domain import handoff\n",
         "gates.infra.errors": "from gates.infra import git\n",  # git imports errors: a cycle
         "gates.commands._remote": "def g():\n    from gates.commands import claims\n",
-        "gates.commands.invocation": "from gates.commands.check import run\n",
+        "gates.commands": "def i():\n    from gates.commands.check import run\n",
         "gates.checks.runner": "from gates.checks import heartbeat\n",
-        "gates.checks.context": "def h():\n    __import__('gates.checks.mailbox')\n",
+        "gates.checks.append_only": "def h():\n    __import__('gates.checks.mailbox')\n",
     }
     modules = sources()
     for module, line in planted.items():
@@ -201,9 +201,9 @@ def test_the_rules_can_fail() -> None:
     assert "gates.infra.text (infra) imports gates.domain.handoff (domain)" in found
     assert "import cycle:" in found and "gates.infra.errors" in found, found
     assert "command gates.commands._remote imports another command, gates.commands.claims" in found
-    assert "command gates.commands.invocation imports another command, gates.commands.check" in found
+    assert "command gates.commands imports another command, gates.commands.check" in found
     assert "gates.checks.runner imports the gate gates.checks.heartbeat: gates load through GATES, by id" in found
-    assert "gates.checks.context imports a module by name in h: only GATES loads a gate so" in found
+    assert "gates.checks.append_only imports a module by name in h: only GATES loads a gate so" in found
     assert not [line for line in found.splitlines() if line.startswith("command gates.commands.claims ")], found
 
 
@@ -279,7 +279,7 @@ def test_the_walk_through_adds_a_gate_with_its_module_and_a_registry_line(tmp_pa
 
     from conftest import commit_all, handoff_text, init_repo
 
-    from gates.checks.context import OVER_CAP
+    from gates.checks import OVER_CAP
 
     page = (ROOT / "docs" / "architecture.md").read_text()
     module = textwrap.dedent(re.search(r"```python\n(.*?)```", page, re.S).group(1))  # type: ignore[union-attr]
@@ -362,7 +362,7 @@ def test_a_command_reports_through_its_invocations_methods() -> None:
     """No command writes a field of its invocation, or touches one of its private fields: it reports through the
     methods (decisions/: a command reports through its invocation's methods, not a return value)."""
     commands = {name: text for name, text in sources().items()
-                if name.startswith("gates.commands.") and name != "gates.commands.invocation"}
+                if name.startswith("gates.commands.")}
     assert len(commands) > 10
     assert {name: found for name, text in commands.items() if (found := _invocation_writes(text))} == {}
     assert _invocation_writes("def f(run):\n    run.scope = 1\n    run._reasons.append(2)\n") == [
@@ -376,4 +376,4 @@ def test_flags_are_resolved_only_through_the_invocation() -> None:
                     and isinstance(node.func, ast.Attribute) and node.func.attr in ("resolve", "resolve_event")
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == "flags"]
              for name, text in sources().items()}
-    assert {name for name, lines in calls.items() if lines} == {"gates.commands.invocation"}
+    assert {name for name, lines in calls.items() if lines} == {"gates.commands"}

@@ -220,22 +220,23 @@ def test_git_processes_per_check(repo: Path, tmp_path: Path, git_wrapper: Callab
     (repo / "other.txt").write_text("other work\n")
     git(repo, "add", "other.txt")
     for _ in range(2):  # the same on every run: nothing is answered from a record
-        # a commit's check: discovery (with HEAD's recent line), diff --cached, and the staged hand-over started
-        # beside it (what the commit will record)
-        assert _git_calls(repo, log) == 3, log.read_text()
+        # a commit's check: discovery (with HEAD's recent line), then side by side diff --cached, the index's entry
+        # of .gate.yaml (is the configuration read the one the commit records?) and the staged hand-over
+        assert _git_calls(repo, log) == 4, log.read_text()
         calls = [line.split(" -c ")[-1].split(" ", 1)[1] for line in log.read_text().splitlines()]
-        assert calls[0].startswith("rev-parse ") and sorted(calls[1:]) == [  # the two run side by side: any order
+        assert calls[0].startswith("rev-parse ") and sorted(calls[1:]) == [  # side by side: any order
             "--literal-pathspecs diff --cached --name-status -z --no-renames --no-ext-diff --no-textconv "
-            f"{git(repo, 'rev-parse', 'HEAD')} --", "cat-file blob :0:HANDOFF.md"], log.read_text()
+            f"{git(repo, 'rev-parse', 'HEAD')} --", "--literal-pathspecs ls-files --stage -t -z -- .gate.yaml",
+            "cat-file blob :0:HANDOFF.md"], log.read_text()
     assert run_gate(repo, "stamp").returncode == 0
     git(repo, "add", "HANDOFF.md")
     # a close-out: the staged hand-over is read once, and its Meta ref judged from that copy (it was read again, and
     # parsed again, to tell a close-out: one more git process on every close-out commit)
-    assert _git_calls(repo, log) == 3, log.read_text()
+    assert _git_calls(repo, log) == 4, log.read_text()
     git(repo, "reset", "-q")
-    # nothing staged: the work tree is judged, and the staged hand-over's call is stopped unread (it may be stopped
-    # before it gets as far as this log)
-    assert _git_calls(repo, log) in (2, 3), log.read_text()
+    # nothing staged: the work tree is judged, and the calls for a commit are stopped unread (they may be stopped
+    # before they get as far as this log)
+    assert _git_calls(repo, log) in (2, 3, 4), log.read_text()
 
 
 def test_an_agents_commit_loads_no_heavy_module_and_a_persons_not_even_the_loop_watch(repo: Path) -> None:

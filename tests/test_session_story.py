@@ -7,6 +7,7 @@ verdict line and the open flags, each exactly what a person would expect.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -671,3 +672,232 @@ def test_a_problem_fixed_before_the_close_out_is_told_whatever_second_it_fell_in
     lines, flags = _start(repo, "claude", "s2")
     _match(flags, [re.escape(NO_FLAGS), rf"Since claude session s1 began \({TIME}; it made the last close-out\): 1 "
                    r"problem resolved \(append-only ×1\); `gate flags --all` shows it\."])
+
+
+def _state(repo: Path) -> tuple[str, str, dict[str, bytes]]:
+    """What a refused commit must leave as it was: HEAD, the index's entries, and every file of the work tree's top."""
+    files = {path.name: (path.read_bytes() if not path.is_symlink() else os.readlink(path).encode())
+             for path in repo.iterdir() if path.name != ".git" and (path.is_file() or path.is_symlink())}
+    return git(repo, "rev-parse", "HEAD"), git(repo, "ls-files", "-s"), files
+
+
+def _ci_of_head(repo: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """CI's verdict on HEAD: a clone holds only the commits, so it reads the configuration HEAD records."""
+    clone = tmp_path / f"ci-{git(repo, 'rev-parse', '--short', 'HEAD')}"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    return run_gate(clone, "check", "--range", "HEAD~1..HEAD")
+
+
+def _checked_item_staged(repo: Path) -> None:
+    """A hand-over stamped, with a checked-off item, staged with some code: what handoff-no-checked-items alone
+    refuses."""
+    assert run_gate(repo, "stamp").returncode == 0
+    text = (repo / "HANDOFF.md").read_text()
+    (repo / "HANDOFF.md").write_text(text.replace("## Open Threads\n", "## Open Threads\n- [x] the parser\n"))
+    git(repo, "add", "HANDOFF.md")
+    _work(repo, 1)
+
+
+def _refused(repo: Path, said: str) -> None:
+    """The hook stops the commit, saying `said`, and leaves HEAD, the index and the work tree as they were; a check
+    at the prompt says the same (exit 3)."""
+    before = _state(repo)
+    refused = _hooked(repo, "code, and what the configuration decides")
+    assert refused.returncode == 1 and said in refused.stderr, refused.stderr
+    assert _state(repo) == before
+    prompt = run_gate(repo, "check")
+    assert prompt.returncode == 3 and said in prompt.stderr, prompt.stderr
+
+
+GATE_OFF = "gates:\n  handoff-no-checked-items: false\n"
+
+
+@pytest.mark.parametrize("how", ["changed", "untracked", "an untracked link", "a link whose target changed"])
+def test_a_configuration_the_commit_does_not_record_does_not_decide_it(tmp_path: Path, how: str) -> None:
+    """The attack: switch a gate off in a `.gate.yaml` that the commit does not record (an unstaged edit, a file or a
+    link never added, an unstaged edit of a committed link's target), and commit what that gate refuses. The hook read
+    the work tree's configuration and passed; CI, in a clone, reads the commit's own and refused. Now the hook stops
+    such a commit before any gate judges it (the gates would not judge it as CI will), says how to make the two one,
+    and changes nothing; once the configuration is staged, the hook and CI agree again."""
+    repo = _adopted(tmp_path)
+    assert _close_out(repo) == 0
+    config = repo / ".gate.yaml"
+    if how in ("untracked", "an untracked link"):
+        git(repo, "rm", "-q", "--cached", ".gate.yaml")
+        assert _commit(repo, "the configuration leaves the history", verify=False) == 0
+        assert _close_out(repo) == 0
+    if how == "a link whose target changed":
+        git(repo, "mv", ".gate.yaml", "conf.yaml")
+        config.symlink_to("conf.yaml")
+        git(repo, "add", ".gate.yaml")
+        assert _commit(repo, "the configuration behind a link", verify=False) == 0
+        assert _close_out(repo) == 0
+        config = repo / "conf.yaml"
+    if how == "an untracked link":
+        config.rename(repo / "off.yaml")
+        config.symlink_to("off.yaml")
+        config = repo / "off.yaml"
+    with open(config, "a") as handle:
+        handle.write(GATE_OFF)
+    _checked_item_staged(repo)
+    name = config.name if how == "a link whose target changed" else ".gate.yaml"
+    assert "CI judges the commit by the one it records" in run_gate(repo, "check").stderr
+    _refused(repo, {"changed": ".gate.yaml: changed without staging it", "untracked": ".gate.yaml: not staged",
+                    "an untracked link": ".gate.yaml: not staged",
+                    "a link whose target changed": f"{name}: changed without staging it"}[how])
+    assert _commit(repo, "past the hook", verify=False) == 0  # what the hook stops: CI refuses it
+    ci = _ci_of_head(repo, tmp_path)
+    assert ci.returncode == 1 and "[handoff-no-checked-items]" in ci.stdout, ci.stdout + ci.stderr
+    git(repo, "reset", "-q", "--soft", "HEAD~1")
+    git(repo, "add", "-A")  # the advice: the configuration is committed with what it lets through
+    made = _hooked(repo, "code, a checked item, and the gate off")
+    assert made.returncode == 0, made.stderr
+    assert _ci_of_head(repo, tmp_path).returncode == 0
+
+
+def test_a_staged_configuration_the_work_tree_undid_stops_the_commit(tmp_path: Path) -> None:
+    """The other way round: the gate switched off in the staged `.gate.yaml` and back on in the work tree (CI would
+    pass the commit, the gate reading the work tree would not), or a staged copy that cannot be read beside a sound
+    one in the work tree (CI would stop): either way the check says the two differ, before any gate judges."""
+    repo = _adopted(tmp_path)
+    assert _close_out(repo) == 0
+    sound = (repo / ".gate.yaml").read_text()
+    for staged in (sound + GATE_OFF, sound + "handoff:\n  max_lines: many\n"):
+        (repo / ".gate.yaml").write_text(staged)
+        git(repo, "add", ".gate.yaml")
+        (repo / ".gate.yaml").write_text(sound)
+        _work(repo, len(staged))
+        _refused(repo, ".gate.yaml: changed without staging it")
+    git(repo, "restore", "--staged", ".gate.yaml")
+    assert _hooked(repo, "code").returncode == 0
+
+
+def test_a_project_schema_is_the_one_the_commit_records(tmp_path: Path) -> None:
+    """handoff.schema names a schema in the repository: a commit whose schema (or a link on the way to it) differs
+    from the one it records, or that records none, is stopped: CI would judge it by another schema or find none."""
+    repo = _adopted(tmp_path)
+    strict = json.dumps({"type": "object", "properties": {"title": {"const": "Handoff!"}}})
+    (repo / "strict.json").write_text(strict)
+    with open(repo / ".gate.yaml", "a") as handle:
+        handle.write("handoff:\n  schema: strict.json\n")
+    git(repo, "add", ".gate.yaml")
+    _work(repo, 1)
+    _refused(repo, "strict.json: not staged")
+    git(repo, "add", "strict.json")
+    refused = _hooked(repo, "the title is not the schema's")
+    assert refused.returncode == 1 and "schema strict.json" in refused.stderr, refused.stderr
+    (repo / "strict.json").write_text(json.dumps({"type": "object"}))  # looser, and left unstaged
+    _refused(repo, "strict.json: changed without staging it")
+    (repo / "strict.json").write_text(strict)
+    (repo / "loose.json").write_text(json.dumps({"type": "object"}))
+    git(repo, "add", "loose.json")
+    (repo / "strict.json").unlink()
+    (repo / "strict.json").symlink_to("loose.json")  # the schema's name now leads elsewhere, unstaged
+    _refused(repo, "strict.json: changed without staging it")
+    git(repo, "add", "strict.json")
+    assert _hooked(repo, "the looser schema, recorded").returncode == 0
+
+
+def test_a_configuration_left_untracked_that_changes_nothing_is_no_news(tmp_path: Path) -> None:
+    """`gate init`'s `.gate.yaml` is comments and the defaults: left out of the commits, it configures nothing the
+    commit's own (none) does not, so a commit goes through without a word of it, and so does an edit of comments."""
+    repo = _adopted(tmp_path)
+    git(repo, "rm", "-q", "--cached", ".gate.yaml")
+    assert _commit(repo, "the configuration leaves the history", verify=False) == 0
+    assert _close_out(repo) == 0
+    _work(repo, 1)
+    made = _hooked(repo, "code")
+    assert made.returncode == 0 and ".gate.yaml" not in made.stderr, made.stderr
+    git(repo, "add", ".gate.yaml")
+    assert _commit(repo, "the configuration back", verify=False) == 0
+    with open(repo / ".gate.yaml", "a") as handle:
+        handle.write("# a note to self\n")
+    _work(repo, 2)
+    made = _hooked(repo, "more code")
+    assert made.returncode == 0 and ".gate.yaml" not in made.stderr, made.stderr
+
+
+def test_a_folder_recorded_as_the_configuration_stops_the_commit(tmp_path: Path) -> None:
+    """The commit records a folder named `.gate.yaml` (CI's checkout makes it, and cannot read it as a configuration)
+    while the work tree has none (the defaults here): the check stops the commit as CI would."""
+    repo = _adopted(tmp_path)
+    (repo / ".gate.yaml").unlink()
+    (repo / ".gate.yaml").mkdir()
+    (repo / ".gate.yaml" / "x").write_text("a\n")
+    git(repo, "add", "-A")
+    shutil.rmtree(repo / ".gate.yaml")
+    _work(repo, 1)
+    _refused(repo, ".gate.yaml: deleted without staging it")
+
+
+@pytest.mark.parametrize("how", ["a chain of fifty links", "the archive's link retargeted", "an absolute link",
+                                 "a path named by an untracked link", "a link named with a newline"])
+def test_links_the_commit_does_not_record_as_the_gate_follows_them_stop_it(tmp_path: Path, how: str) -> None:
+    """The configuration read through links must be the one a clone reads: every link met on the way to a configured
+    path is compared with the index, however long the chain; a link a clone elsewhere could not follow (an absolute
+    one) is refused; two configurations are the same only as written, not through the work tree's links. Each
+    refusal is one line."""
+    repo = _adopted(tmp_path)
+    assert _close_out(repo) == 0
+    config = repo / ".gate.yaml"
+    said = "changed without staging it"
+    if how == "a chain of fifty links":
+        config.rename(repo / "real.yaml")
+        for n in range(50):
+            (repo / f"l{n}").symlink_to("real.yaml" if n == 49 else f"l{n + 1}")
+        config.symlink_to("l0")
+        git(repo, "add", "-A")
+        assert _commit(repo, "the configuration behind fifty links", verify=False) == 0
+        with open(repo / "real.yaml", "a") as handle:
+            handle.write(GATE_OFF)
+        said = "real.yaml: changed without staging it"
+    elif how == "the archive's link retargeted":
+        (repo / "A.md").symlink_to("ARCHIVE.md")
+        with open(config, "a") as handle:
+            handle.write("append_only:\n  files: [A.md]\n")
+        git(repo, "add", "-A")
+        assert _commit(repo, "the archive named through a link", verify=False) == 0
+        (repo / "other.md").write_text("other\n")
+        git(repo, "add", "other.md")
+        (repo / "A.md").unlink()
+        (repo / "A.md").symlink_to("other.md")
+        said = "A.md: changed without staging it"
+    elif how == "an absolute link":
+        config.rename(repo / "real.yaml")
+        config.symlink_to(repo / "real.yaml")
+        git(repo, "add", "-A")
+        said = ".gate.yaml: a link on the way to it leads out of the work tree"
+    elif how == "a path named by an untracked link":
+        (repo / "H.md").symlink_to("HANDOFF.md")
+        text = config.read_text()
+        config.write_text(text + "handoff:\n  path: H.md\n")
+        git(repo, "add", ".gate.yaml")
+        config.write_text(text)
+        said = ".gate.yaml: changed without staging it"
+    else:
+        (repo / "a\nb.json").write_text("{}\n")
+        (repo / "c.json").symlink_to("a\nb.json")
+        with open(config, "a") as handle:
+            handle.write("handoff:\n  schema: c.json\n")
+        git(repo, "add", ".gate.yaml", "c.json")
+        said = "a\\u000ab.json: not staged"
+    _work(repo, 1)
+    _refused(repo, said)
+    assert all(line.startswith("gate: ") for line in run_gate(repo, "check").stderr.splitlines())
+
+
+def test_a_commit_of_named_paths_is_told_to_name_the_configuration_too(tmp_path: Path) -> None:
+    """`git commit PATH` records only the paths it names: with `.gate.yaml` staged but not named, `git add` cannot
+    help, and the advice says what does."""
+    repo = _adopted(tmp_path)
+    assert _close_out(repo) == 0
+    with open(repo / ".gate.yaml", "a") as handle:
+        handle.write("gates:\n  handoff-fresh: false\n")
+    git(repo, "add", ".gate.yaml")
+    (repo / "code.py").write_text("print(1)\n")
+    refused = subprocess.run(["git", "commit", "-q", "-m", "code", "code.py"], cwd=repo, capture_output=True, text=True)
+    assert refused.returncode == 1, refused.stderr
+    assert "this commit takes only the paths it names: name it too, or commit it apart" in refused.stderr
+    made = subprocess.run(["git", "commit", "-q", "-m", "code", "code.py", ".gate.yaml"], cwd=repo, capture_output=True,
+                          text=True)
+    assert made.returncode == 0, made.stderr

@@ -7,7 +7,7 @@ violation naming the first changed line. Judged on the commit being made, or on 
 
 from __future__ import annotations
 
-from gates.checks.context import Context
+from gates.checks import Context
 from gates.infra.findings import Finding
 
 ID = "append-only"

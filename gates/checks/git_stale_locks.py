@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import os
 
-from gates.checks.context import Context
+from gates.checks import Context
 from gates.domain import lockscan
 from gates.infra.clock import datetime
-from gates.infra.config import parse_duration
 from gates.infra.findings import WARNING, Finding
 
 ID = "git-stale-locks"
@@ -26,10 +25,8 @@ def check(ctx: Context) -> list[Finding]:
     if not found:
         return []  # the common case: nothing more is read, nothing is written, and locks.py is not loaded
     from gates.domain import locks
-    from gates.infra import state
 
-    threshold = parse_duration(cfg["threshold"], "locks.threshold").total_seconds()
-    locks.judge(ctx.repo, found, threshold, locks.filesystem_now(state.layout(ctx.repo)))
+    threshold = locks.judge_configured(ctx.repo, found, ctx.config)
     findings: list[Finding] = []
     for lock in found:
         shown = ctx.repo.relpath(lock.path)

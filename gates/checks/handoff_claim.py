@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import posixpath
 
-from gates.checks.context import Context
+from gates.checks import Context
 from gates.domain.changes import committing
 from gates.infra import fsio, state
 from gates.infra.clock import datetime

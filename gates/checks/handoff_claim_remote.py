@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from gates.checks.context import Context
+from gates.checks import Context
 from gates.domain.push import Update
 from gates.infra.errors import GateError
 from gates.infra.findings import WARNING, Finding

@@ -11,7 +11,7 @@ is a warning that says how to fetch more history.
 
 from __future__ import annotations
 
-from gates.checks.context import OVER_CAP, Context
+from gates.checks import OVER_CAP, Context
 from gates.domain import handoff
 from gates.domain.ancestry import meta_ref, not_in_shallow_clone, relation
 from gates.domain.changes import committing

@@ -7,7 +7,7 @@ comments, and an `[x]` that is not a list item's checkbox are not.
 
 from __future__ import annotations
 
-from gates.checks.context import OVER_CAP, Context
+from gates.checks import OVER_CAP, Context
 from gates.infra.clock import datetime
 from gates.infra.config import Config
 from gates.infra.findings import Finding

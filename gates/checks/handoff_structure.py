@@ -8,7 +8,7 @@ their size caps; and whatever the project's own schema rejects.
 
 from __future__ import annotations
 
-from gates.checks.context import Context
+from gates.checks import Context
 from gates.domain import handoff
 from gates.domain.ancestry import not_in_shallow_clone
 from gates.domain.handoff import Document, Loaded

@@ -6,7 +6,7 @@ writes there from the records; an unknown NAME or a region without its end marke
 
 from __future__ import annotations
 
-from gates.checks.context import OVER_CAP, Context
+from gates.checks import OVER_CAP, Context
 from gates.infra.findings import Finding
 from gates.infra.text import excerpt
 

@@ -7,7 +7,7 @@ file grow: a session that leaves no written trace never happened.
 
 from __future__ import annotations
 
-from gates.checks.context import Context
+from gates.checks import Context
 from gates.domain.changes import Change
 from gates.infra.findings import Finding
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from gates.checks.context import Context
+from gates.checks import Context
 from gates.infra.findings import Finding
 
 

@@ -9,7 +9,7 @@ other way round).
 
 from __future__ import annotations
 
-from gates.checks.context import Context
+from gates.checks import Context
 from gates.domain import records
 from gates.domain.changes import Change
 from gates.infra.findings import Finding

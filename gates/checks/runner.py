@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import posixpath
 
-from gates.checks import GATES
-from gates.checks.context import Context
+from gates.checks import GATES, Context
 from gates.domain import changes
 from gates.domain.handoff import load_handoff
 from gates.infra import clock
 from gates.infra.clock import datetime
-from gates.infra.config import Config
+from gates.infra.config import CONFIG_NAME, Config, verify_recorded
 from gates.infra.errors import USAGE, GateError
 from gates.infra.findings import ENVIRONMENT, ERROR, WARNING, CheckResult, Finding
 from gates.infra.git import Repo
@@ -35,18 +34,16 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[str], now: 
         range_spec: str | None = None, push: list[Any] | None = None, fixed: bool = False) -> CheckResult:
     """Judge the hand-over as the commit will record it: staged, its staged content. After `--fix` mended it in
     the work tree (`fixed`), the work tree's: that is what the user stages again, and the commit is stopped anyway."""
-    if range_spec is None and push is None:
-        changes.amend_base(repo)  # `git commit --amend`: the commit being made replaces HEAD
-    history = repo.history()
     staged = not files and range_spec is None and not fixed  # the hand-over as the commit will record it
-    configured = config.section("handoff")["path"]
-    if not range_spec:  # what is staged (and the staged hand-over), asked while the gates are imported
-        repo.prefetch(repo.changed_args(repo.head, None, []),
-                      *([repo.blob_args(repo.index_spec(posixpath.normpath(configured)))] if staged else []))
+    if range_spec is None and push is None:
+        begin(repo, config.section("handoff")["path"] if staged else None)
+    elif push is not None:
+        repo.prefetch(repo.changed_args(repo.head, None, []))
+    history = repo.history()
     for gate_id in gate_ids:
         GATES[gate_id]  # noqa: B018 (imported now, while git answers)
     found = changes.in_range(repo, history, range_spec) if range_spec else changes.staged(repo, history)
-    paths = files or [repo.path(configured)]
+    paths = files or [repo.path(config.section("handoff")["path"])]
     loaded = [load_handoff(repo, config, path, found if staged else None) for path in paths]
     ctx = Context(repo=repo, config=config, handoffs=loaded, now=now or clock.now(), changes=found,
                   range_spec=range_spec, push=push)
@@ -66,6 +63,27 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[str], now: 
     result.events = ctx.events
     result.unjudged = ctx.unjudged
     return result
+
+
+def begin(repo: Repo, handoff: str | None) -> None:
+    """What a check of the commit being made (or of the work tree) asks first, once a run: whether the commit amends
+    (changes.amend_base: before anything is asked of HEAD), then what is staged, the index's `.gate.yaml` and, where
+    the commit is judged as it will be recorded, the staged hand-over (`handoff`, its configured path): started side
+    by side, read as they are needed."""
+    if "begun" not in repo.memo:
+        repo.memo["begun"] = True
+        changes.amend_base(repo)
+        repo.prefetch(repo.changed_args(repo.head, None, []), repo.entries_args([CONFIG_NAME]))
+    if handoff is not None:
+        repo.prefetch(repo.blob_args(repo.index_spec(posixpath.normpath(handoff))))
+
+
+def verify_config(repo: Repo, config: Config) -> None:
+    """Where a commit is being made (changes.committing), refuse it when it records another configuration than the
+    work tree's, which the gates read: CI will judge it by the one it records (config.verify_recorded)."""
+    begin(repo, config.section("handoff")["path"])
+    if changes.committing(changes.staged(repo, repo.history())):
+        verify_recorded(repo, config)
 
 
 def fix(repo: Repo, config: Config, gate_ids: list[str], now: datetime) -> list[tuple[str, str]]:

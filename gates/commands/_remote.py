@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
-    from gates.commands.invocation import Invocation
+    from gates.commands import Invocation
 
 
 def required_name(args: argparse.Namespace, run: Invocation) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
-from gates.commands import invocation
-from gates.commands.invocation import Invocation
+from gates.commands import Invocation
+from gates.infra import clock
 from gates.infra.errors import OK, USAGE, GateError
 
 TYPE_CHECKING = False
@@ -35,7 +35,7 @@ def _archive(args: argparse.Namespace, run: Invocation) -> int:
 
     config = run.config()
     source, target = config.section("handoff")["path"], config.section("archive")["path"]
-    moves = archive.archive(run.repo(), config, invocation.now())
+    moves = archive.archive(run.repo(), config, clock.now())
     for move in moves:
         print(f"moved {source}:{move.item.line}-{move.item.end_line} ({move.section}) to {target}: {move.item.text[:80]}")
     if not moves:
@@ -57,7 +57,7 @@ def _render(args: argparse.Namespace, run: Invocation) -> int:
 
 
 def _record(args: argparse.Namespace, run: Invocation) -> int:
-    path = new_record(run.repo(), run.config(), " ".join(args.title), invocation.now())
+    path = new_record(run.repo(), run.config(), " ".join(args.title), clock.now())
     print(run.repo().relpath(path))
     return OK
 
@@ -65,7 +65,7 @@ def _record(args: argparse.Namespace, run: Invocation) -> int:
 def new_record(repo: Repo, config: Config, title: str, now: datetime) -> str:
     """`gate record new TITLE`: an open record in records.path, made with an exclusive create (ids never collide)."""
     from gates.domain import journal, records
-    from gates.infra import clock, fsio
+    from gates.infra import fsio
     from gates.infra.text import unsafe
 
     title = " ".join(title.split())

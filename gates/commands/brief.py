@@ -13,25 +13,25 @@ import os
 import sys
 import time
 
-from gates.commands.invocation import flag_reason, guarded
+from gates.commands import flag_reason, guarded
 from gates.domain import claims, flags, handoff, harness, journal, lockscan, sessions
 from gates.domain.handoff import Loaded, load_handoff
 from gates.domain.sessions import plural
-from gates.infra import clock, jsonio, state
+from gates.infra import clock, state
 from gates.infra.clock import datetime
-from gates.infra.config import Config, parse_duration
-from gates.infra.console import say
+from gates.infra.config import Config
+from gates.infra.console import emit_json, say
 from gates.infra.errors import OK, GateError
 from gates.infra.git import GitFailed, Repo
 from gates.infra.plain import NamedTuple
-from gates.infra.text import clean, clean_tree, excerpt
+from gates.infra.text import clean, excerpt
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from typing import Any, Callable
 
-    from gates.commands.invocation import Invocation
+    from gates.commands import Invocation
 
 COMPACTED = ("The context was compacted: this brief re-injects the hand-over. Trust it, and git, over the summary "
              "the compaction left you with.")
@@ -66,7 +66,7 @@ def _brief(run: Invocation, fmt: str, hook: harness.HookInput, session: str | No
     except GateError as exc:
         said = f"The gate cannot run here: {exc.render()}"
         if fmt == "json":  # still a document of the json format, saying why it holds no brief
-            _write_json({"version": 1, "first_line": said, "sections": [], "text": f"# Session brief\n\n{said}\n",
+            emit_json({"version": 1, "first_line": said, "sections": [], "text": f"# Session brief\n\n{said}\n",
                          "error": exc.render()})
         elif fmt not in harness.HOOK_START_FORMATS:
             sys.stdout.write(f"# Session brief\n\n{said}\n")
@@ -89,7 +89,7 @@ def _brief(run: Invocation, fmt: str, hook: harness.HookInput, session: str | No
     header = clean("\n".join(lines))  # the worktree's path and branch name are the repository's text too
     text = full = render(parts, header)
     if fmt == "json":
-        _write_json({"version": 1, "first_line": lines[0], "sections": [{"title": p.title, "text": p.body} for p in parts],
+        emit_json({"version": 1, "first_line": lines[0], "sections": [{"title": p.title, "text": p.body} for p in parts],
                      "text": full})
     elif fmt in harness.HOOK_START_FORMATS:
         budget = harness.START_BUDGET[fmt]
@@ -108,10 +108,6 @@ def _brief(run: Invocation, fmt: str, hook: harness.HookInput, session: str | No
     except journal.NotJournalled as exc:
         say(f"gate: the brief was delivered but not journalled: {exc.cause.render()}")
     return OK
-
-
-def _write_json(document: dict[str, Any]) -> None:
-    sys.stdout.write(jsonio.dumps(clean_tree(document), indent=2, ensure_ascii=False) + "\n")
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -311,8 +307,7 @@ def _claim_and_locks(repo: Repo, config: Config, now: datetime) -> str:
     if found:
         from gates.domain import locks  # judging a lock file: only when one is there
 
-        threshold = parse_duration(config.section("locks")["threshold"], "locks.threshold").total_seconds()
-        locks.judge(repo, found, threshold, locks.filesystem_now(state.layout(repo)))
+        locks.judge_configured(repo, found, config)
         out += [f"Git lock {lock.shown}: {lock.verdict} — {lock.reason}{LOCK_STEPS.get(lock.verdict, '')}" for lock in found
                 if not lock.companion]
     return "\n".join(out)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
-from gates.commands import HIDDEN, invocation
-from gates.commands.invocation import CONFIGURATION, Invocation, ids
+from gates.commands import CONFIGURATION, HIDDEN, Invocation, ids
+from gates.infra import clock
 from gates.infra.errors import OK, USAGE, VIOLATION, GateError
 
 TYPE_CHECKING = False
@@ -41,12 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def run(args: argparse.Namespace, run: Invocation) -> int:
-    return _check(args, run)
-
-
-def _check(args: argparse.Namespace, run: Invocation) -> int:
     try:
-        waiting = _configured(run)
+        waiting = _configured(run, not (args.files or args.range or args.remote or args.pre_push
+                                        or os.environ.get("PRE_COMMIT_TO_REF")))
         result, fixed = _run_gates(run, args)
         result.fixed = [line for _, line in fixed]
     except GateError as exc:
@@ -97,12 +94,22 @@ def _watched() -> bool:
     return not any(os.environ.get(harness[0]) for harness in HARNESSES)
 
 
-def _configured(run: Invocation) -> set[str]:
-    """Load the configuration, then list the flags folder (a check's one listdir of it): which of SETTLED have flags
-    open, so that a check with none never loads the flags module. This check could use the configuration: the
-    `config-invalid` flags of earlier runs that could not (their `about` is CONFIGURATION: Invocation.config) end
-    now."""
-    run.config()
+def _configured(run: Invocation, commit: bool) -> set[str]:
+    """Load the configuration and, for a check that may judge the commit being made (`commit`), refuse one that
+    records another (checks.runner.verify_config); then list the flags folder (a check's one listdir of it): which
+    of SETTLED have flags open, so that a check with none never loads the flags module. This check could use the
+    configuration: the `config-invalid` flags of earlier runs that could not (their `about` is CONFIGURATION:
+    Invocation.config) end now."""
+    config = run.config()
+    if commit:
+        from gates.checks.runner import verify_config
+
+        try:
+            verify_config(run.repo(), config)
+        except GateError as exc:
+            if exc.reason == "config-invalid":
+                exc.about = CONFIGURATION
+            raise
     from gates.infra import state
 
     repo = run.repo()
@@ -146,7 +153,7 @@ def _run_gates(run: Invocation, args: argparse.Namespace) -> tuple[CheckResult, 
         if not os.path.lexists(path):
             raise GateError(f"{given}: no such file — name an existing hand-over file, or none to check the "
                             "configured one", code=USAGE, reason="usage")
-    fixed = check.fix(repo, config, gate_ids, invocation.now()) if args.fix else []  # what pre-commit fixers do
+    fixed = check.fix(repo, config, gate_ids, clock.now()) if args.fix else []  # what pre-commit fixers do
     push = None
     if args.remote or args.pre_push or "handoff-claim-remote" in gate_ids and os.environ.get("PRE_COMMIT_TO_REF") \
             or "handoff-claim-remote" in args.only:  # at push time (issue 18)

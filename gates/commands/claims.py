@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from gates.commands import invocation
-from gates.commands.invocation import Invocation
+from gates.commands import Invocation
+from gates.infra import clock
 from gates.infra.console import emit_json
 from gates.infra.errors import OK, USAGE, GateError
 from gates.infra.git import Repo
@@ -122,15 +122,15 @@ def _claims(args: argparse.Namespace, run: Invocation) -> int:
         from gates.commands import _remote
 
         name = _remote.required_name(args, run)
-        return _remote.list_remote(args, run, name, invocation.now())
-    listed = claims.list_all(run.repo(), invocation.now())
+        return _remote.list_remote(args, run, name, clock.now())
+    listed = claims.list_all(run.repo(), clock.now())
     configured = run.remote_name(None)  # a claim on claims.remote is a claim too: never "no claims" unasked
     if configured:
         from gates.commands import _remote
     if args.format == "json":
         document: dict[str, object] = {"version": 1, "claims": listed}
         if configured:
-            document.update(remote=configured, remote_claims=_remote.remote_claims(run, configured, invocation.now()))
+            document.update(remote=configured, remote_claims=_remote.remote_claims(run, configured, clock.now()))
         emit_json(document)
         return OK
     if not listed:
@@ -140,7 +140,7 @@ def _claims(args: argparse.Namespace, run: Invocation) -> int:
         print(f"{record.get('path')}: {state} ({record['liveness']}); age {record.get('age_seconds')}s; "
               f"{claims.describe(record) if 'token' in record else record.get('problem')}")
     if configured:  # the local list is printed first, so an unreachable remote still leaves it said
-        _remote.print_remote(configured, _remote.remote_claims(run, configured, invocation.now()))
+        _remote.print_remote(configured, _remote.remote_claims(run, configured, clock.now()))
     return OK
 
 
@@ -151,4 +151,4 @@ def _claim_setup(args: argparse.Namespace, run: Invocation) -> tuple[Repo, str, 
     session = args.session if args.session is not None else os.environ.get("GATE_SESSION") or None
     state_rel = claims.key(repo, run.config().section("handoff")["path"])  # the one name of the file, any spelling
     holder = claims.holder_of(repo, session)
-    return repo, state_rel, holder, invocation.now()
+    return repo, state_rel, holder, clock.now()

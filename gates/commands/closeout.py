@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-from gates.commands.invocation import Invocation, guarded
+from gates.commands import Invocation, guarded
 from gates.domain import ancestry, claims, handoff, harness, journal, sessions
 from gates.infra import fsio, jsonio, state
 from gates.infra.console import say
@@ -228,9 +228,12 @@ def _errors(run: Invocation) -> list[str]:
 
     config = run.config()
     try:
+        runner.verify_config(run.repo(), config)  # what is staged is judged as CI will judge it
         result = runner.run(run.repo(), config, runner.select(config, [], []), [])
     except GitFailed as exc:  # a question git could not answer is a step that blocks the stop, not a pass
         return [f"the gates cannot judge the hand-over: {exc.message}"]
+    except GateError as exc:  # the configuration the commit would record is not the one read
+        return [exc.render()]
     return [f.render() for f in result.errors]
 
 

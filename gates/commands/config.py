@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from gates.commands.invocation import Invocation
+from gates.commands import Invocation
 from gates.infra.console import emit_json
 from gates.infra.errors import OK
 

@@ -11,7 +11,7 @@ import os
 import stat
 import time
 
-from gates.commands.invocation import Invocation
+from gates.commands import Invocation
 from gates.domain import flags, hooks, journal, leftovers, locks, lockscan, remote
 from gates.infra import clock, errors, fsio, gitnet, jsonio, paths, state
 from gates.infra import config as config_module
@@ -300,9 +300,7 @@ def _locks(repo: Repo) -> list[Check]:
     found = lockscan.find(repo, deep=True)
     if not found:
         return [Check(OK, "no git lock files (deep scan, refs/ included)")]
-    cfg = config_module.load(repo).section("locks")
-    threshold = config_module.parse_duration(cfg["threshold"], "locks.threshold").total_seconds()
-    locks.judge(repo, found, threshold, locks.filesystem_now(state.layout(repo)))
+    threshold = locks.judge_configured(repo, found, config_module.load(repo))
     out = []
     for lock in found:
         if lock.verdict == lockscan.STALE:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from gates.commands import invocation
-from gates.commands.invocation import Invocation
+from gates.commands import Invocation
 from gates.domain.changes import SITUATIONS
+from gates.infra import clock
 from gates.infra.console import emit_json
 from gates.infra.errors import OK, USAGE, GateError
 
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace, run: Invocation) -> int:
         name = run.remote_name(args.remote)
         if name is None:
             raise GateError("--push: name a remote (`--remote origin`) or set claims.remote", code=USAGE, reason="usage")
-        pushed, ref = remote_flags.push(run.repo(), run.config(), name, invocation.now())
+        pushed, ref = remote_flags.push(run.repo(), run.config(), name, clock.now())
         print(f"pushed {pushed} open flag{'s' if pushed != 1 else ''} to {ref} on remote {name}")
         return OK
     listed = flags.every(run.repo()) if args.all else flags.pending(run.repo())

@@ -14,8 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gates.commands import invocation
-from gates.commands.invocation import Invocation
+from gates.commands import Invocation
 from gates.domain.handoff import PLACEHOLDER
 from gates.infra import clock, fsio
 from gates.infra.clock import datetime
@@ -42,7 +41,7 @@ def run(args: argparse.Namespace, run: Invocation) -> int:
 
 def _init(args: argparse.Namespace, run: Invocation) -> int:
     repo = run.repo()
-    for shown, written in write_missing(repo, run.config(), invocation.now()):
+    for shown, written in write_missing(repo, run.config(), clock.now()):
         print(f"wrote {shown}" if written else f"skipped {shown}: it exists, left unchanged")
     if repo.head is None:
         print(f"note: no commit yet, so Meta ref is the placeholder {UNBORN_REF}: "
@@ -227,7 +226,7 @@ def _title(doc: Document, lines: list[str], done: list[str]) -> str:
 def _meta(doc: Document, lines: list[str], head: str | None, done: list[str]) -> str:
     """The Meta section's name; a missing section, or a missing `ref` or `updated`, is added."""
     found = doc.section(META)
-    stamp = {"ref": head or UNBORN_REF, "updated": clock.utc_text(invocation.now())}
+    stamp = {"ref": head or UNBORN_REF, "updated": clock.utc_text(clock.now())}
     if not found:
         at = next((section.line - 1 for section in doc.sections), len(lines))  # the first section's heading
         lines[at:at] = [f"## {META}", *(f"- {key}: {value}" for key, value in stamp.items()), ""]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gates.commands.invocation import Invocation, ids
+from gates.commands import Invocation, ids
 from gates.infra.errors import OK, USAGE, GateError
 
 TYPE_CHECKING = False

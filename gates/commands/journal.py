@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gates.commands import invocation
-from gates.commands.invocation import Invocation
+from gates.commands import Invocation
+from gates.infra import clock
 from gates.infra.errors import OK
 
 TYPE_CHECKING = False
@@ -26,7 +26,7 @@ def run(args: argparse.Namespace, run: Invocation) -> int:
 
     repo = run.repo()
     if args.repair:
-        repaired = journal.repair(repo, invocation.now())
+        repaired = journal.repair(repo, clock.now())
         if repaired is None:
             print("journal intact: nothing to repair")
             return OK

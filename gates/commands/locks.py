@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from gates.commands import invocation
-from gates.commands.invocation import Invocation
+from gates.commands import Invocation
+from gates.infra import clock
 from gates.infra.console import emit_json
 from gates.infra.errors import OK, VIOLATION
 
@@ -26,19 +26,15 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
 
 def run(args: argparse.Namespace, run: Invocation) -> int:
     from gates.domain import locks, lockscan
-    from gates.infra import state
-    from gates.infra.config import parse_duration
 
     repo = run.repo()
     if args.restore:
         for path in locks.restore(repo, args.restore):
             print(f"restored {path}")
         return OK
-    threshold = parse_duration(run.config().section("locks")["threshold"], "locks.threshold").total_seconds()
     found = lockscan.find(repo, deep=True)
-    if found:
-        locks.judge(repo, found, threshold, locks.filesystem_now(state.layout(repo)))
-    moves = [locks.quarantine(repo, lock, threshold, invocation.now()) for lock in found
+    threshold = locks.judge_configured(repo, found, run.config()) if found else 0.0
+    moves = [locks.quarantine(repo, lock, threshold, clock.now()) for lock in found
              if args.quarantine and lock.verdict == lockscan.STALE]
     if args.format == "json":
         emit_json({"version": 1, "locks": [lock.to_json() for lock in found],

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from gates.commands import invocation
-from gates.commands.invocation import Invocation
+from gates.commands import Invocation
+from gates.infra import clock
 from gates.infra.console import say
 from gates.infra.errors import OK
 
@@ -26,7 +26,7 @@ def run(args: argparse.Namespace, run: Invocation) -> int:
         sys.stdout.write(package if package.endswith("\n") else package + "\n")
         sys.stdout.flush()
 
-    taken = mailbox.take(run.repo(), run.config(), invocation.now(), deliver)
+    taken = mailbox.take(run.repo(), run.config(), clock.now(), deliver)
     if taken is None:
         print("the mailbox is empty: no work package")
         return OK

@@ -7,8 +7,7 @@ a stale read is stopped.
 
 from __future__ import annotations
 
-from gates.commands import invocation
-from gates.commands.invocation import Invocation
+from gates.commands import Invocation
 from gates.domain import handoff, journal
 from gates.infra import clock, fsio
 from gates.infra.clock import datetime
@@ -31,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
 
 def run(args: argparse.Namespace, run: Invocation) -> int:
     check_expect(args.expect)  # before the repository is even looked at
-    shown, ref, digest, not_journalled, notes = stamp(run.repo(), run.config(), invocation.now(), args.expect,
+    shown, ref, digest, not_journalled, notes = stamp(run.repo(), run.config(), clock.now(), args.expect,
                                                       args.amend)
     said = f"stamped {shown}: ref {ref}, sha256 {digest}"
     run.did(said)

@@ -14,6 +14,7 @@ import stat
 from gates.domain.lockscan import FRESH, INELIGIBLE, LIVE, STALE, Lock, admin_dirs
 from gates.infra import clock, fsio, jsonio, paths, state
 from gates.infra.clock import datetime
+from gates.infra.config import Config, parse_duration
 from gates.infra.digest import sha256
 from gates.infra.errors import USAGE, VIOLATION, GateError
 from gates.infra.git import Repo
@@ -61,6 +62,14 @@ def filesystem_now(lay: state.Layout) -> float:
         return os.fstat(fd).st_mtime
     finally:
         os.close(fd)
+
+
+def judge_configured(repo: Repo, found: list[Lock], config: Config) -> float:
+    """Judge `found` as every reader of the locks does: by locks.threshold (returned, in seconds) and the filesystem's
+    own clock."""
+    threshold = parse_duration(config.section("locks")["threshold"], "locks.threshold").total_seconds()
+    judge(repo, found, threshold, filesystem_now(state.layout(repo)))
+    return threshold
 
 
 def judge(repo: Repo, locks: list[Lock], threshold: float, fs_now: float) -> None:

@@ -9,9 +9,7 @@ the journal's lines are the gate's own, read with string methods.
 
 from __future__ import annotations
 
-import os
-
-from gates.infra import clock, fsio, state
+from gates.infra import clock, fsio
 from gates.infra.clock import datetime
 from gates.infra.errors import GateError
 from gates.infra.git import Repo
@@ -86,18 +84,12 @@ def _quiet_for(repo: Repo, now: datetime) -> str | None:
 def _last_loop_entry(repo: Repo) -> tuple[str, str | None] | None:
     """(time, head) of this worktree's newest loop entry in the journal's tail; None when there is none (or the
     journal cannot be read: the state dir's own warning says why)."""
-    path = os.path.join(state.layout(repo).root, "journal.jsonl")
+    from gates.domain import journal
+
     try:
-        fd = fsio.open_state_fd(path, os.O_RDONLY)
-    except (GateError, OSError):
+        tail, _ = journal.read(repo, TAIL_BYTES)
+    except GateError:
         return None
-    try:
-        size = os.lseek(fd, 0, os.SEEK_END)
-        tail = os.pread(fd, TAIL_BYTES, max(0, size - TAIL_BYTES))
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     top = str(repo.toplevel).replace("\\", "\\\\").replace('"', '\\"')
     worktree = b'"worktree": "' + top.encode("utf-8", "surrogateescape") + b'"'
     for line in reversed(tail.split(b"\n")):

@@ -65,6 +65,9 @@ class Config(dict):  # type: ignore[type-arg]
     source: str | None = None
     raw: bytes | None = None  # the bytes of .gate.yaml this config was made from (None: no file)
     handoff_named: str = "HANDOFF.md"  # handoff.path as written, a link not followed: what a commit names it by
+    raw_blob: str | None = None  # git's (SHA-1) object id of raw, kept with its parsed form: what the index is asked
+    schema_named: str | None = None  # handoff.schema as written, a link not followed
+    named_paths: tuple[str, ...] = ()  # the configured paths as written (PATH_KEYS) but the hand-over's, confined
 
     def section(self, name: str) -> dict[str, Any]:
         value = self[name]
@@ -84,20 +87,171 @@ PATH_KEYS = (("handoff", "path"), ("handoff", "schema"), ("archive", "path"), ("
 
 
 def load(repo: Repo) -> Config:
-    config = Config(jsonio.loads(_DEFAULTS_JSON))  # a fresh copy (copy.deepcopy costs an import on every commit)
+    """The configuration: the work tree's `.gate.yaml` over the defaults."""
     path = repo.path(CONFIG_NAME)
+    data: bytes | int | None = None
     if os.path.lexists(path):
-        _read(repo, config, path)
-    _confine(repo, config)
+        real, why = paths.resolve(repo, path)
+        if why:
+            raise _bad(f"refusing it: it {why}", CONFIG_NAME, None)
+        data = fsio.read_bytes_capped(real, MAX_CONFIG_BYTES, CONFIG_NAME)
+    return _made(repo, data)
+
+
+def _made(repo: Repo, data: bytes | int | None, confine: bool = True) -> Config:
+    """The defaults, overlaid by the `.gate.yaml` of these bytes (its size, over the cap; None: no file); its paths
+    resolved and confined unless `confine` is false (the text as written)."""
+    config = Config(jsonio.loads(_DEFAULTS_JSON))  # a fresh copy (copy.deepcopy costs an import on every commit)
+    if data is not None:
+        _read(repo, config, data)
+    if confine:
+        _confine(repo, config)
     return config
 
 
-def _read(repo: Repo, config: Config, path: str) -> None:
+MAX_HOPS = 256  # links met resolving one configured path: past this, no checkout is asked to reproduce them
+
+
+def recorded_inputs(repo: Repo, config: Config) -> tuple[list[str], str]:
+    """(what a commit must record as the work tree holds it for the configuration to read the same in a clone,
+    repository-relative: every link met on the way to each configured path (a link is a file of its own in a commit),
+    and the files `.gate.yaml` and the project schema themselves; the one `.gate.yaml` is read from). GateError when
+    a configured path is reached through a link no clone would reproduce (out of the work tree and back, past
+    MAX_HOPS, or another way than the gate reads it)."""
+    found: list[str] = []
+    read = ""
+    for name in dict.fromkeys((CONFIG_NAME, *config.named_paths)):
+        links, last = _way(repo, name)
+        found += links
+        if name in (CONFIG_NAME, config.schema_named):
+            found.append(last)
+        read = read or last
+    return list(dict.fromkeys(found)), read
+
+
+def _way(repo: Repo, name: str) -> tuple[list[str], str]:
+    """(the links met resolving `name` in the work tree, each where it lies, its folders resolved; the file it leads
+    to), repository-relative: what a checkout must reproduce for `name` to read the same."""
+    top, links = repo.toplevel, []  # type: str, list[str]
+    at, pending = top, name.split("/")
+    while pending:
+        part = pending.pop(0)
+        if part in ("", "."):
+            continue
+        step = os.path.dirname(at) if part == ".." else os.path.join(at, part)
+        if not paths.within(step, top):
+            raise _bad("a link on the way to it leads out of the work tree: a clone elsewhere would not read it",
+                       excerpt(name), None)
+        if part != ".." and os.path.islink(step):
+            if len(links) == MAX_HOPS:
+                raise _bad(f"more than {MAX_HOPS} links on the way to it", excerpt(name), None)
+            links.append(step)
+            target = os.readlink(step)
+            at, pending = ("/" if target.startswith("/") else at), [*target.split("/"), *pending]
+            continue
+        at = step
+    if links and at != paths.real_from(repo.path(name), top, top):  # (a loop, or a part read otherwise than the system)
+        raise _bad("the links on the way to it cannot be followed as the gate reads it", excerpt(name), None)
+    return [paths.below(path, top).replace(os.sep, "/") for path in links], paths.below(at, top).replace(os.sep, "/")
+
+
+def verify_recorded(repo: Repo, config: Config) -> None:
+    """A commit being made is judged by the work tree's configuration (`config`) only when it is the one the commit
+    records, which CI will judge it by: each of `recorded_inputs` as the index holds it. Else the check cannot judge
+    the commit as CI will, and says what to do (exit 3, config-invalid). A `.gate.yaml` whose difference configures
+    nothing (a commented copy left untracked, an edit of its comments) is none."""
+    inputs, read = recorded_inputs(repo, config)
+    entries = repo.index_entries(inputs)
+    for name in inputs:
+        why, advice = _unrecorded(repo, name, entries.get(name, []), config if name == read else None)
+        if why and not (name == CONFIG_NAME and why != "in conflict" and _same_effect(repo, config, entries.get(name))):
+            if os.path.basename(repo.env.get("GIT_INDEX_FILE", "")).startswith("next-index-"):
+                advice = "this commit takes only the paths it names: name it too, or commit it apart"  # `commit PATH`
+            raise _bad(f"{why}, so this commit records another configuration than the one the gate reads (CI judges "
+                       f"the commit by the one it records): {advice}", excerpt(name), None)
+
+
+def _unrecorded(repo: Repo, name: str, entries: list[tuple[str, str, str, str]],
+                config: Config | None) -> tuple[str, str]:
+    """(how the work tree's `name` differs from the index's, or ""; what makes them one), judged on the raw bytes, line
+    ends aside (a CRLF checkout is no change). `config`: the configuration read from this very file, whose bytes
+    (and their object id, kept by their hash) it holds."""
+    import stat
+
+    from gates.infra.text import shell_path
+
+    quoted = shell_path(name) if name.isprintable() else excerpt(name)  # (a name no shell line can hold: shown)
+    full = repo.path(name)
+    try:
+        info: os.stat_result | None = os.lstat(full)
+    except OSError:
+        info = None
+    staged = [entry for entry in entries if entry[3] == "0"]
+    if entries and not staged:
+        return "in conflict", f"resolve it, then `git add {quoted}`"
+    if not staged:
+        if info is not None and any(os.path.lexists(os.path.join(repo.toplevel, *name.split("/")[:n], ".git"))
+                                    for n in range(1, name.count("/") + 1)):
+            return "in another repository (a submodule?)", "keep the configuration in this repository's own files"
+        return ("", "") if info is None else ("not staged", f"`git add {quoted}`, or move it out of the work tree")
+    tag, mode, oid, _ = staged[0]
+    if info is None:
+        if tag == "S":
+            return "left out of this sparse checkout", "check it out, so that the gate reads what the commit records"
+        return "deleted without staging it", f"`git rm {quoted}`, or `git restore {quoted}`"
+    if stat.S_ISLNK(info.st_mode):
+        same = mode == "120000" and _blob_id(os.fsencode(os.readlink(full)), oid) == oid
+    elif stat.S_ISREG(info.st_mode) and mode in ("100644", "100755"):
+        data = config.raw if config is not None and config.raw is not None \
+            else fsio.read_bytes_capped(full, MAX_CONFIG_BYTES, name)
+        known = config.raw_blob if config is not None and len(oid) == 40 else None
+        same = not isinstance(data, bytes) or (known or _blob_id(data, oid)) == oid \
+            or _same_text(repo, name, data)  # (over the cap: its reader says so)
+    else:
+        same = False
+    return ("", "") if same else ("changed without staging it", f"`git add {quoted}`, or `git restore {quoted}`")
+
+
+def _blob_id(data: bytes, like: str) -> str:
+    """git's object id of a blob of `data`, in the hash of `like` (SHA-1, or SHA-256 for an id of 64 digits)."""
+    head = b"blob %d\0" % len(data)
+    if len(like) == 64:
+        from gates.infra.digest import sha256
+
+        return sha256(head + data).hexdigest()
+    try:  # (the interpreter's own, without OpenSSL: loaded only for bytes the cache has not seen)
+        from _sha1 import sha1  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        from hashlib import sha1
+    return str(sha1(head + data).hexdigest())
+
+
+def _same_text(repo: Repo, name: str, data: bytes) -> bool:
+    """Whether the index's `name` is `data` but for line ends (read only where the ids differ)."""
+    staged = repo.index_blob(name, MAX_CONFIG_BYTES)
+    return staged is not None and len(staged) <= MAX_CONFIG_BYTES \
+        and staged.replace(b"\r\n", b"\n") == data.replace(b"\r\n", b"\n")
+
+
+def _same_effect(repo: Repo, config: Config, entries: list[tuple[str, str, str, str]] | None) -> bool:
+    """Whether the `.gate.yaml` the index holds (none: the defaults) configures what `config` does."""
+    staged = [entry for entry in entries or [] if entry[3] == "0"]
+    if staged and staged[0][1] not in ("100644", "100755"):
+        return False
+    data = repo.index_blob(CONFIG_NAME, MAX_CONFIG_BYTES) if staged else None
+    try:  # compared as written: resolved, both would lean on the work tree's links, which the commit may not record
+        recorded = _made(repo, data if data is None or len(data) <= MAX_CONFIG_BYTES else len(data), confine=False)
+        return recorded == _made(repo, config.raw, confine=False)
+    except GateError:
+        return False
+
+
+BLOB_KEY = "$blob"  # where the config's cache entry keeps raw_blob
+
+
+def _read(repo: Repo, config: Config, data: bytes | int) -> None:
+    """Overlay `config` with the `.gate.yaml` of these bytes (its size, when over the cap)."""
     shown = CONFIG_NAME
-    real, why = paths.resolve(repo, path)
-    if why:
-        raise _bad(f"refusing it: it {why}", shown, None)
-    data = fsio.read_bytes_capped(real, MAX_CONFIG_BYTES, shown)
     if isinstance(data, int):
         raise _bad(f"config file is {data:,} bytes, over the {MAX_CONFIG_BYTES:,}-byte cap", shown, None)
     config.raw = data
@@ -107,13 +261,16 @@ def _read(repo: Repo, config: Config, path: str) -> None:
     hit = cache.get(repo, entry)
     config.source = shown
     if isinstance(hit, dict):  # this very file was parsed and validated before
+        blob = hit.pop(BLOB_KEY, None)  # (no key of a valid .gate.yaml: the schema allows none such)
+        config.raw_blob = blob if isinstance(blob, str) else None
         _overlay(config, hit)
         return
     parsed = _parse_and_validate(data, shown)
     _overlay(config, parsed[0])
     _check_sections(config, parsed[1], shown)
     _check_durations(config, parsed[1], shown)
-    cache.put(repo, entry, parsed[0])
+    config.raw_blob = _blob_id(data, "sha1")
+    cache.put(repo, entry, {**parsed[0], BLOB_KEY: config.raw_blob})
 
 
 def _confine(repo: Repo, config: Config) -> None:
@@ -124,14 +281,20 @@ def _confine(repo: Repo, config: Config) -> None:
     import posixpath
 
     config.handoff_named = posixpath.normpath(config.section("handoff")["path"])
+    schema = config.section("handoff")["schema"]
+    config.schema_named = posixpath.normpath(schema) if isinstance(schema, str) and not unsafe(schema) else None
+    named: list[str] = []
     for section, key in PATH_KEYS:
         value = config.section(section)[key]
         if value is None:
             continue
         items = value if isinstance(value, list) else [value]
+        if (section, key) != ("handoff", "path"):  # (the hand-over is read as the index holds it at its name)
+            named += [posixpath.normpath(item) for item in items]
         canon = [_canonical(repo, config, (section, key, i) if isinstance(value, list) else (section, key), item)
                  for i, item in enumerate(items)]
         config.section(section)[key] = canon if isinstance(value, list) else canon[0]
+    config.named_paths = tuple(named)
 
 
 def _canonical(repo: Repo, config: Config, where: tuple[object, ...], relative: str) -> str:

@@ -53,19 +53,21 @@ class GuardedStdout(CleanStream):
     own flush at exit included) fails again; further writes raise, a flush does nothing."""
 
     def __init__(self, stream: Any) -> None:
-        self.stream = _Closed() if stream is None else stream  # None: started with fd 1 closed
+        self.stream = stream  # None: started with fd 1 closed (Python's sys.stdout is then None)
         self.broken: StdoutError | None = None
 
     def write(self, text: str) -> int:
         if self.broken is not None:
             raise self.broken
         try:
+            if self.stream is None:
+                raise OSError(errno.EBADF, "stdout is closed (descriptor 1 was not open)")
             return super().write(text)
         except OSError as exc:
             raise self._fail(exc) from None
 
     def flush(self) -> None:
-        if self.broken is not None:
+        if self.broken is not None or self.stream is None:  # (closed: nothing was written, so nothing is lost)
             return
         try:
             self.stream.flush()
@@ -76,16 +78,6 @@ class GuardedStdout(CleanStream):
         self.broken = StdoutError(exc)
         silence_stdout(self.stream)
         return self.broken
-
-
-class _Closed:
-    """The stdout of a process started with descriptor 1 closed (Python's sys.stdout is then None)."""
-
-    def write(self, text: str) -> int:
-        raise OSError(errno.EBADF, "stdout is closed (descriptor 1 was not open)")
-
-    def flush(self) -> None:
-        pass  # nothing was written, so nothing is lost
 
 
 def silence_stdout(stream: Any = None) -> None:

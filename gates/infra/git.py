@@ -528,13 +528,28 @@ class Repo:
     def index_mode(self, path: str) -> str | None:
         """The mode of the index's stage-0 entry at `path` (`100644`, `120000` for a link, ...), None when it has
         none."""
-        proc = self.ask("--literal-pathspecs", "ls-files", "--stage", "-z", "--", path)
-        for entry in proc.stdout.split("\0"):
+        return next((mode for _, mode, _, stage in self.index_entries([path]).get(path, []) if stage == "0"), None)
+
+    @staticmethod
+    def entries_args(paths: list[str]) -> tuple[str, ...]:
+        """The git call of `index_entries(paths)`, for `prefetch`."""
+        return ("--literal-pathspecs", "ls-files", "--stage", "-t", "-z", "--", *paths)
+
+    def index_entries(self, paths: list[str]) -> dict[str, list[tuple[str, str, str, str]]]:
+        """{path: [(tag, mode, object id, stage), ...]} of the index's entries at these paths: tag `H`, or `S` where
+        the entry is outside a sparse checkout; stages 1-3 in a conflict. Where the index holds files below a path
+        instead, a folder, its one entry has mode `040000` and no id."""
+        found: dict[str, list[tuple[str, str, str, str]]] = {}
+        for entry in self.ask(*self.entries_args(paths)).stdout.split("\0"):
             fields, _, named = entry.partition("\t")
             parts = fields.split(" ")
-            if named == path and len(parts) == 3 and parts[2] == "0":
-                return parts[0]
-        return None
+            if named in paths and len(parts) == 4:
+                found.setdefault(named, []).append((parts[0], parts[1], parts[2], parts[3]))
+            elif len(parts) == 4:
+                for path in paths:
+                    if named.startswith(f"{path}/") and path not in found:
+                        found[path] = [("H", "040000", "", "0")]
+        return found
 
     def index_size(self, path: str) -> int:
         """The size of the staged blob of `path`, unread (one `index_blob` found over its limit)."""
@@ -590,11 +605,14 @@ class Repo:
     def changed(self, old: str | None, new: str | None, pathspecs: list[str]) -> list[tuple[str, str]]:
         """(status letter, path) of what differs from commit `old` to `new`; `new` None is the index."""
         args = self.changed_args(old, new, pathspecs)
-        proc = self.git(*args)
-        if proc.returncode != 0:
-            raise failed(args, proc.returncode, proc.stderr)
-        fields = proc.stdout.split("\0")
-        return [(fields[i][:1], fields[i + 1]) for i in range(0, len(fields) - 1, 2) if fields[i]]
+        key = "\0".join(args)  # asked once a run: the choice of the configuration and the gates ask alike
+        if key not in self.memo:
+            proc = self.git(*args)
+            if proc.returncode != 0:
+                raise failed(args, proc.returncode, proc.stderr)
+            fields = proc.stdout.split("\0")
+            self.memo[key] = [(fields[i][:1], fields[i + 1]) for i in range(0, len(fields) - 1, 2) if fields[i]]
+        return list(self.memo[key])
 
     def changed_in(self, commits: list[tuple[str | None, str]]) -> dict[str, list[tuple[str, str]]]:
         """Repo.changed(parent, commit) for every (parent, commit) pair at once: one `git diff-tree --stdin`."""

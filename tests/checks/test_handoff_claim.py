@@ -46,6 +46,7 @@ def test_claims_require_denies_a_commit_without_a_claim(trees: list[Path]) -> No
     main = trees[0]
     _hook(main)
     (main / ".gate.yaml").write_text("claims:\n  require: true\n")
+    git(main, "add", ".gate.yaml")  # a commit is judged by the configuration it records
     stage_handoff(main)
     denied = subprocess.run(["git", "commit", "-q", "-m", "x"], cwd=main, capture_output=True, text=True)
     assert denied.returncode == 1 and "holds no claim (claims.require)" in denied.stderr + denied.stderr

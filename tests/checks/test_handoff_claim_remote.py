@@ -14,7 +14,7 @@ from remote_helpers import bare_repository, clone, clone_id, refs, seed_bare
 def test_a_pushed_hand_over_under_a_stale_fence_is_refused_at_push(file_or_http: str, tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str],
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from gates.commands import invocation
+    from gates.infra import clock
 
     bare = bare_repository(tmp_path)
     a, b = clone(file_or_http, tmp_path / "a"), clone(file_or_http, tmp_path / "b")
@@ -22,12 +22,12 @@ def test_a_pushed_hand_over_under_a_stale_fence_is_refused_at_push(file_or_http:
         assert run_gate(tree, "install-hooks", "--pre-push").returncode == 0
         assert "--remote --pre-push" in (tree / ".git" / "hooks" / "pre-push").read_text()
     start = datetime.now(timezone.utc) - timedelta(hours=2)
-    monkeypatch.setattr(invocation, "now", lambda: start)
+    monkeypatch.setattr(clock, "now", lambda: start)
     assert call_gate(a, "claim", "--ttl", "15m", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
     assert call_gate(a, "stamp", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
     assert "- fence: 1" in (a / "HANDOFF.md").read_text()
     git(a, "commit", "-q", "--no-verify", "-am", "a's close-out, written under fence 1")
-    monkeypatch.setattr(invocation, "now", lambda: datetime.now(timezone.utc))
+    monkeypatch.setattr(clock, "now", lambda: datetime.now(timezone.utc))
     code, out, _ = call_gate(b, "claim", "--ttl", "1h", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 0 and "fence 2" in out, out
     assert call_gate(b, "stamp", capsys=capsys, monkeypatch=monkeypatch)[0] == 0

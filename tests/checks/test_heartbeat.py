@@ -14,6 +14,8 @@ def test_heartbeat_off_by_default_and_on_when_enabled(repo: Path) -> None:
     assert default.returncode == 0 and "heartbeat" not in default.stdout  # off by default
     assert run_gate(repo, "check", "--only", "heartbeat").returncode == 1  # --only runs it even when off
     (repo / ".gate.yaml").write_text("gates:\n  heartbeat: true\nheartbeat:\n  journal: NOTES.md\n")
+    git(repo, "add", ".gate.yaml")  # a commit is judged by the configuration it records: this one is committed alone
+    git(repo, "commit", "-q", "--no-verify", "-m", "the heartbeat on", "--", ".gate.yaml")
     proc = run_gate(repo, "check")
     assert proc.returncode == 1
     assert "HANDOFF.md:1: [heartbeat] the commit being made changes 1 file(s) (code.py…) but not HANDOFF.md" in proc.stdout

@@ -135,15 +135,15 @@ def test_takeover_after_the_holder_worktree_folder_is_deleted(trees: list[Path],
 
 def test_ttl_expiry_with_an_injected_clock(trees: list[Path], capsys: pytest.CaptureFixture[str],
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    from gates.commands import invocation
+    from gates.infra import clock
 
     main, a, _ = trees
     start = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
-    monkeypatch.setattr(invocation, "now", lambda: start)
+    monkeypatch.setattr(clock, "now", lambda: start)
     assert call_gate(a, "claim", "--ttl", "15m", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
-    monkeypatch.setattr(invocation, "now", lambda: start + timedelta(minutes=14, seconds=59))
+    monkeypatch.setattr(clock, "now", lambda: start + timedelta(minutes=14, seconds=59))
     assert call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)[0] == 1
-    monkeypatch.setattr(invocation, "now", lambda: start + timedelta(minutes=15))
+    monkeypatch.setattr(clock, "now", lambda: start + timedelta(minutes=15))
     code, out, _ = call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 0 and "its TTL expired at 2026-11-30T08:15:00Z" in out
 
@@ -384,20 +384,20 @@ def test_a_worktree_removed_and_re_added_at_the_same_place_does_not_inherit_the_
 
 def test_a_sub_second_ttl_is_kept(trees: list[Path], capsys: pytest.CaptureFixture[str],
                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from gates.commands import invocation
+    from gates.infra import clock
 
     main, a, _ = trees
     start = datetime(2026, 11, 30, 8, 0, 0, 850000, tzinfo=timezone.utc)
-    monkeypatch.setattr(invocation, "now", lambda: start)
+    monkeypatch.setattr(clock, "now", lambda: start)
     assert call_gate(a, "claim", "--ttl", "1s", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
     assert (_record(main) or {})["expires"] == "2026-11-30T08:00:01.850000Z"
     # Before: taken over 0.15 s after its grant (the expiry was cut to 08:00:01).
-    monkeypatch.setattr(invocation, "now", lambda: start + timedelta(seconds=0.15))
+    monkeypatch.setattr(clock, "now", lambda: start + timedelta(seconds=0.15))
     code, out, _ = call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 1, out
-    monkeypatch.setattr(invocation, "now", lambda: start + timedelta(seconds=0.999999))
+    monkeypatch.setattr(clock, "now", lambda: start + timedelta(seconds=0.999999))
     assert call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)[0] == 1
-    monkeypatch.setattr(invocation, "now", lambda: start + timedelta(seconds=1))
+    monkeypatch.setattr(clock, "now", lambda: start + timedelta(seconds=1))
     code, out, _ = call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 0 and "its TTL expired at 2026-11-30T08:00:01Z" in out  # kept to the microsecond, shown to the second
 
@@ -472,15 +472,15 @@ def test_every_time_a_claim_message_shows_is_in_the_one_form(trees: list[Path], 
     record) was shown as `…08:15:00.850000Z` in `gate claims`, the denial and the takeover."""
     import re
 
-    from gates.commands import invocation
+    from gates.infra import clock
 
     main, a, _ = trees
     start = datetime(2026, 11, 30, 8, 0, 0, 850000, tzinfo=timezone.utc)
-    monkeypatch.setattr(invocation, "now", lambda: start)
+    monkeypatch.setattr(clock, "now", lambda: start)
     assert call_gate(a, "claim", "--ttl", "15m", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
     said = [call_gate(main, "claims", capsys=capsys, monkeypatch=monkeypatch)[1]]
     said.append(call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)[1])
-    monkeypatch.setattr(invocation, "now", lambda: start + timedelta(minutes=16))
+    monkeypatch.setattr(clock, "now", lambda: start + timedelta(minutes=16))
     said.append(call_gate(main, "claims", capsys=capsys, monkeypatch=monkeypatch)[1])
     said.append(call_gate(main, "claim", capsys=capsys, monkeypatch=monkeypatch)[1])
     times = re.findall(TIME_LIKE, "\n".join(said))

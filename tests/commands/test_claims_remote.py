@@ -74,17 +74,17 @@ def test_force_release_breaks_the_remote_claim_and_keeps_it(tmp_path: Path) -> N
 def test_takeover_after_ttl_expiry_with_an_injected_clock(file_or_http: str, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str],
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from gates.commands import invocation
+    from gates.infra import clock
 
     bare = bare_repository(tmp_path)
     a, b = clone(file_or_http, tmp_path / "a"), clone(file_or_http, tmp_path / "b")
     start = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
-    monkeypatch.setattr(invocation, "now", lambda: start)
+    monkeypatch.setattr(clock, "now", lambda: start)
     assert call_gate(a, "claim", "--ttl", "15m", capsys=capsys, monkeypatch=monkeypatch)[0] == 0
-    monkeypatch.setattr(invocation, "now", lambda: start + timedelta(minutes=14, seconds=59))
+    monkeypatch.setattr(clock, "now", lambda: start + timedelta(minutes=14, seconds=59))
     code, out, _ = call_gate(b, "claim", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 1 and f"clone {clone_id(a)}" in out
-    monkeypatch.setattr(invocation, "now", lambda: start + timedelta(minutes=15))
+    monkeypatch.setattr(clock, "now", lambda: start + timedelta(minutes=15))
     code, out, _ = call_gate(b, "claim", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 0, out
     assert "took over the remote claim" in out and "its TTL expired at 2026-11-30T08:15:00Z" in out

@@ -447,3 +447,30 @@ def test_a_compacted_session_salvages_only_what_came_before_it(repo: Path) -> No
     git(repo, "reset", "-q", "--hard", "HEAD~2")  # its start is gone from the history
     lines = _context(repo, "claude", "s-1", "compact").splitlines()
     assert lines[0].endswith("so which work is its own cannot be told; the Salvage below may list some of it."), lines[0]
+
+
+def test_a_stop_is_blocked_while_the_configuration_is_not_the_one_the_commit_records(repo: Path) -> None:
+    """The stop hook's gates are the check's: with a hand-over staged and an unstaged `.gate.yaml` switching a gate
+    off, the gates would not judge what is staged as CI will: that is a step, and it blocks the stop."""
+    assert run_gate(repo, "stamp").returncode == 0
+    text = (repo / "HANDOFF.md").read_text()
+    (repo / "HANDOFF.md").write_text(text.replace("## Open Threads\n", "## Open Threads\n- [x] the feature\n"))
+    git(repo, "add", "HANDOFF.md")
+    (repo / ".gate.yaml").write_text("gates:\n  handoff-no-checked-items: false\n")
+    stop = _hook(repo, "closeout", "claude", {"session_id": "s-1", "stop_hook_active": False})
+    reason = json.loads(stop.stdout)["reason"]
+    assert ".gate.yaml: not staged, so this commit records another configuration" in reason, stop.stdout
+    git(repo, "add", ".gate.yaml")
+    stop = _hook(repo, "closeout", "claude", {"session_id": "s-1", "stop_hook_active": False})
+    assert "records another configuration" not in json.loads(stop.stdout)["reason"], stop.stdout
+
+
+def test_a_stop_whose_configuration_git_cannot_be_asked_about_is_blocked(repo: Path) -> None:
+    """A damaged index: the question whether the configuration is the one the commit records cannot be answered, and
+    that is a step that blocks the stop (as the gates' own questions are), never a stop let through unchecked."""
+    (repo / "new.txt").write_text("new\n")
+    git(repo, "add", "new.txt")
+    (repo / ".git" / "index").write_bytes(b"DIRC\0\0\0\2garbage")
+    stop = _hook(repo, "closeout", "claude", {"session_id": "s-1", "stop_hook_active": False})
+    assert json.loads(stop.stdout)["decision"] == "block", stop.stdout
+    assert "the gates cannot judge the hand-over" in json.loads(stop.stdout)["reason"], stop.stdout

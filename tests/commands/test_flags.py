@@ -102,7 +102,7 @@ def test_a_broken_gate_yaml_flag_ends_once_a_check_loads_the_configuration(repo:
     assert run_gate(repo, "install-hooks").returncode == 0
     (repo / ".gate.yaml").write_text("handoff: [\n")
     (repo / "README").write_text("more\n")
-    git(repo, "add", "README")
+    git(repo, "add", "README", ".gate.yaml")
     hook = subprocess.run(["git", "commit", "-q", "-m", "more"], cwd=repo, capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, timeout=60)
     assert hook.returncode != 0 and "gate: .gate.yaml:1: invalid YAML" in hook.stderr, hook.stderr
@@ -110,6 +110,7 @@ def test_a_broken_gate_yaml_flag_ends_once_a_check_loads_the_configuration(repo:
     assert (raised["reason"], raised["command"]) == ("config-invalid", "gate check")
     assert f"{raised['id']} [config-invalid]" in run_gate(repo, "flags").stdout
     (repo / ".gate.yaml").write_text("handoff:\n  max_lines: 500\n")
+    git(repo, "add", ".gate.yaml")
     passed = run_gate(repo, "check")
     assert passed.returncode == 0, passed.stdout + passed.stderr
     section = brief_flags(repo)

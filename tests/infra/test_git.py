@@ -268,7 +268,7 @@ def test_an_early_discovery_not_read_here_is_stopped_not_waited_for(repo: Path, 
 
 def test_prefetched_calls_nobody_read_are_stopped_when_the_invocation_ends(repo: Path, monkeypatch: pytest.MonkeyPatch,
                                                                           git_wrapper: Callable[..., Path]) -> None:
-    from gates.commands.invocation import Invocation
+    from gates.commands import Invocation
     from gates.infra.git import own_processes
 
     monkeypatch.chdir(repo)
