@@ -220,14 +220,21 @@ def test_git_processes_per_check(repo: Path, tmp_path: Path, git_wrapper: Callab
     (repo / "other.txt").write_text("other work\n")
     git(repo, "add", "other.txt")
     for _ in range(2):  # the same on every run: nothing is answered from a record
-        # a commit's check: discovery (with HEAD's recent line), then side by side diff --cached, the index's entry
-        # of .gate.yaml (is the configuration read the one the commit records?) and the staged hand-over
+        # a commit's check: discovery (with HEAD's recent line), then side by side diff --cached and one batch of the
+        # staged .gate.yaml (is the configuration read the one the commit records?) and hand-over; with no
+        # .gate.yaml in the work tree, the index is asked what it holds there (nothing, or a folder, or a conflict)
         assert _git_calls(repo, log) == 4, log.read_text()
         calls = [line.split(" -c ")[-1].split(" ", 1)[1] for line in log.read_text().splitlines()]
         assert calls[0].startswith("rev-parse ") and sorted(calls[1:]) == [  # side by side: any order
             "--literal-pathspecs diff --cached --name-status -z --no-renames --no-ext-diff --no-textconv "
             f"{git(repo, 'rev-parse', 'HEAD')} --", "--literal-pathspecs ls-files --stage -t -z -- .gate.yaml",
-            "cat-file blob :0:HANDOFF.md"], log.read_text()
+            "cat-file --batch"], log.read_text()
+        (repo / ".gate.yaml").write_text("handoff:\n  max_lines: 500\n")
+        git(repo, "add", ".gate.yaml")
+        run_gate(repo, "check")  # (a configuration not seen before is parsed and kept: its cache's writes ask git)
+        assert _git_calls(repo, log) == 3, log.read_text()  # a plain .gate.yaml: the batch alone answers
+        git(repo, "rm", "-q", "--cached", ".gate.yaml")
+        (repo / ".gate.yaml").unlink()
     assert run_gate(repo, "stamp").returncode == 0
     git(repo, "add", "HANDOFF.md")
     # a close-out: the staged hand-over is read once, and its Meta ref judged from that copy (it was read again, and

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import posixpath
 
 from gates.checks import GATES, Context
@@ -9,7 +10,7 @@ from gates.domain import changes
 from gates.domain.handoff import load_handoff
 from gates.infra import clock
 from gates.infra.clock import datetime
-from gates.infra.config import CONFIG_NAME, Config, verify_recorded
+from gates.infra.config import CONFIG_NAME, MAX_CONFIG_BYTES, Config, verify_recorded
 from gates.infra.errors import USAGE, GateError
 from gates.infra.findings import ENVIRONMENT, ERROR, WARNING, CheckResult, Finding
 from gates.infra.git import Repo
@@ -36,7 +37,7 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[str], now: 
     the work tree (`fixed`), the work tree's: that is what the user stages again, and the commit is stopped anyway."""
     staged = not files and range_spec is None and not fixed  # the hand-over as the commit will record it
     if range_spec is None and push is None:
-        begin(repo, config.section("handoff")["path"] if staged else None)
+        begin(repo, config if staged else None)
     elif push is not None:
         repo.prefetch(repo.changed_args(repo.head, None, []))
     history = repo.history()
@@ -65,23 +66,27 @@ def run(repo: Repo, config: Config, gate_ids: list[str], files: list[str], now: 
     return result
 
 
-def begin(repo: Repo, handoff: str | None) -> None:
+def begin(repo: Repo, config: Config | None) -> None:
     """What a check of the commit being made (or of the work tree) asks first, once a run: whether the commit amends
-    (changes.amend_base: before anything is asked of HEAD), then what is staged, the index's `.gate.yaml` and, where
-    the commit is judged as it will be recorded, the staged hand-over (`handoff`, its configured path): started side
-    by side, read as they are needed."""
-    if "begun" not in repo.memo:
-        repo.memo["begun"] = True
-        changes.amend_base(repo)
-        repo.prefetch(repo.changed_args(repo.head, None, []), repo.entries_args([CONFIG_NAME]))
-    if handoff is not None:
-        repo.prefetch(repo.blob_args(repo.index_spec(posixpath.normpath(handoff))))
+    (changes.amend_base: before anything is asked of HEAD), then what is staged and, where the commit is judged as it
+    will be recorded (`config` given), the index's `.gate.yaml` and configured hand-over in one `cat-file --batch`:
+    started side by side, read as they are needed."""
+    if "begun" in repo.memo:
+        return
+    repo.memo["begun"] = True
+    changes.amend_base(repo)
+    none = not os.path.lexists(repo.path(CONFIG_NAME))  # then the index is asked what it holds there, all the same
+    repo.prefetch(repo.changed_args(repo.head, None, []), *[repo.entries_args([CONFIG_NAME])] * (none and bool(config)))
+    if config is not None:
+        handoff = config.section("handoff")
+        repo.prefetch_blobs([repo.index_spec(CONFIG_NAME), repo.index_spec(posixpath.normpath(handoff["path"]))],
+                            MAX_CONFIG_BYTES + int(handoff["max_bytes"]) + 512)  # (512: the two header lines)
 
 
 def verify_config(repo: Repo, config: Config) -> None:
     """Where a commit is being made (changes.committing), refuse it when it records another configuration than the
     work tree's, which the gates read: CI will judge it by the one it records (config.verify_recorded)."""
-    begin(repo, config.section("handoff")["path"])
+    begin(repo, config)
     if changes.committing(changes.staged(repo, repo.history())):
         verify_recorded(repo, config)
 

@@ -65,7 +65,6 @@ class Config(dict):  # type: ignore[type-arg]
     source: str | None = None
     raw: bytes | None = None  # the bytes of .gate.yaml this config was made from (None: no file)
     handoff_named: str = "HANDOFF.md"  # handoff.path as written, a link not followed: what a commit names it by
-    raw_blob: str | None = None  # git's (SHA-1) object id of raw, kept with its parsed form: what the index is asked
     schema_named: str | None = None  # handoff.schema as written, a link not followed
     named_paths: tuple[str, ...] = ()  # the configured paths as written (PATH_KEYS) but the hand-over's, confined
 
@@ -161,6 +160,8 @@ def verify_recorded(repo: Repo, config: Config) -> None:
     the commit as CI will, and says what to do (exit 3, config-invalid). A `.gate.yaml` whose difference configures
     nothing (a commented copy left untracked, an edit of its comments) is none."""
     inputs, read = recorded_inputs(repo, config)
+    if inputs == [CONFIG_NAME] and config.raw is not None and _same_text(repo, CONFIG_NAME, config.raw):
+        return  # the common case: a plain `.gate.yaml`, read as the index holds it (no other process asked)
     entries = repo.index_entries(inputs)
     for name in inputs:
         why, advice = _unrecorded(repo, name, entries.get(name, []), config if name == read else None)
@@ -194,43 +195,27 @@ def _unrecorded(repo: Repo, name: str, entries: list[tuple[str, str, str, str]],
                                     for n in range(1, name.count("/") + 1)):
             return "in another repository (a submodule?)", "keep the configuration in this repository's own files"
         return ("", "") if info is None else ("not staged", f"`git add {quoted}`, or move it out of the work tree")
-    tag, mode, oid, _ = staged[0]
+    tag, mode, _, _ = staged[0]
     if info is None:
         if tag == "S":
             return "left out of this sparse checkout", "check it out, so that the gate reads what the commit records"
         return "deleted without staging it", f"`git rm {quoted}`, or `git restore {quoted}`"
     if stat.S_ISLNK(info.st_mode):
-        same = mode == "120000" and _blob_id(os.fsencode(os.readlink(full)), oid) == oid
+        same = mode == "120000" and repo.index_blob(name, 4096) == os.fsencode(os.readlink(full))
     elif stat.S_ISREG(info.st_mode) and mode in ("100644", "100755"):
         data = config.raw if config is not None and config.raw is not None \
             else fsio.read_bytes_capped(full, MAX_CONFIG_BYTES, name)
-        known = config.raw_blob if config is not None and len(oid) == 40 else None
-        same = not isinstance(data, bytes) or (known or _blob_id(data, oid)) == oid \
-            or _same_text(repo, name, data)  # (over the cap: its reader says so)
+        same = not isinstance(data, bytes) or _same_text(repo, name, data)  # (over the cap: its reader says so)
     else:
         same = False
     return ("", "") if same else ("changed without staging it", f"`git add {quoted}`, or `git restore {quoted}`")
 
 
-def _blob_id(data: bytes, like: str) -> str:
-    """git's object id of a blob of `data`, in the hash of `like` (SHA-1, or SHA-256 for an id of 64 digits)."""
-    head = b"blob %d\0" % len(data)
-    if len(like) == 64:
-        from gates.infra.digest import sha256
-
-        return sha256(head + data).hexdigest()
-    try:  # (the interpreter's own, without OpenSSL: loaded only for bytes the cache has not seen)
-        from _sha1 import sha1  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        from hashlib import sha1
-    return str(sha1(head + data).hexdigest())
-
-
 def _same_text(repo: Repo, name: str, data: bytes) -> bool:
-    """Whether the index's `name` is `data` but for line ends (read only where the ids differ)."""
+    """Whether the index's `name` is `data`, line ends aside (a CRLF checkout is no change)."""
     staged = repo.index_blob(name, MAX_CONFIG_BYTES)
     return staged is not None and len(staged) <= MAX_CONFIG_BYTES \
-        and staged.replace(b"\r\n", b"\n") == data.replace(b"\r\n", b"\n")
+        and (staged == data or staged.replace(b"\r\n", b"\n") == data.replace(b"\r\n", b"\n"))
 
 
 def _same_effect(repo: Repo, config: Config, entries: list[tuple[str, str, str, str]] | None) -> bool:
@@ -246,9 +231,6 @@ def _same_effect(repo: Repo, config: Config, entries: list[tuple[str, str, str, 
         return False
 
 
-BLOB_KEY = "$blob"  # where the config's cache entry keeps raw_blob
-
-
 def _read(repo: Repo, config: Config, data: bytes | int) -> None:
     """Overlay `config` with the `.gate.yaml` of these bytes (its size, when over the cap)."""
     shown = CONFIG_NAME
@@ -261,16 +243,13 @@ def _read(repo: Repo, config: Config, data: bytes | int) -> None:
     hit = cache.get(repo, entry)
     config.source = shown
     if isinstance(hit, dict):  # this very file was parsed and validated before
-        blob = hit.pop(BLOB_KEY, None)  # (no key of a valid .gate.yaml: the schema allows none such)
-        config.raw_blob = blob if isinstance(blob, str) else None
         _overlay(config, hit)
         return
     parsed = _parse_and_validate(data, shown)
     _overlay(config, parsed[0])
     _check_sections(config, parsed[1], shown)
     _check_durations(config, parsed[1], shown)
-    config.raw_blob = _blob_id(data, "sha1")
-    cache.put(repo, entry, {**parsed[0], BLOB_KEY: config.raw_blob})
+    cache.put(repo, entry, parsed[0])
 
 
 def _confine(repo: Repo, config: Config) -> None:

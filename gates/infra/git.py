@@ -384,9 +384,14 @@ class Repo:
                 self.started[args] = _Running(list(args), self.toplevel, self.env)
 
     def drop_started(self) -> None:
-        """Stop and reap every call `prefetch` started that nobody read (a command that failed half way)."""
+        """Stop and reap every call `prefetch` or `prefetch_blobs` started that nobody read (a command that failed half
+        way, a check that judged the work tree)."""
         while self.started:
             self.started.popitem()[1].abandon()
+        batch = self.memo.get("batch")
+        if batch is not None and len(batch) == 3:
+            batch[1].abandon()
+            batch[:] = [{}]
 
     def status(self, *args: str) -> Output:
         """`git status` that runs no program the repository names.
@@ -566,11 +571,52 @@ class Repo:
         """The git call that reads the blob `spec`, for `prefetch`."""
         return ("cat-file", "blob", spec)
 
+    def prefetch_blobs(self, specs: list[str], cap: int) -> None:
+        """Start one `git cat-file --batch` for these blobs, which `_blob` (`index_blob`, `blob_at`) takes from as they
+        are asked: one process for what a check reads first (the staged `.gate.yaml` and hand-over), its answer read
+        no further than `cap` bytes in all. A blob it does not give whole and plain (missing, no blob, cut by the
+        cap) is asked alone, as before; so is every one of a list holding a newline (the batch reads a name a line)."""
+        if "batch" not in self.memo and not any("\n" in spec for spec in specs):
+            feed = "".join(f"{spec}\n" for spec in specs).encode("utf-8", "surrogateescape")
+            self.memo["batch"] = [specs, _Running(["cat-file", "--batch"], self.toplevel, self.env, feed), cap]
+
+    def _batched(self, spec: str) -> tuple[bytes, int] | None:
+        """(what the batch gave for `spec`: its bytes, or its first ones where the cap cut it; its size), or None."""
+        batch = self.memo.get("batch")
+        if batch is None:
+            return None
+        if len(batch) == 3:  # read once, at the first question
+            specs, running, cap = batch
+            out, at, answers = running.wait(cap).stdout, 0, {}
+            for asked in specs:
+                end = out.find(b"\n", at)
+                line = out[at:end] if end >= 0 else b""
+                if line in (f"{asked} missing".encode("utf-8", "surrogateescape"),
+                            f"{asked} ambiguous".encode("utf-8", "surrogateescape")):
+                    at = end + 1
+                    continue  # asked alone: there git says what it is (no such path, a folder, a lacking object)
+                header = line.split(b" ")
+                if len(header) != 3 or header[1] != b"blob" or not header[2].isdigit():
+                    break  # no blob, or cut in its header: this and the rest are asked alone
+                size = int(header[2])
+                answers[asked] = (out[end + 1:end + 1 + size], size)
+                at = end + 2 + size
+            batch[:] = [answers]
+        found: tuple[bytes, int] | None = batch[0].get(spec)
+        return found
+
     def _blob(self, spec: str, shown: str, limit: int | None = None) -> bytes | None:
         """The blob `spec` names; None when it names no file (no such path, or a folder); GateError when git cannot
         read it. `bad file` is git's word both for a folder and for a blob it lacks: the type tells them apart.
         With `limit`, a blob over it is cut to its first `limit` + 1 bytes (git was stopped there); without, one
-        over BLOB_CAP is refused."""
+        over BLOB_CAP is refused. A blob the batch read (prefetch_blobs) is taken from it."""
+        batched = self._batched(spec)
+        if batched is not None:
+            data, size = batched
+            if limit is not None and len(data) > limit:
+                return data[:limit + 1]
+            if len(data) == size and size <= (BLOB_CAP if limit is None else limit):
+                return data
         proc = self._raw(*self.blob_args(spec), limit=BLOB_CAP if limit is None else limit)
         if limit is None and len(proc.stdout) > BLOB_CAP:
             raise over_blob_cap(shown)
