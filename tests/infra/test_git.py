@@ -180,6 +180,28 @@ def test_prefetched_calls_answer_as_direct_ones_and_each_runs_once(repo: Path) -
     assert again.returncode == 128
 
 
+def test_blobs_read_in_one_batch_answer_as_each_read_alone(repo: Path) -> None:
+    """One `git cat-file --batch` reads the blobs a check asks first; each answer is the one `cat-file blob` gives alone,
+    cut as a limit cuts it, and what the batch does not give whole (no such path, a folder, past the batch's cap) is
+    asked alone: the same answer, never a half blob taken for a whole one."""
+    (repo / "small").write_bytes(b"a: 1\r\n")
+    (repo / "big").write_bytes(bytes(range(256)) * 40)  # 10,240 bytes, past the cap below
+    (repo / "dir").mkdir()
+    (repo / "dir" / "x").write_text("x\n")
+    git(repo, "add", "small", "big", "dir/x")
+    specs = [":0:small", ":0:nope", ":0:dir", ":0:big", ":0:small"]
+    for limit in (None, 100):
+        found = discover(repo, {})
+        found.prefetch_blobs(specs, 4096)
+        alone = discover(repo, {})
+        for path in ("small", "nope", "dir", "big"):
+            assert found.index_blob(path, limit) == alone.index_blob(path, limit), (path, limit)
+        assert found.index_blob("big", 10) == (repo / "big").read_bytes()[:11]
+    found = discover(repo, {})
+    found.prefetch_blobs([":0:small", ":0:line\nbreak"], 4096)  # a name git's batch cannot read: no batch at all
+    assert "batch" not in found.memo and found.index_blob("small") == b"a: 1\r\n"
+
+
 @pytest.mark.parametrize("target", ["ev\x1b[31mil", "a b", "x..y", ".hidden", "dir/x.lock", "caf\u00e9", "-"])
 def test_a_hostile_head_file_names_no_branch_git_would_not(repo: Path, target: str) -> None:
     """The attack: HEAD is a file of the repository's git dir, which whoever shaped the repository can write.
