@@ -901,3 +901,17 @@ def test_a_commit_of_named_paths_is_told_to_name_the_configuration_too(tmp_path:
     made = subprocess.run(["git", "commit", "-q", "-m", "code", "code.py", ".gate.yaml"], cwd=repo, capture_output=True,
                           text=True)
     assert made.returncode == 0, made.stderr
+
+
+def test_a_commit_judged_under_a_push_stage_variable_is_still_asked_for_its_configuration(tmp_path: Path) -> None:
+    """PRE_COMMIT_TO_REF set (the pre-commit framework's pre-push stage, or one left in a shell) makes a check a push
+    check only with the remote claim's gate chosen; otherwise a check with something staged judges the commit being
+    made, and one definition of push time decides both, so it is asked whether the commit records its
+    configuration (it was not: the variable alone skipped the question)."""
+    repo = _adopted(tmp_path)
+    assert _close_out(repo) == 0
+    with open(repo / ".gate.yaml", "a") as handle:
+        handle.write(GATE_OFF)
+    _checked_item_staged(repo)
+    proc = run_gate(repo, "check", env={**os.environ, "PRE_COMMIT_TO_REF": "refs/heads/main"})
+    assert proc.returncode == 3 and ".gate.yaml: changed without staging it" in proc.stderr, proc.stdout + proc.stderr

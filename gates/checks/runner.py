@@ -75,9 +75,10 @@ def begin(repo: Repo, config: Config | None) -> None:
         return
     repo.memo["begun"] = True
     changes.amend_base(repo)
-    none = not os.path.lexists(repo.path(CONFIG_NAME))  # then the index is asked what it holds there, all the same
-    repo.prefetch(repo.changed_args(repo.head, None, []), *[repo.entries_args([CONFIG_NAME])] * (none and bool(config)))
+    repo.prefetch(repo.changed_args(repo.head, None, []))
     if config is not None:
+        if not os.path.lexists(repo.path(CONFIG_NAME)):  # the index is asked what it holds there all the same
+            repo.prefetch(repo.entries_args([CONFIG_NAME]))
         handoff = config.section("handoff")
         repo.prefetch_blobs([repo.index_spec(CONFIG_NAME), repo.index_spec(posixpath.normpath(handoff["path"]))],
                             MAX_CONFIG_BYTES + int(handoff["max_bytes"]) + 512)  # (512: the two header lines)

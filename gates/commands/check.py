@@ -42,8 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
 
 def run(args: argparse.Namespace, run: Invocation) -> int:
     try:
-        waiting = _configured(run, not (args.files or args.range or args.remote or args.pre_push
-                                        or os.environ.get("PRE_COMMIT_TO_REF")))
+        waiting = _configured(run, args)
         result, fixed = _run_gates(run, args)
         result.fixed = [line for _, line in fixed]
     except GateError as exc:
@@ -94,18 +93,25 @@ def _watched() -> bool:
     return not any(os.environ.get(harness[0]) for harness in HARNESSES)
 
 
-def _configured(run: Invocation, commit: bool) -> set[str]:
-    """Load the configuration and, for a check that may judge the commit being made (`commit`), refuse one that
-    records another (checks.runner.verify_config); then list the flags folder (a check's one listdir of it): which
-    of SETTLED have flags open, so that a check with none never loads the flags module. This check could use the
-    configuration: the `config-invalid` flags of earlier runs that could not (their `about` is CONFIGURATION:
-    Invocation.config) end now."""
-    config = run.config()
-    if commit:
-        from gates.checks.runner import verify_config
+def _at_push(args: argparse.Namespace, gate_ids: list[str]) -> bool:
+    """Whether this check judges a push (issue 18): asked for, or the pre-commit framework's pre-push stage
+    (PRE_COMMIT_TO_REF) with the remote claim's gate among those chosen."""
+    return bool(args.remote or args.pre_push or "handoff-claim-remote" in args.only
+                or "handoff-claim-remote" in gate_ids and os.environ.get("PRE_COMMIT_TO_REF"))
 
+
+def _configured(run: Invocation, args: argparse.Namespace) -> set[str]:
+    """Load the configuration and, for a check that may judge the commit being made (no files, no range, no push),
+    refuse one that records another (checks.runner.verify_config); then list the flags folder (a check's one
+    listdir of it): which of SETTLED have flags open, so that a check with none never loads the flags module. This
+    check could use the configuration: the `config-invalid` flags of earlier runs that could not (their `about` is
+    CONFIGURATION: Invocation.config) end now."""
+    from gates.checks import runner
+
+    config = run.config()
+    if not (args.files or args.range or _at_push(args, runner.select(config, args.only, args.skip))):
         try:
-            verify_config(run.repo(), config)
+            runner.verify_config(run.repo(), config)
         except GateError as exc:
             if exc.reason == "config-invalid":
                 exc.about = CONFIGURATION
@@ -155,8 +161,7 @@ def _run_gates(run: Invocation, args: argparse.Namespace) -> tuple[CheckResult, 
                             "configured one", code=USAGE, reason="usage")
     fixed = check.fix(repo, config, gate_ids, clock.now()) if args.fix else []  # what pre-commit fixers do
     push = None
-    if args.remote or args.pre_push or "handoff-claim-remote" in gate_ids and os.environ.get("PRE_COMMIT_TO_REF") \
-            or "handoff-claim-remote" in args.only:  # at push time (issue 18)
+    if _at_push(args, gate_ids):
         from gates.domain import push as pushed
 
         push = pushed.updates(repo, sys.stdin if args.pre_push else None, os.environ)

@@ -558,6 +558,8 @@ def _recorded(repo: Repo, change: Change, named: str, target: str, cap: int) -> 
     the commit records no hand-over, so CI's checkout would find none there, or ""). A conflict (stages 1-3, no
     stage 0) records nothing yet: its markers are the work tree's to judge; a file of a submodule (or any
     repository nested in this one) is that repository's to record."""
+    from gates.infra.paths import nested
+
     listed = {status for status, _ in change.changed(named, target)}
     if "U" in listed:
         return None, ""
@@ -565,23 +567,14 @@ def _recorded(repo: Repo, change: Change, named: str, target: str, cap: int) -> 
     if named != target:  # a link here: CI checks out what the index holds at `named`, a link (to `target`) or a file
         mode = repo.index_mode(named)
         if mode is None:
-            return None, "" if _nested(repo, named) else named
+            return None, "" if nested(repo, named) else named
         where = target if mode == "120000" else named
     blob = repo.index_blob(where, cap)
     if blob == b"" and _intended(repo, listed, where):
         blob = None  # `git add -N`: an entry no commit records
     if blob is not None:
         return (blob, where), ""
-    return None, "" if _nested(repo, where) else where
-
-
-def _nested(repo: Repo, relative: str) -> bool:
-    """Whether a folder on the way to `relative` (below the top) holds a `.git`: a submodule's or another
-    repository's work tree, whose files this index does not hold."""
-    import os
-
-    parts = relative.split("/")[:-1]
-    return any(os.path.lexists(os.path.join(repo.toplevel, *parts[:n], ".git")) for n in range(1, len(parts) + 1))
+    return None, "" if nested(repo, where) else where
 
 
 def _intended(repo: Repo, listed: set[str], relative: str) -> bool:
@@ -598,7 +591,9 @@ def _differ(indexed: bytes | int, worktree: bytes | int) -> bool:
     ends aside (a checkout with CRLF, `eol=crlf` or core.autocrlf, is not a change: `git status` says none)."""
     if isinstance(indexed, int) or isinstance(worktree, int):
         return indexed != worktree  # one over the cap (then they differ), or both: their sizes
-    return indexed != worktree and indexed.replace(b"\r\n", b"\n") != worktree.replace(b"\r\n", b"\n")
+    from gates.infra.fsio import same_text
+
+    return not same_text(indexed, worktree)
 
 
 COMMITTED_CAP = 1 << 20  # what of a committed hand-over is read for one Meta value

@@ -175,8 +175,8 @@ def verify_recorded(repo: Repo, config: Config) -> None:
 def _unrecorded(repo: Repo, name: str, entries: list[tuple[str, str, str, str]],
                 config: Config | None) -> tuple[str, str]:
     """(how the work tree's `name` differs from the index's, or ""; what makes them one), judged on the raw bytes, line
-    ends aside (a CRLF checkout is no change). `config`: the configuration read from this very file, whose bytes
-    (and their object id, kept by their hash) it holds."""
+    ends aside (a CRLF checkout is no change). `config`: the configuration read from this very file, whose bytes it
+    holds."""
     import stat
 
     from gates.infra.text import shell_path
@@ -191,8 +191,7 @@ def _unrecorded(repo: Repo, name: str, entries: list[tuple[str, str, str, str]],
     if entries and not staged:
         return "in conflict", f"resolve it, then `git add {quoted}`"
     if not staged:
-        if info is not None and any(os.path.lexists(os.path.join(repo.toplevel, *name.split("/")[:n], ".git"))
-                                    for n in range(1, name.count("/") + 1)):
+        if info is not None and paths.nested(repo, name):
             return "in another repository (a submodule?)", "keep the configuration in this repository's own files"
         return ("", "") if info is None else ("not staged", f"`git add {quoted}`, or move it out of the work tree")
     tag, mode, _, _ = staged[0]
@@ -214,8 +213,7 @@ def _unrecorded(repo: Repo, name: str, entries: list[tuple[str, str, str, str]],
 def _same_text(repo: Repo, name: str, data: bytes) -> bool:
     """Whether the index's `name` is `data`, line ends aside (a CRLF checkout is no change)."""
     staged = repo.index_blob(name, MAX_CONFIG_BYTES)
-    return staged is not None and len(staged) <= MAX_CONFIG_BYTES \
-        and (staged == data or staged.replace(b"\r\n", b"\n") == data.replace(b"\r\n", b"\n"))
+    return staged is not None and len(staged) <= MAX_CONFIG_BYTES and fsio.same_text(staged, data)
 
 
 def _same_effect(repo: Repo, config: Config, entries: list[tuple[str, str, str, str]] | None) -> bool:

@@ -559,6 +559,12 @@ def read_state_file(path: StrPath, cap: int) -> bytes | None:
     raise GateError(f"refusing {path}: it has other hard links", reason="state-unsafe")
 
 
+def same_text(a: bytes, b: bytes) -> bool:
+    """Whether two copies of a text file say the same, line ends aside (a checkout with CRLF, `eol=crlf` or
+    core.autocrlf, is no change: `git status` says none)."""
+    return a == b or a.replace(b"\r\n", b"\n") == b.replace(b"\r\n", b"\n")
+
+
 def decode_text(data: bytes, shown: str) -> str:
     """UTF-8 text with a leading BOM dropped; binary and undecodable input is refused with its line."""
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):

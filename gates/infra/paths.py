@@ -55,6 +55,13 @@ def real_from(path: str, given: str, real: str) -> str:
     return at
 
 
+def nested(repo: Repo, relative: str) -> bool:
+    """Whether a folder on the way to `relative` (repository-relative, `/`-separated) holds a `.git`: a submodule's or
+    another repository's work tree, whose files this index does not hold."""
+    parts = relative.split("/")[:-1]
+    return any(os.path.lexists(os.path.join(repo.toplevel, *parts[:n], ".git")) for n in range(1, len(parts) + 1))
+
+
 def git_dirs(repo: Repo) -> list[str]:
     """Every git directory this run knows of: the git dir, the common dir, and where GIT_DIR leads."""
     found = [str(repo.git_dir), str(repo.common_dir)]
