@@ -5,8 +5,6 @@ Each command's arguments and body live in its module under gates/commands/; this
 selected command's parser and runs it. Nothing below here prints a traceback or exits.
 """
 
-from __future__ import annotations
-
 from gates import __version__
 from gates.commands import COMMANDS as _TABLE
 from gates.commands import fail, failed, guarded
@@ -44,18 +42,18 @@ def _suggest(message: str, options: list[str]) -> str:
     return message
 
 
-def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
+def build_parser(selected: str | None = None) -> "argparse.ArgumentParser":
     """The parser; with `selected`, only that command's own parser is built (the others are never needed)."""
     import argparse
 
     class Parser(argparse.ArgumentParser):
         """argparse, with a usage error in one line naming the command, and no abbreviated options."""
 
-        def error(self, message: str) -> NoReturn:
+        def error(self, message: str) -> "NoReturn":
             said = _suggest(message, sorted(self._option_string_actions))
             self.exit(USAGE, f"{self.prog}: error: {said} (`{self.prog} --help` lists what it takes)\n")
 
-        def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        def parse_args(self, args: "Any" = None, namespace: "Any" = None) -> "Any":
             parsed, extras = self.parse_known_args(args, namespace)
             owner = parsed.__dict__.pop("parser", None)  # the command's own parser, set as a default below
             if extras:  # said by the command's parser, not gate's: `gate check --bogus` is check's mistake
@@ -86,7 +84,7 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def run(argv: list[str], run: Invocation) -> int:
+def run(argv: list[str], run: "Invocation") -> int:
     """Parse `argv` and run its command inside the boundary (invocation.guarded) under the command line's policy:
     every exception becomes an exit code and, but for usage, a flag."""
     first = next((a for a in argv if not a.startswith("-")), None)
@@ -100,7 +98,7 @@ def run(argv: list[str], run: Invocation) -> int:
     return fail(failure, run) if failure is not None else int(code or 0)
 
 
-def _plain(argv: list[str]) -> Any:
+def _plain(argv: list[str]) -> "Any":
     """The parsed arguments of a plain invocation `gate COMMAND ...`, or None for argparse to parse."""
     if not argv or argv[0] not in COMMANDS:
         return None
@@ -115,7 +113,7 @@ def _plain(argv: list[str]) -> Any:
     return Namespace(command=argv[0], func=module.run, **values)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     """The cli -> main shim: `from gates.cli import main`, as hooks installed by earlier versions in users'
     repositories still say. The one place cli reaches main (tests/test_architecture.py holds it so)."""
     if name == "main":

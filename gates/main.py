@@ -5,8 +5,6 @@ the tests call in-process): it guards stdout, makes the invocation, hands it to 
 writes its flags.
 """
 
-from __future__ import annotations
-
 import gc
 import os
 import sys
@@ -16,7 +14,7 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
 
-def launch() -> NoReturn:
+def launch() -> "NoReturn":
     """Run `gate` as a process and end it, without the work a short run does not need.
 
     A run is short: the cyclic collector is switched off before our modules are imported (it ran
@@ -38,7 +36,7 @@ def launch() -> NoReturn:
     leave(code)
 
 
-def leave(code: int) -> NoReturn:
+def leave(code: int) -> "NoReturn":
     """End the process with `code`: at once when nothing is left for the interpreter's exit to do."""
     threading = sys.modules.get("threading")
     if "atexit" not in sys.modules and (threading is None or threading.active_count() == 1):

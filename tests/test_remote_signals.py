@@ -80,14 +80,16 @@ def _hanging_brief(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, threadi
     scratch_tmp.mkdir()
     assert GATE_BIN
     # A run started in the background by a shell without job control (`pytest &` in a script) ignores SIGINT, and
-    # so would the gate it starts: the gate keeps an ignored signal ignored, so this test's ^C would be lost. A
-    # handler here (for the moment of the start) is what makes the child start with SIGINT at its default.
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    # one started by `nohup` ignores SIGHUP; so would the gate it starts: the gate keeps an ignored signal ignored,
+    # so this test's signal would be lost. A handler here (for the moment of the start) is what makes the child
+    # start with both at their default.
+    previous = {number: signal.signal(number, signal.default_int_handler) for number in (signal.SIGINT, signal.SIGHUP)}
     try:
         proc = subprocess.Popen([GATE_BIN, "brief"], cwd=tree, env={**os.environ, "TMPDIR": str(scratch_tmp)},
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
     if not _wait_for(lambda: _gits_in(scratch_tmp), 30):
         proc.kill()
         proc.communicate()

@@ -7,8 +7,6 @@ itself lives in gates/infra/catalog.py, so that the layers below the checks (fla
 report) can read the ids without importing a gate.
 """
 
-from __future__ import annotations
-
 from _collections_abc import Mapping  # what collections.abc re-exports, without `collections` itself
 
 from gates.domain.changes import Change
@@ -33,20 +31,20 @@ __all__ = ["CATALOG", "GATES", "OVER_CAP", "Context", "Gate", "flag_reason"]
 class _Modules(Mapping[str, "ModuleType"]):
     """id -> the gate's module, imported on first use."""
 
-    def __getitem__(self, gate_id: str) -> ModuleType:
+    def __getitem__(self, gate_id: str) -> "ModuleType":
         if gate_id not in CATALOG:
             raise KeyError(gate_id)
         module: ModuleType = __import__(f"gates.checks.{gate_id.replace('-', '_')}", fromlist=["check"])
         return module
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> "Iterator[str]":
         return iter(CATALOG)
 
     def __len__(self) -> int:
         return len(CATALOG)
 
 
-GATES: Mapping[str, ModuleType] = _Modules()
+GATES: "Mapping[str, ModuleType]" = _Modules()
 
 
 OVER_CAP = "not checked: the file is over its size cap (see handoff-structure)"  # a gate's word on a file it cannot read
@@ -57,7 +55,7 @@ class Context:
 
     def __init__(self, repo: Repo, config: Config, handoffs: list[Loaded], now: datetime,
                  changes: list[Change] | None = None, range_spec: str | None = None,
-                 push: list[Any] | None = None) -> None:
+                 push: "list[Any] | None" = None) -> None:
         self.repo = repo
         self.config = config
         self.handoffs = handoffs
@@ -69,7 +67,7 @@ class Context:
         self.unjudged: dict[str, str] = {}  # gate: why it judged nothing this time (its flags stay as they are)
         self._scan: Scan | None = None
 
-    def records_scan(self) -> Scan:
+    def records_scan(self) -> "Scan":
         """The records folder as listed now (domain.records.Scan), once per check for every gate that needs it."""
         if self._scan is None:
             from gates.domain import records
@@ -77,11 +75,11 @@ class Context:
             self._scan = records.scan(self.repo, self.config)
         return self._scan
 
-    def records(self) -> tuple[list[Record], list[tuple[str, int, str]]]:
+    def records(self) -> "tuple[list[Record], list[tuple[str, int, str]]]":
         """The records of the work tree, read once per check for every gate that needs them."""
         return self.records_scan().load()
 
-    def judged_nothing(self, gate: str, why: str) -> list[Finding]:
+    def judged_nothing(self, gate: str, why: str) -> "list[Finding]":
         """What a gate returns when this check gave it nothing to judge: no finding, and no pass either, so its open
         flags are neither resolved nor raised again; the summary line says so."""
         self.unjudged[gate] = why

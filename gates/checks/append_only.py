@@ -5,8 +5,6 @@ violation naming the first changed line. Judged on the commit being made, or on 
 `gate check --range`.
 """
 
-from __future__ import annotations
-
 from gates.checks import Context
 from gates.infra.findings import Finding
 

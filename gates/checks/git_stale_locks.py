@@ -7,8 +7,6 @@ warning with a `lock-held-live` flag. Only the top-level lock locations are look
 `locks.deep` is on.
 """
 
-from __future__ import annotations
-
 import os
 
 from gates.checks import Context

@@ -11,8 +11,6 @@ TTL expired) only warns. The claim is looked up by `claims.key()`, the state fil
 path, so it is found however this branch's config spells the path.
 """
 
-from __future__ import annotations
-
 import posixpath
 
 from gates.checks import Context

@@ -12,8 +12,6 @@ When the remote cannot be read the push is refused (`claims.offline_push: allow`
 with a `remote-unreachable` flag).
 """
 
-from __future__ import annotations
-
 import os
 
 from gates.checks import Context
@@ -32,7 +30,7 @@ if TYPE_CHECKING:
     from gates.domain import remote
 
 
-def _changes(repo: Repo, update: Update, state_rel: str, remote_heads: Callable[[], list[str]]) -> bool:
+def _changes(repo: Repo, update: Update, state_rel: str, remote_heads: "Callable[[], list[str]]") -> bool:
     """Whether this pushed ref brings the remote a change of the state file.
 
     Against the remote ref's old value when git names one this clone has; else (a new branch, or an old
@@ -60,7 +58,7 @@ def fence_at(repo: Repo, commit: str, state_rel: str, meta_section: str) -> int 
     return int(value) if int(value) <= MAX_FENCE else None
 
 
-def _named(repo: Repo, update: Update, target: remote.Remote) -> Update:
+def _named(repo: Repo, update: Update, target: "remote.Remote") -> Update:
     """A manual `gate check --remote` pushes HEAD nowhere in particular: it is judged as a push of the checked-out
     branch to its namesake on the claims remote, whose value there (one ls-remote) is what the push replaces."""
     from gates.infra import gitnet
@@ -123,8 +121,8 @@ def check(ctx: Context) -> list[Finding]:
     return _judge(ctx, str(name), state_rel, changing, seen, who)
 
 
-def _judge(ctx: Context, name: str, state_rel: str, changing: list[Update], seen: remote.Seen,
-           who: remote.Me) -> list[Finding]:
+def _judge(ctx: Context, name: str, state_rel: str, changing: list[Update], seen: "remote.Seen",
+           who: "remote.Me") -> list[Finding]:
     from gates.domain import remote
 
     found: list[Finding] = []

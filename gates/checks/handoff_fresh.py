@@ -9,8 +9,6 @@ warning, or a violation with `fresh.strict`. In a shallow clone a ref that canno
 is a warning that says how to fetch more history.
 """
 
-from __future__ import annotations
-
 from gates.checks import OVER_CAP, Context
 from gates.domain import handoff
 from gates.domain.ancestry import meta_ref, not_in_shallow_clone, relation
@@ -39,7 +37,7 @@ def check(ctx: Context) -> list[Finding]:
     return findings
 
 
-def _history(ctx: Context) -> Iterator[Finding]:
+def _history(ctx: Context) -> "Iterator[Finding]":
     """Under --range: every commit that changes the hand-over file names its parent as the Meta ref, and no commit
     has more work after its hand-over than the hook lets through (HEAD's own is judged in the work tree)."""
     path = ctx.config.section("handoff")["path"]
@@ -78,7 +76,7 @@ def _commits(count: int) -> str:
     return f"{count} commit{'s' if count != 1 else ''}"
 
 
-def _reader(history: History, path: str) -> Callable[[str], bytes | None]:
+def _reader(history: "History", path: str) -> "Callable[[str], bytes | None]":
     """`path` as each commit of the history holds it."""
     return lambda commit: history.blob(commit, path, handoff.COMMITTED_CAP)
 
@@ -99,7 +97,7 @@ def _pending(ctx: Context, judged: handoff.MetaEntry | None) -> bool | None:
     return staged is not None and ctx.repo.head is not None and ctx.repo.resolve_commit(staged.value) == ctx.repo.head
 
 
-def _check_one(ctx: Context, loaded: Loaded) -> Iterator[Finding]:
+def _check_one(ctx: Context, loaded: Loaded) -> "Iterator[Finding]":
     if loaded.doc is None:
         yield Finding(loaded.shown, 1, ID, OVER_CAP)
         return
@@ -115,7 +113,7 @@ def _check_one(ctx: Context, loaded: Loaded) -> Iterator[Finding]:
         yield from _age(ctx.now, loaded.shown, updated.line, when, fresh)
 
 
-def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: dict[str, Any], indexed: bool) -> Iterator[Finding]:
+def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: "dict[str, Any]", indexed: bool) -> "Iterator[Finding]":
     pending = _pending(ctx, ref if indexed else None)
     found = relation(ctx.repo, ctx.config, ref.value, pending=pending, exact=False)
     amends = "amends" in ctx.repo.memo  # `git commit --amend`: judged on HEAD's parent (changes.amend_base)
@@ -137,7 +135,7 @@ def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: dict[str, Any]
                       f"must be {head} ({ctx.repo.head[:12]}), not {ref.value} — run {stamp} and stage the file again")
 
 
-def _age(now: datetime, shown: str, line: int, when: datetime, fresh: dict[str, Any]) -> Iterator[Finding]:
+def _age(now: datetime, shown: str, line: int, when: datetime, fresh: "dict[str, Any]") -> "Iterator[Finding]":
     days = (now - when).days
     if days > fresh["fresh_days"]:
         severity = "error" if fresh["strict"] else WARNING

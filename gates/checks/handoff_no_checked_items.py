@@ -5,8 +5,6 @@ hand-over file is a violation at its line. Unchecked items, text in fenced code 
 comments, and an `[x]` that is not a list item's checkbox are not.
 """
 
-from __future__ import annotations
-
 from gates.checks import OVER_CAP, Context
 from gates.infra.clock import datetime
 from gates.infra.config import Config

@@ -6,8 +6,6 @@ Current Target that is not empty; no merge-conflict markers; the whole file and 
 their size caps; and whatever the project's own schema rejects.
 """
 
-from __future__ import annotations
-
 from gates.checks import Context
 from gates.domain import handoff
 from gates.domain.ancestry import not_in_shallow_clone
@@ -35,7 +33,7 @@ def check(ctx: Context) -> list[Finding]:
     return findings
 
 
-def _check_one(ctx: Context, loaded: Loaded) -> Iterator[Finding]:
+def _check_one(ctx: Context, loaded: Loaded) -> "Iterator[Finding]":
     cfg = ctx.config.section("handoff")
     if loaded.unrecorded:
         missing = loaded.unrecorded
@@ -71,7 +69,7 @@ def _check_one(ctx: Context, loaded: Loaded) -> Iterator[Finding]:
         yield from _project_schema(ctx, doc, cfg, at)
 
 
-def _title(doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:
+def _title(doc: Document, cfg: "dict[str, Any]", at: "At") -> "Iterator[Finding]":
     want = cfg["title"]
     if not doc.titles:
         yield at(1, f"no level-1 title — start the file with '# {want or 'Handoff'}'")
@@ -83,7 +81,7 @@ def _title(doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:
         yield at(line, f"title is '{excerpt(text)}', expected '{want}' (handoff.title)")
 
 
-def _sections(doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:
+def _sections(doc: Document, cfg: "dict[str, Any]", at: "At") -> "Iterator[Finding]":
     expected = cfg["sections"]
     found_lines: list[int] = []
     for index, name in enumerate(expected):
@@ -100,7 +98,7 @@ def _sections(doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:
             found_lines[-1] = found_lines[-2]
 
 
-def _missing(doc: Document, expected: list[str], index: int, at: At) -> Finding:
+def _missing(doc: Document, expected: list[str], index: int, at: "At") -> Finding:
     """Say where the missing section goes: before the next present one, else after the one it follows in the order.
 
     Followed in the order reported (the configured order), the advice builds a file in that order.
@@ -114,7 +112,7 @@ def _missing(doc: Document, expected: list[str], index: int, at: At) -> Finding:
     return at(len(doc.lines) or 1, f"missing section '## {name}' — add it at the end, {where}")
 
 
-def _meta(ctx: Context, doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:
+def _meta(ctx: Context, doc: Document, cfg: "dict[str, Any]", at: "At") -> "Iterator[Finding]":
     name = cfg["meta_section"]
     sections = doc.section(name)
     if not sections:
@@ -139,7 +137,7 @@ def _meta(ctx: Context, doc: Document, cfg: dict[str, Any], at: At) -> Iterator[
         yield from _updated(ctx, updated.value, updated.line, at)
 
 
-def _ref(ctx: Context, value: str, line: int, at: At) -> Iterator[Finding]:
+def _ref(ctx: Context, value: str, line: int, at: "At") -> "Iterator[Finding]":
     longest = ctx.repo.id_length()  # 40 in a SHA-1 repository, 64 in a SHA-256 one
     if not 7 <= len(value) <= longest or value.strip(_HEX):
         yield at(line, f"Meta ref '{excerpt(value)}' is not a commit id (7-{longest} hex digits)")
@@ -155,19 +153,19 @@ def _ref(ctx: Context, value: str, line: int, at: At) -> Iterator[Finding]:
                  f"({ctx.repo.head[:12]}) when you write the hand-over")
 
 
-def _updated(ctx: Context, value: str, line: int, at: At) -> Iterator[Finding]:
+def _updated(ctx: Context, value: str, line: int, at: "At") -> "Iterator[Finding]":
     problem = handoff.updated_problem(value, ctx.now)  # the brief's judgement too
     if problem is not None:
         yield at(line, problem)
 
 
-def _target(doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:
+def _target(doc: Document, cfg: "dict[str, Any]", at: "At") -> "Iterator[Finding]":
     for section in doc.section(cfg["target_section"])[:1]:
         if not section.text_lines and not section.items:
             yield at(section.line, f"'## {section.name}' is empty — say in one sentence what is being worked on")
 
 
-def _placeholders(ctx: Context, doc: Document, at: At) -> Iterator[Finding]:
+def _placeholders(ctx: Context, doc: Document, at: "At") -> "Iterator[Finding]":
     """`gate init`'s placeholder is not a hand-over: a warning while it stands, a violation in a commit that carries it."""
     lines = [number for number in doc.comment_lines if handoff.PLACEHOLDER in doc.lines[number - 1]]  # a comment
     if not lines:
@@ -184,7 +182,7 @@ def _placeholders(ctx: Context, doc: Document, at: At) -> Iterator[Finding]:
                      WARNING)
 
 
-def _project_schema(ctx: Context, doc: Document, cfg: dict[str, Any], at: At) -> Iterator[Finding]:
+def _project_schema(ctx: Context, doc: Document, cfg: "dict[str, Any]", at: "At") -> "Iterator[Finding]":
     from gates.infra import validation
 
     schema = load_project_schema(ctx, cfg["schema"])
@@ -197,14 +195,14 @@ def _project_schema(ctx: Context, doc: Document, cfg: dict[str, Any], at: At) ->
         yield at(line, f"schema {cfg['schema']}: {message}")
 
 
-def schema_error(relative: str, problem: str) -> GateError:
+def schema_error(relative: str, problem: str) -> "GateError":
     """The one error of a project schema that cannot be used: exit 3, `config-invalid`, naming the key and the file."""
     from gates.infra.errors import GateError
 
     return GateError(f"handoff.schema: {problem}", reason="config-invalid", path=relative)
 
 
-def load_project_schema(ctx: Context, relative: str) -> dict[str, Any]:
+def load_project_schema(ctx: Context, relative: str) -> "dict[str, Any]":
     from gates.infra import fsio, jsonio
     from gates.infra.errors import GateError
 

@@ -4,8 +4,6 @@ A region `<!-- gate:table NAME -->` … `<!-- /gate:table -->` must hold exactly
 writes there from the records; an unknown NAME or a region without its end marker is a violation.
 """
 
-from __future__ import annotations
-
 from gates.checks import OVER_CAP, Context
 from gates.infra.findings import Finding
 from gates.infra.text import excerpt
@@ -53,7 +51,7 @@ def check(ctx: Context) -> list[Finding]:
     return findings
 
 
-def _rendered(found: list[records.Record]) -> dict[str, list[str]]:
+def _rendered(found: "list[records.Record]") -> dict[str, list[str]]:
     """Every known table as `gate render` writes it from the records `found`."""
     from gates.domain import tables
 
@@ -85,7 +83,7 @@ def _digests(ctx: Context) -> dict[str, str]:
     return found
 
 
-def fix(repo: Repo, config: Config, now: datetime) -> list[str]:
+def fix(repo: "Repo", config: "Config", now: "datetime") -> list[str]:
     """`gate check --fix`: render every table region again from the records."""
     from gates.domain import tables
 

@@ -5,8 +5,6 @@ work package, the records) must also change the hand-over file, or make the conf
 file grow: a session that leaves no written trace never happened.
 """
 
-from __future__ import annotations
-
 from gates.checks import Context
 from gates.domain.changes import Change
 from gates.infra.findings import Finding

@@ -3,8 +3,6 @@
 What a work package is, and how `gate mailbox take` delivers it: gates/domain/mailbox.py.
 """
 
-from __future__ import annotations
-
 import os
 
 from gates.checks import Context

@@ -7,8 +7,6 @@ superseded (`status: superseded` and a `superseded_by:` line, every other byte t
 other way round).
 """
 
-from __future__ import annotations
-
 from gates.checks import Context
 from gates.domain import records
 from gates.domain.changes import Change
@@ -57,7 +55,7 @@ def _rows(value: object) -> bool:
         and row[2] == ID and isinstance(row[3], str) and row[4] in ("error", "warning") for row in value)
 
 
-def _judge_change(change: Change, relative: str, validate: bool) -> Iterator[Finding]:
+def _judge_change(change: Change, relative: str, validate: bool) -> "Iterator[Finding]":
     for status, path in change.changed(f"{relative}/"):
         if not path.endswith(".md"):
             continue
@@ -102,7 +100,7 @@ def _parse(data: bytes | None, shown: str) -> records.Record | None:
         return None
 
 
-def _reciprocity(found: list[records.Record]) -> Iterator[Finding]:
+def _reciprocity(found: list[records.Record]) -> "Iterator[Finding]":
     by_id = {str(r.meta.get("id")): r for r in found}
     for record in found:
         own = str(record.meta.get("id"))

@@ -1,7 +1,5 @@
 """`gate check`: load the inputs once, run the selected gates, collect their findings."""
 
-from __future__ import annotations
-
 import os
 import posixpath
 
@@ -32,7 +30,7 @@ def select(config: Config, only: list[str], skip: list[str]) -> list[str]:
 
 
 def run(repo: Repo, config: Config, gate_ids: list[str], files: list[str], now: datetime | None = None,
-        range_spec: str | None = None, push: list[Any] | None = None, fixed: bool = False) -> CheckResult:
+        range_spec: str | None = None, push: "list[Any] | None" = None, fixed: bool = False) -> CheckResult:
     """Judge the hand-over as the commit will record it: staged, its staged content. After `--fix` mended it in
     the work tree (`fixed`), the work tree's: that is what the user stages again, and the commit is stopped anyway."""
     staged = not files and range_spec is None and not fixed  # the hand-over as the commit will record it

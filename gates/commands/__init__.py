@@ -18,8 +18,6 @@ lets the stop through and says why, the start hook hands the model the reason in
 flag it).
 """
 
-from __future__ import annotations
-
 import time
 
 from gates.infra.console import say
@@ -71,7 +69,7 @@ COMMANDS: dict[str, Command] = {
 }
 
 
-def module(name: str) -> ModuleType:
+def module(name: str) -> "ModuleType":
     """The module of the command `name`, imported now."""
     found: ModuleType = __import__(f"gates.commands.{COMMANDS[name].module}", fromlist=["run"])
     return found
@@ -117,7 +115,7 @@ class Invocation:
             self._repo = discover(early=self._early)
         return self._repo
 
-    def config(self) -> Config:
+    def config(self) -> "Config":
         """The configuration, loaded once. When it cannot be used, the error says so for its flag (CONFIGURATION):
         the next `gate check` that loads it ends the flag, whichever command raised it."""
         if self._config is None:
@@ -157,7 +155,7 @@ class Invocation:
         if about is not None:
             self._about[(reason, message)] = about
 
-    def judged(self, scope: dict[str, Any]) -> None:
+    def judged(self, scope: "dict[str, Any]") -> None:
         """What this check judged (changes.scope_of): its gates' flags are raised and resolved in this scope."""
         self._scope = scope
 
@@ -200,7 +198,7 @@ class Invocation:
         if self._repo is not None:
             self._repo.drop_started()
 
-    def settle(self, reason: str, **which: Any) -> list[str] | None:
+    def settle(self, reason: str, **which: "Any") -> list[str] | None:
         """End this worktree's open `reason` event flags whose cause this run found gone (flags.resolve_event: those
         raised before it began, narrowed by `which`): the ids ended, or None when they could not be moved."""
         from gates.domain import flags
@@ -253,7 +251,7 @@ class Invocation:
         return code
 
 
-def _resolving(resolve: Callable[[], list[str]]) -> list[str] | None:
+def _resolving(resolve: "Callable[[], list[str]]") -> list[str] | None:
     """`resolve()`'s answer, the ids of the flags it ended; None when it could not move them, which is said: the flags
     stay open for a later run, and this run goes on (an old flag's bookkeeping is no reason to fail a check)."""
     try:
@@ -287,7 +285,7 @@ def _alarm(signum: int, frame: object) -> None:
     raise _Timeout()
 
 
-def guarded(body: Callable[[], T], timeout: float | None = None) -> tuple[T | None, Failure | None]:
+def guarded(body: "Callable[[], T]", timeout: float | None = None) -> "tuple[T | None, Failure | None]":
     """The one error boundary: `body()`'s value and None, or None and what it raised, sorted (a broken pipe is the
     stdout error it is; stdout is silenced first). With `timeout`, a body still running after that many seconds
     is stopped by SIGALRM and is a `timeout`."""

@@ -5,8 +5,6 @@ remote is a denial (exit 3, `remote-unreachable`), never "nobody holds it"; `--o
 the local claim only, marked unverified (`claim-unverified`).
 """
 
-from __future__ import annotations
-
 from gates.domain import claims, journal, remote
 from gates.infra import gitnet
 from gates.infra.clock import datetime, timedelta
@@ -20,7 +18,7 @@ if TYPE_CHECKING:
     from gates.commands import Invocation
 
 
-def required_name(args: argparse.Namespace, run: Invocation) -> str:
+def required_name(args: "argparse.Namespace", run: "Invocation") -> str:
     """`--remote NAME`, or claims.remote for a bare `--remote`; a usage error when neither names one."""
     name = args.remote or run.remote_name(None)
     if not name:
@@ -29,16 +27,16 @@ def required_name(args: argparse.Namespace, run: Invocation) -> str:
     return name
 
 
-def _connect(run: Invocation, name: str) -> remote.Remote:
+def _connect(run: "Invocation", name: str) -> remote.Remote:
     return remote.connect(run.repo(), name, remote.timeout_of(run.config()))
 
 
-def _journal(run: Invocation, action: str, record: dict[str, Any], now: datetime, **extra: Any) -> None:
+def _journal(run: "Invocation", action: str, record: "dict[str, Any]", now: datetime, **extra: "Any") -> None:
     details = {key: record.get(key) for key in ("path", "clone", "worktree", "session", "fence", "token")}
     journal.append(run.repo(), action, {**details, **extra}, now)
 
 
-def claim(args: argparse.Namespace, run: Invocation, name: str | None, state_rel: str, holder: claims.Holder,
+def claim(args: "argparse.Namespace", run: "Invocation", name: str | None, state_rel: str, holder: claims.Holder,
           ttl: timedelta | None, note: str | None, now: datetime) -> int:
     """The remote claim first, then the local one, never a local claim the remote does not hold (issue 25:
     docs/security.md, "No half-taken claim")."""
@@ -102,19 +100,19 @@ def claim(args: argparse.Namespace, run: Invocation, name: str | None, state_rel
     return OK
 
 
-def _denied_here(run: Invocation, state_rel: str, record: dict[str, Any]) -> int:
+def _denied_here(run: "Invocation", state_rel: str, record: "dict[str, Any]") -> int:
     return run.deny("claim-denied", f"denied: {state_rel} is claimed by {claims.describe(record)} (in this clone) — "
                     "the first mover wins: fold your update into a later session")
 
 
-def _held_here(run: Invocation, state_rel: str, holder: claims.Holder) -> bool:
+def _held_here(run: "Invocation", state_rel: str, holder: claims.Holder) -> bool:
     try:
         return claims.holds(run.repo(), state_rel, holder)
     except (GateError, OSError):
         return True  # doubt: the remote claim stays (it runs out at its TTL), never a local one without it
 
 
-def _give_back(run: Invocation, target: remote.Remote, outcome: remote.Outcome, state_rel: str, who: remote.Me, key: str,
+def _give_back(run: "Invocation", target: remote.Remote, outcome: remote.Outcome, state_rel: str, who: remote.Me, key: str,
                now: datetime) -> None:
     """Release the remote claim this run took (a renewed one was held before: it stays)."""
     if outcome.kind not in ("granted", "taken-over"):
@@ -131,7 +129,7 @@ def _give_back(run: Invocation, target: remote.Remote, outcome: remote.Outcome, 
         _journal(run, "remote-claim-released", released.record, now, remote=target.name, oid=released.oid)
 
 
-def release(args: argparse.Namespace, run: Invocation, name: str, state_rel: str, holder: claims.Holder,
+def release(args: "argparse.Namespace", run: "Invocation", name: str, state_rel: str, holder: claims.Holder,
             reason: str | None, now: datetime) -> int:
     repo = run.repo()
     who = remote.me(repo, holder.session)
@@ -180,12 +178,12 @@ def release(args: argparse.Namespace, run: Invocation, name: str, state_rel: str
     return OK
 
 
-def remote_claims(run: Invocation, name: str, now: datetime) -> list[dict[str, Any]]:
+def remote_claims(run: "Invocation", name: str, now: datetime) -> "list[dict[str, Any]]":
     """Every claim record on the remote `name`, with its liveness (GateError when it cannot be asked)."""
     return remote.list_claims(_connect(run, name), now)
 
 
-def list_remote(args: argparse.Namespace, run: Invocation, name: str, now: datetime) -> int:
+def list_remote(args: "argparse.Namespace", run: "Invocation", name: str, now: datetime) -> int:
     listed = remote_claims(run, name, now)
     if args.format == "json":
         from gates.infra.console import emit_json
@@ -196,7 +194,7 @@ def list_remote(args: argparse.Namespace, run: Invocation, name: str, now: datet
     return OK
 
 
-def print_remote(name: str, listed: list[dict[str, Any]]) -> None:
+def print_remote(name: str, listed: "list[dict[str, Any]]") -> None:
     if not listed:
         print(f"no claims on remote {name}")
     for record in listed:

@@ -1,7 +1,5 @@
 """`gate archive`, `gate render` and `gate record`: the archive, the generated tables and the records."""
 
-from __future__ import annotations
-
 import os
 import sys
 
@@ -18,7 +16,7 @@ if TYPE_CHECKING:
     from gates.infra.git import Repo
 
 
-def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+def add_arguments(parser: "argparse.ArgumentParser", name: str) -> None:
     if name == 'render':
         parser.add_argument("--diff", action="store_true", help="show what would change; write nothing")
     elif name == 'record':
@@ -26,11 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
         parser.add_argument("title", nargs="+", help="the record's title (the words are joined by spaces)")
 
 
-def run(args: argparse.Namespace, run: Invocation) -> int:
+def run(args: "argparse.Namespace", run: Invocation) -> int:
     return {'archive': _archive, 'render': _render, 'record': _record}[args.command](args, run)
 
 
-def _archive(args: argparse.Namespace, run: Invocation) -> int:
+def _archive(args: "argparse.Namespace", run: Invocation) -> int:
     from gates.domain import archive
 
     config = run.config()
@@ -43,7 +41,7 @@ def _archive(args: argparse.Namespace, run: Invocation) -> int:
     return OK
 
 
-def _render(args: argparse.Namespace, run: Invocation) -> int:
+def _render(args: "argparse.Namespace", run: Invocation) -> int:
     from gates.domain import tables
 
     stale, diff = tables.render_file(run.repo(), run.config(), write=not args.diff)
@@ -56,13 +54,13 @@ def _render(args: argparse.Namespace, run: Invocation) -> int:
     return OK
 
 
-def _record(args: argparse.Namespace, run: Invocation) -> int:
+def _record(args: "argparse.Namespace", run: Invocation) -> int:
     path = new_record(run.repo(), run.config(), " ".join(args.title), clock.now())
     print(run.repo().relpath(path))
     return OK
 
 
-def new_record(repo: Repo, config: Config, title: str, now: datetime) -> str:
+def new_record(repo: "Repo", config: "Config", title: str, now: "datetime") -> str:
     """`gate record new TITLE`: an open record in records.path, made with an exclusive create (ids never collide)."""
     from gates.domain import journal, records
     from gates.infra import fsio

@@ -7,8 +7,6 @@ tag character. A section that cannot be read says why and the brief goes on, and
 fatal (an `input-unreadable` flag says why): a session-start hook must never wedge a session.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 import time
@@ -37,7 +35,7 @@ COMPACTED = ("The context was compacted: this brief re-injects the hand-over. Tr
              "the compaction left you with.")
 
 
-def run(args: argparse.Namespace, run: Invocation) -> int:
+def run(args: "argparse.Namespace", run: "Invocation") -> int:
     """Exit 0 whatever it finds; in text or json, non-zero when it cannot run at all, after printing what it could
     (the command line's policy). A harness format runs inside the boundary under the let-through policy: it exits 0
     even then, with the reason in the envelope, and flags it (a harness ignores a failed start hook)."""
@@ -59,7 +57,7 @@ def run(args: argparse.Namespace, run: Invocation) -> int:
     return OK
 
 
-def _brief(run: Invocation, fmt: str, hook: harness.HookInput, session: str | None, delivered: list[bool]) -> int:
+def _brief(run: "Invocation", fmt: str, hook: harness.HookInput, session: str | None, delivered: list[bool]) -> int:
     try:
         repo = run.repo()
         config = run.config()
@@ -110,7 +108,7 @@ def _brief(run: Invocation, fmt: str, hook: harness.HookInput, session: str | No
     return OK
 
 
-def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+def add_arguments(parser: "argparse.ArgumentParser", name: str) -> None:
     parser.add_argument("--format", choices=harness.START_FORMATS, default="text",
                         help="claude, codex, gemini, copilot: exactly the JSON that harness's session-start hook expects")
 
@@ -129,7 +127,7 @@ class Section(NamedTuple):
         return f"## {self.title}\n{self.body.rstrip()}\n"
 
 
-def _guard(title: str, build: Callable[[], str], droppable: Callable[[list[str]], tuple[int, ...]] | None = None) -> Section:
+def _guard(title: str, build: "Callable[[], str]", droppable: "Callable[[list[str]], tuple[int, ...]] | None" = None) -> Section:
     """The section `build` makes, `clean`ed; `droppable` names its lines that a cut may drop."""
     try:
         body = clean(build())
@@ -168,7 +166,7 @@ def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None
 FLAGS, SALVAGE, HANDOFF = "1. Flags", "3a. Salvage: the last session did not close out", "4. Hand-over"
 
 
-def _closure(repo: Repo, config: Config, handoff_file: Callable[[], Loaded]) -> sessions.Closure:
+def _closure(repo: Repo, config: Config, handoff_file: "Callable[[], Loaded]") -> sessions.Closure:
     try:
         ref = sessions.meta(handoff_file(), config, "ref")
     except (GateError, OSError):

@@ -1,7 +1,5 @@
 """`gate check`: run the enabled gates on the hand-over file, render the result, flag the failures."""
 
-from __future__ import annotations
-
 import os
 import sys
 
@@ -22,7 +20,7 @@ FORMATS = ("text", "json", "github", "sarif", "junit")  # the renderers of gates
 SETTLED = ("config-invalid", "input-unreadable")  # the event flags a check can find the cause of gone
 
 
-def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+def add_arguments(parser: "argparse.ArgumentParser", name: str) -> None:
     from gates.checks import GATES
 
     parser.epilog = "gate ids (for --only and --skip): " + ", ".join(GATES)
@@ -40,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("files", nargs="*", metavar="FILE", help="hand-over files to check instead of the configured one")
 
 
-def run(args: argparse.Namespace, run: Invocation) -> int:
+def run(args: "argparse.Namespace", run: Invocation) -> int:
     try:
         waiting = _configured(run, args)
         result, fixed = _run_gates(run, args)
@@ -93,14 +91,14 @@ def _watched() -> bool:
     return not any(os.environ.get(harness[0]) for harness in HARNESSES)
 
 
-def _at_push(args: argparse.Namespace, gate_ids: list[str]) -> bool:
+def _at_push(args: "argparse.Namespace", gate_ids: list[str]) -> bool:
     """Whether this check judges a push (issue 18): asked for, or the pre-commit framework's pre-push stage
     (PRE_COMMIT_TO_REF) with the remote claim's gate among those chosen."""
     return bool(args.remote or args.pre_push or "handoff-claim-remote" in args.only
                 or "handoff-claim-remote" in gate_ids and os.environ.get("PRE_COMMIT_TO_REF"))
 
 
-def _configured(run: Invocation, args: argparse.Namespace) -> set[str]:
+def _configured(run: Invocation, args: "argparse.Namespace") -> set[str]:
     """Load the configuration and, for a check that may judge the commit being made (no files, no range, no push),
     refuse one that records another (checks.runner.verify_config); then list the flags folder (a check's one
     listdir of it): which of SETTLED have flags open, so that a check with none never loads the flags module. This
@@ -147,7 +145,7 @@ def _read_again(run: Invocation, waiting: set[str], structure_passed: bool) -> N
         run.settle("config-invalid", about=[_schema(schema)])
 
 
-def _run_gates(run: Invocation, args: argparse.Namespace) -> tuple[CheckResult, list[tuple[str, str]]]:
+def _run_gates(run: Invocation, args: "argparse.Namespace") -> "tuple[CheckResult, list[tuple[str, str]]]":
     """Run the gates on the state as it is now: every check judges afresh, nothing is replayed."""
     from gates.checks import runner as check
     from gates.domain import changes
@@ -187,7 +185,7 @@ OTHER = {"commit": ("work tree", "run `gate check` with nothing staged"),
          "work tree": ("commit", "stage the fix and run `gate check`, or commit")}
 
 
-def _unsettled(repo: Repo, result: CheckResult, scope: dict[str, Any]) -> list[str]:
+def _unsettled(repo: "Repo", result: "CheckResult", scope: "dict[str, Any]") -> list[str]:
     """A note for each gate that passed here with a flag still open from a check of the other situation (the
     hook's check of the commit, a check of the work tree): a pass of one says nothing of the other. One listdir
     when no flag is open at all."""
@@ -213,7 +211,7 @@ def _unsettled(repo: Repo, result: CheckResult, scope: dict[str, Any]) -> list[s
             for gate in open_markers(repo, passed, {**scope, "situation": other})]
 
 
-def _render(fmt: str, result: Any, code: int, error: GateError | None) -> str:
+def _render(fmt: str, result: "Any", code: int, error: GateError | None) -> str:
     if fmt == "text":  # every commit's format: the module of the others is not loaded for it
         from gates.infra.findings import text
 

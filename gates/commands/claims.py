@@ -1,7 +1,5 @@
 """`gate claim`, `gate release` and `gate claims`: the state file's claim, local and (with a remote) remote."""
 
-from __future__ import annotations
-
 import os
 
 from gates.commands import Invocation
@@ -18,7 +16,7 @@ if TYPE_CHECKING:
     from gates.infra.clock import datetime
 
 
-def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+def add_arguments(parser: "argparse.ArgumentParser", name: str) -> None:
     if name == 'claim':
         parser.add_argument("--note", help="what this session is doing (shown to anyone denied)")
         parser.add_argument("--ttl", help="how long the claim lives without renewal: 90s, 15m, 2h, 1d (default: claims.ttl)")
@@ -38,14 +36,14 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
                              help="list the claims on this git remote instead (default: claims.remote)")
 
 
-def run(args: argparse.Namespace, run: Invocation) -> int:
+def run(args: "argparse.Namespace", run: Invocation) -> int:
     code = {'claim': _claim, 'release': _release, 'claims': _claims}[args.command](args, run)
     if args.command == "release" and code == OK:  # the claim a denial was about is given up: the denial is over
         run.settle("release-denied")
     return code
 
 
-def _claim(args: argparse.Namespace, run: Invocation) -> int:
+def _claim(args: "argparse.Namespace", run: Invocation) -> int:
     from gates.domain import claims
 
     note = claims.check_note(args.note)
@@ -76,7 +74,7 @@ def _claim(args: argparse.Namespace, run: Invocation) -> int:
     return OK
 
 
-def _release(args: argparse.Namespace, run: Invocation) -> int:
+def _release(args: "argparse.Namespace", run: Invocation) -> int:
     from gates.domain import claims
 
     if args.force and not args.reason:
@@ -115,7 +113,7 @@ def _release(args: argparse.Namespace, run: Invocation) -> int:
     return OK
 
 
-def _claims(args: argparse.Namespace, run: Invocation) -> int:
+def _claims(args: "argparse.Namespace", run: Invocation) -> int:
     from gates.domain import claims
 
     if args.remote is not None:
@@ -144,7 +142,7 @@ def _claims(args: argparse.Namespace, run: Invocation) -> int:
     return OK
 
 
-def _claim_setup(args: argparse.Namespace, run: Invocation) -> tuple[Repo, str, Holder, datetime]:
+def _claim_setup(args: "argparse.Namespace", run: Invocation) -> "tuple[Repo, str, Holder, datetime]":
     from gates.domain import claims
 
     repo = run.repo()

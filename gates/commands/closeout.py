@@ -6,8 +6,6 @@ session's, or one without a session) is released. The loop guard, the let-throug
 the one verdict per stop of Copilot CLI's two hooks (`_twin`, `_judged_already`) are docs/agents.md's.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 import time
@@ -120,7 +118,7 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
         summary.append(message)
 
 
-def _meta_ref(repo: Repo, config: Config) -> str | None:
+def _meta_ref(repo: Repo, config: "Config") -> str | None:
     try:
         loaded = handoff.load_handoff(repo, config, repo.path(config.section("handoff")["path"]))
     except GateError:
@@ -157,7 +155,7 @@ def _counter_path(repo: Repo, session: str | None) -> tuple[str, str]:
     return folder, os.path.join(folder, f"{key}.json")
 
 
-def _read_counter(path: str) -> tuple[dict[str, Any], int]:
+def _read_counter(path: str) -> "tuple[dict[str, Any], int]":
     try:
         data = fsio.read_state_file(path, 1 << 16)
         loaded = jsonio.load_json(data.decode("utf-8", "replace")) if data else {}
@@ -174,7 +172,7 @@ def _write_counter(repo: Repo, path: str, fmt: str, hook: harness.HookInput, ses
     state.write(repo, path, (jsonio.dumps(record) + "\n").encode())
 
 
-def _twin(record: dict[str, Any], fmt: str, event_ms: int | None, head: str | None, now_ns: int) -> bool:
+def _twin(record: "dict[str, Any]", fmt: str, event_ms: int | None, head: str | None, now_ns: int) -> bool:
     """Whether another format's hook already judged this stop (Copilot CLI runs `.github/hooks/` and
     `.claude/settings.json` for one stop), whatever its verdict: the event time decides where both have one, else
     the same HEAD within TWIN_SECONDS."""
@@ -212,7 +210,7 @@ def decide(repo: Repo, fmt: str, hook: harness.HookInput, session: str | None, d
     return verdict, before
 
 
-def _journal(repo: Repo, details: dict[str, Any], action: str = "closeout") -> None:
+def _journal(repo: Repo, details: "dict[str, Any]", action: str = "closeout") -> None:
     """Journal the verdict; when it was reached but could not be recorded, say so."""
     try:
         journal.append(repo, action, details)
@@ -237,7 +235,7 @@ def _errors(run: Invocation) -> list[str]:
     return [f.render() for f in result.errors]
 
 
-def run(args: argparse.Namespace, run: Invocation) -> int:
+def run(args: "argparse.Namespace", run: Invocation) -> int:
     fmt = args.format
     hook = harness.read_stdin() if fmt != "text" else harness.HookInput({})
     session = hook.session or os.environ.get("GATE_SESSION") or None
@@ -335,6 +333,6 @@ def _text(run: Invocation, session: str | None) -> int:
     return VIOLATION
 
 
-def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+def add_arguments(parser: "argparse.ArgumentParser", name: str) -> None:
     parser.add_argument("--format", choices=harness.STOP_FORMATS, default="text",
                         help="a harness's stop-hook envelope; text: the steps, exit 1 until done")

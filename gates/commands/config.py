@@ -1,7 +1,5 @@
 """`gate config` and `gate schema`: the effective configuration and the shipped JSON Schemas."""
 
-from __future__ import annotations
-
 import sys
 
 from gates.commands import Invocation
@@ -13,7 +11,7 @@ if TYPE_CHECKING:
     import argparse
 
 
-def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+def add_arguments(parser: "argparse.ArgumentParser", name: str) -> None:
     if name == 'config':
         parser.add_argument("--format", choices=("yaml", "json"), default="yaml",
                             help="the effective configuration as YAML (default) or JSON")
@@ -23,11 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
         parser.add_argument("name", choices=NAMES, help="which schema to print")
 
 
-def run(args: argparse.Namespace, run: Invocation) -> int:
+def run(args: "argparse.Namespace", run: Invocation) -> int:
     return {'config': _config, 'schema': _schema}[args.command](args, run)
 
 
-def _config(args: argparse.Namespace, run: Invocation) -> int:
+def _config(args: "argparse.Namespace", run: Invocation) -> int:
     config = run.config()
     if args.format == "json":
         emit_json(dict(config))
@@ -41,7 +39,7 @@ def _config(args: argparse.Namespace, run: Invocation) -> int:
     return OK
 
 
-def _schema(args: argparse.Namespace, run: Invocation) -> int:
+def _schema(args: "argparse.Namespace", run: Invocation) -> int:
     from gates.infra import schemas
 
     sys.stdout.write(schemas.schema_bytes(args.name).decode("utf-8"))

@@ -4,8 +4,6 @@
 how fast (`probe`).
 """
 
-from __future__ import annotations
-
 import errno
 import os
 import stat
@@ -29,14 +27,14 @@ if TYPE_CHECKING:
     from typing import Callable
 
 
-def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+def add_arguments(parser: "argparse.ArgumentParser", name: str) -> None:
     parser.add_argument("--fix", action="store_true", help="first move temp files of killed writers into lost+found "
                         "(with a manifest; nothing is deleted)")
     parser.add_argument("--remote", nargs="?", const="", metavar="NAME", help="also probe this git remote for claims "
                         "(default: claims.remote): reachable, accepts refs/gate/ pushes, round-trip time")
 
 
-def run(args: argparse.Namespace, run: Invocation) -> int:
+def run(args: "argparse.Namespace", run: Invocation) -> int:
     if args.fix:
         for line in fix(run.repo()):
             print(f"fix: {line}")
@@ -61,7 +59,7 @@ def run(args: argparse.Namespace, run: Invocation) -> int:
     return errors.OK
 
 
-def _settle(run: Invocation, name: str | None, found: list[Check]) -> list[Check]:
+def _settle(run: Invocation, name: str | None, found: "list[Check]") -> "list[Check]":
     """A clean doctor ends the `doctor` flags of earlier doctors in this worktree that probed no more than it did
     (a probe not repeated settles nothing); `found`, its count of open flags taken again when some ended, and a
     line saying which."""

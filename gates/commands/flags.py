@@ -1,7 +1,5 @@
 """`gate flags`: list, acknowledge and push the open flags."""
 
-from __future__ import annotations
-
 from gates.commands import Invocation
 from gates.domain.changes import SITUATIONS
 from gates.infra import clock
@@ -13,7 +11,7 @@ if TYPE_CHECKING:
     import argparse
 
 
-def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+def add_arguments(parser: "argparse.ArgumentParser", name: str) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="text for people (default), or one JSON document")
     parser.add_argument("--all", action="store_true", help="also the resolved and acknowledged flags, marked as such")
@@ -25,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--remote", metavar="NAME", help="the remote for --push (default: claims.remote)")
 
 
-def run(args: argparse.Namespace, run: Invocation) -> int:
+def run(args: "argparse.Namespace", run: Invocation) -> int:
     from gates.domain import flags
 
     if args.ack or args.ack_all:

@@ -9,8 +9,6 @@ did. It never overwrites either: an existing `.gate.yaml` stops it, and the hand
 compare-and-swap (a concurrent edit is refused, never lost).
 """
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 
@@ -29,17 +27,17 @@ if TYPE_CHECKING:
     from gates.domain.handoff import Document
 
 
-def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+def add_arguments(parser: "argparse.ArgumentParser", name: str) -> None:
     if name == "adopt":
         parser.add_argument("file", nargs="?", default=None, metavar="FILE",
                             help="the hand-over file to adopt (default: handoff.path, HANDOFF.md)")
 
 
-def run(args: argparse.Namespace, run: Invocation) -> int:
+def run(args: "argparse.Namespace", run: Invocation) -> int:
     return {"init": _init, "adopt": _adopt}[args.command](args, run)
 
 
-def _init(args: argparse.Namespace, run: Invocation) -> int:
+def _init(args: "argparse.Namespace", run: Invocation) -> int:
     repo = run.repo()
     for shown, written in write_missing(repo, run.config(), clock.now()):
         print(f"wrote {shown}" if written else f"skipped {shown}: it exists, left unchanged")
@@ -174,7 +172,7 @@ META = "Meta"
 MAX_BYTES = 1 << 20
 
 
-def _adopt(args: argparse.Namespace, run: Invocation) -> int:
+def _adopt(args: "argparse.Namespace", run: Invocation) -> int:
     from gates.domain import handoff
     from gates.infra import paths
 
@@ -211,7 +209,7 @@ def _adopt(args: argparse.Namespace, run: Invocation) -> int:
     return OK
 
 
-def _title(doc: Document, lines: list[str], done: list[str]) -> str:
+def _title(doc: "Document", lines: list[str], done: list[str]) -> str:
     if len(doc.titles) > 1:
         raise GateError(f"{len(doc.titles)} level-1 headings (lines {', '.join(str(n) for _, n in doc.titles)}): "
                         "a hand-over has one title — keep one, then adopt it", code=USAGE, reason="usage",
@@ -223,7 +221,7 @@ def _title(doc: Document, lines: list[str], done: list[str]) -> str:
     return "Handoff"
 
 
-def _meta(doc: Document, lines: list[str], head: str | None, done: list[str]) -> str:
+def _meta(doc: "Document", lines: list[str], head: str | None, done: list[str]) -> str:
     """The Meta section's name; a missing section, or a missing `ref` or `updated`, is added."""
     found = doc.section(META)
     stamp = {"ref": head or UNBORN_REF, "updated": clock.utc_text(clock.now())}
@@ -241,7 +239,7 @@ def _meta(doc: Document, lines: list[str], head: str | None, done: list[str]) ->
     return section.name
 
 
-def _unique(doc: Document, shown: str) -> None:
+def _unique(doc: "Document", shown: str) -> None:
     first: dict[str, int] = {}
     for section in doc.sections:
         line = first.setdefault(section.name.casefold(), section.line)

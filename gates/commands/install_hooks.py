@@ -1,7 +1,5 @@
 """`gate install-hooks`: native git hooks, or an agent harness's wiring."""
 
-from __future__ import annotations
-
 from gates.commands import Invocation, ids
 from gates.infra.errors import OK, USAGE, GateError
 
@@ -10,7 +8,7 @@ if TYPE_CHECKING:
     import argparse
 
 
-def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+def add_arguments(parser: "argparse.ArgumentParser", name: str) -> None:
     parser.add_argument("--uninstall", action="store_true",
                          help="remove every hook the gate installed (pre-push too), putting chained hooks back")
     parser.add_argument("--pre-push", action="store_true", help="also a pre-push hook")
@@ -25,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
                          "this installation's interpreter, instead of the committed .claude/settings.json")
 
 
-def run(args: argparse.Namespace, run: Invocation) -> int:
+def run(args: "argparse.Namespace", run: Invocation) -> int:
     from gates.domain import hooks
 
     if args.agent:  # an agent harness's project configuration, not git's hooks

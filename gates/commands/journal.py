@@ -1,7 +1,5 @@
 """`gate journal`: print, verify or repair the audit journal."""
 
-from __future__ import annotations
-
 from gates.commands import Invocation
 from gates.infra import clock
 from gates.infra.errors import OK
@@ -11,7 +9,7 @@ if TYPE_CHECKING:
     import argparse
 
 
-def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+def add_arguments(parser: "argparse.ArgumentParser", name: str) -> None:
     journal_actions = parser.add_mutually_exclusive_group()
     journal_actions.add_argument("--verify", action="store_true", help="check the hash chain; exit 1 at the first bad entry")
     journal_actions.add_argument("--repair", action="store_true",
@@ -20,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
                         help="text for people (default), or one JSON document")
 
 
-def run(args: argparse.Namespace, run: Invocation) -> int:
+def run(args: "argparse.Namespace", run: Invocation) -> int:
     from gates.domain import journal
     from gates.infra import jsonio
 

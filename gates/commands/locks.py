@@ -1,7 +1,5 @@
 """`gate locks`: git lock files with a verdict; quarantine the stale, restore one."""
 
-from __future__ import annotations
-
 import os
 
 from gates.commands import Invocation
@@ -16,7 +14,7 @@ if TYPE_CHECKING:
     from gates.domain.locks import Moved
 
 
-def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+def add_arguments(parser: "argparse.ArgumentParser", name: str) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="text for people (default), or one JSON document")
     lock_actions = parser.add_mutually_exclusive_group()
@@ -24,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     lock_actions.add_argument("--restore", metavar="ID", help="put a quarantined lock back when its place is free")
 
 
-def run(args: argparse.Namespace, run: Invocation) -> int:
+def run(args: "argparse.Namespace", run: Invocation) -> int:
     from gates.domain import locks, lockscan
 
     repo = run.repo()
@@ -47,7 +45,7 @@ def run(args: argparse.Namespace, run: Invocation) -> int:
     return _report_moves(moves, run, quiet=args.format == "json")
 
 
-def _report_moves(moves: list[Moved], run: Invocation, quiet: bool) -> int:
+def _report_moves(moves: "list[Moved]", run: Invocation, quiet: bool) -> int:
     code = OK
     for moved in moves:
         if moved.evidence_dir is not None and not moved.problem:  # then its target is set too

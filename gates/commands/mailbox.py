@@ -1,7 +1,5 @@
 """`gate mailbox take`: deliver the work package, keeping a copy."""
 
-from __future__ import annotations
-
 import sys
 
 from gates.commands import Invocation
@@ -14,12 +12,12 @@ if TYPE_CHECKING:
     import argparse
 
 
-def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+def add_arguments(parser: "argparse.ArgumentParser", name: str) -> None:
     parser.add_argument("action", choices=("take",),
                         help="take: print the work package, then clear the file to its sentinel line (a copy is kept)")
 
 
-def run(args: argparse.Namespace, run: Invocation) -> int:
+def run(args: "argparse.Namespace", run: Invocation) -> int:
     from gates.domain import mailbox
 
     def deliver(package: str) -> None:  # raises StdoutError when the output fails: the file is then kept

@@ -5,8 +5,6 @@ Only the values of those two items change (and a `fence` line with them, see `st
 a stale read is stopped.
 """
 
-from __future__ import annotations
-
 from gates.commands import Invocation
 from gates.domain import handoff, journal
 from gates.infra import clock, fsio
@@ -22,13 +20,13 @@ if TYPE_CHECKING:
     import argparse
 
 
-def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+def add_arguments(parser: "argparse.ArgumentParser", name: str) -> None:
     parser.add_argument("--expect", metavar="SHA256", help="refuse unless the file still has this content hash")
     parser.add_argument("--amend", action="store_true",
                         help="for `git commit --amend`: the ref becomes HEAD's parent, the amended commit's own")
 
 
-def run(args: argparse.Namespace, run: Invocation) -> int:
+def run(args: "argparse.Namespace", run: Invocation) -> int:
     check_expect(args.expect)  # before the repository is even looked at
     shown, ref, digest, not_journalled, notes = stamp(run.repo(), run.config(), clock.now(), args.expect,
                                                       args.amend)

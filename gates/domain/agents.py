@@ -9,8 +9,6 @@ and merged, never clobbered; the bytes it had before the first install are kept 
 `--uninstall` puts them back when nothing else changed since.
 """
 
-from __future__ import annotations
-
 import os
 import stat
 import sys
@@ -166,7 +164,7 @@ def interpreter_of(command: str) -> str:
 
 # ---- what each harness gets: (event, the entry to add, the kind) ----------------------------------------------
 
-def _entries(agent: str, local: bool = False) -> list[tuple[str, dict[str, Any], str]]:
+def _entries(agent: str, local: bool = False) -> "list[tuple[str, dict[str, Any], str]]":
     """(event, entry, kind). For claude, codex and gemini an entry is a matcher group holding one hook. `local`: this
     machine's absolute form, for a per-user file."""
     line = command_line if local else short_line if agent in SCRIPTS else portable_line
@@ -198,7 +196,7 @@ def _command_of(agent: str, hook: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _hooks_of(agent: str, item: object) -> list[Any]:
+def _hooks_of(agent: str, item: object) -> "list[Any]":
     """The hooks of an entry in an event's list: a matcher group's `hooks`, or the entry itself; none when it is not
     an object, or a group's `hooks` is not a list (the harness would run none of them)."""
     if not isinstance(item, dict):
@@ -207,7 +205,7 @@ def _hooks_of(agent: str, item: object) -> list[Any]:
     return inner if isinstance(inner, list) else []
 
 
-def _merge(agent: str, doc: dict[str, Any], local: bool = False) -> dict[str, Any]:
+def _merge(agent: str, doc: "dict[str, Any]", local: bool = False) -> "dict[str, Any]":
     """`doc` with our entries present exactly once, each where it was (replaced) or appended."""
     doc = jsonio.loads(jsonio.dumps(doc))
     if agent in ("copilot", "cursor"):
@@ -224,7 +222,7 @@ def _merge(agent: str, doc: dict[str, Any], local: bool = False) -> dict[str, An
     return doc
 
 
-def _replace(agent: str, listed: list[Any], entry: dict[str, Any], kind: str) -> bool:
+def _replace(agent: str, listed: "list[Any]", entry: "dict[str, Any]", kind: str) -> bool:
     """Put `entry` in place of our existing one of `kind`; False when there is none."""
     for at, item in enumerate(listed):
         inner = _hooks_of(agent, item)
@@ -241,7 +239,7 @@ def _replace(agent: str, listed: list[Any], entry: dict[str, Any], kind: str) ->
     return False
 
 
-def _strip(agent: str, doc: dict[str, Any]) -> dict[str, Any]:
+def _strip(agent: str, doc: "dict[str, Any]") -> "dict[str, Any]":
     """`doc` without our entries; lists, groups and the hooks table they leave empty go too."""
     doc = jsonio.loads(jsonio.dumps(doc))
     table = doc.get("hooks")
@@ -274,7 +272,7 @@ def _strip(agent: str, doc: dict[str, Any]) -> dict[str, Any]:
 _INDENT = Pattern(r"\n([ \t]+)\S")  # the first indented line of a settings file
 
 
-def _dump(doc: dict[str, Any], like: str | None) -> bytes:
+def _dump(doc: "dict[str, Any]", like: str | None) -> bytes:
     """JSON laid out as the file was (its indent, its final newline), two spaces for a new file."""
     found = _INDENT.search(like) if like else None
     lead = found.group(1) if found else "  "
@@ -329,7 +327,7 @@ class _File:
                             path=self.shown)
         return data
 
-    def parse(self, data: bytes | None) -> dict[str, Any]:
+    def parse(self, data: bytes | None) -> "dict[str, Any]":
         if data is None or not data.strip():
             return {}
         try:
@@ -395,7 +393,7 @@ def _record_path(repo: Repo, shown: str) -> str:
     return os.path.join(folder, f"{key}.json")
 
 
-def _read_record(repo: Repo, shown: str) -> dict[str, Any] | None:
+def _read_record(repo: Repo, shown: str) -> "dict[str, Any] | None":
     data = fsio.read_state_file(_record_path(repo, shown), MAX_BYTES * 2)
     if not data:
         return None
@@ -406,7 +404,7 @@ def _read_record(repo: Repo, shown: str) -> dict[str, Any] | None:
     return record if isinstance(record, dict) and record.get("path") == shown else None
 
 
-def _wrote(record: dict[str, Any] | None, data: bytes | None) -> TypeGuard[dict[str, Any]]:
+def _wrote(record: "dict[str, Any] | None", data: bytes | None) -> "TypeGuard[dict[str, Any]]":
     """Whether `record` says the gate's last write left `data` (None: no file) there."""
     return record is not None and record.get("written") == (sha256(data).hexdigest() if data is not None else None)
 
@@ -616,7 +614,7 @@ def wired(repo: Repo, agent: str) -> list[tuple[str, int, int]]:
             for event, group, handler, _ in _ours_in(repo, agent, local)]
 
 
-def _our_hooks(agent: str, doc: dict[str, Any]) -> list[tuple[str, int, int, str]]:
+def _our_hooks(agent: str, doc: "dict[str, Any]") -> list[tuple[str, int, int, str]]:
     """(event, group, handler, command) of every hook of ours in a harness's parsed configuration: its positions as
     the harness numbers them (a group's in the event's list, the hook's in the group; 0 without groups)."""
     found: list[tuple[str, int, int, str]] = []

@@ -11,8 +11,6 @@ the position of the Meta ref; whether the commit after it closed it out is asked
 answer can change a verdict (or always, with `exact`), by one path-limited rev-list.
 """
 
-from __future__ import annotations
-
 from gates.domain import handoff
 from gates.infra.config import Config
 from gates.infra.errors import GateError
@@ -67,7 +65,7 @@ def meta_ref(data: bytes | None, config: Config) -> handoff.MetaEntry | None:
 
 
 def relation(repo: Repo, config: Config, ref: str, *, tip: str | None = None, pending: bool | None = None,
-             exact: bool = True, read: Callable[[str], bytes | None] | None = None, span: int = 0) -> Relation:
+             exact: bool = True, read: "Callable[[str], bytes | None] | None" = None, span: int = 0) -> Relation:
     """How far `tip` (HEAD by default) is past the hand-over that names `ref`.
 
     `pending`: None when no commit is being made; else whether the commit being made on top of
@@ -136,7 +134,7 @@ def _touched_args(commit: str, tip: str, path: str) -> tuple[str, ...]:
 
 
 def _closes_out(repo: Repo, config: Config, commit: str, child: str | None, tip: str,
-                read: Callable[[str], bytes | None] | None) -> bool:
+                read: "Callable[[str], bytes | None] | None") -> bool:
     """Whether `child` (the commit after `commit` on tip's first-parent line) is the close-out of `commit`."""
     if child is None:
         return False

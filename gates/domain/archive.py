@@ -9,8 +9,6 @@ the archive's append is taken back (if the archive still holds exactly what was 
 nothing is archived: run it again.
 """
 
-from __future__ import annotations
-
 import os
 
 from gates.domain import handoff, journal
@@ -42,7 +40,7 @@ def plan(doc: handoff.Document) -> list[Move]:
     """The outermost checked items: a checked item inside a checked one moves with it."""
     moves: list[Move] = []
 
-    def visit(section: str, items: Sequence[handoff.Item]) -> None:
+    def visit(section: str, items: "Sequence[handoff.Item]") -> None:
         for item in items:
             if item.checked:
                 moves.append(Move(section, item))

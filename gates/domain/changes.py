@@ -1,7 +1,5 @@
 """The change a gate judges: the commit being made (HEAD → the index), or each commit of `--range`."""
 
-from __future__ import annotations
-
 import os
 
 from gates.infra import jsonio
@@ -161,7 +159,7 @@ def situation(range_spec: str | None, push: object, found: list[Change]) -> str:
 
 
 def scope_of(repo: Repo, files: list[str], range_spec: str | None, default_file: str,
-             judged: str | None = None) -> dict[str, Any]:
+             judged: str | None = None) -> "dict[str, Any]":
     """What a check judged: the hand-over files it read (the configured one when none is named), its range and its
     situation: the scope its flags are raised and resolved in (gates/domain/flags.py).
 
@@ -176,7 +174,7 @@ def scope_of(repo: Repo, files: list[str], range_spec: str | None, default_file:
     return {"files": paths, "range": range_spec, "situation": judged}
 
 
-def keyed(gate: str, scope: dict[str, Any] | None) -> dict[str, Any] | None:
+def keyed(gate: str, scope: "dict[str, Any] | None") -> "dict[str, Any] | None":
     """The scope `gate`'s flags are keyed by: a gate whose verdict does not depend on the situation (the catalog's
     `situated`) is keyed without it, so that any check of the clone's state settles it."""
     from gates.infra.catalog import CATALOG
@@ -187,7 +185,7 @@ def keyed(gate: str, scope: dict[str, Any] | None) -> dict[str, Any] | None:
     return {key: value for key, value in scope.items() if key != "situation"}
 
 
-def marker(gate: str, worktree: str, scope: dict[str, Any] | None, digests: dict[bool, str] | None = None) -> str:
+def marker(gate: str, worktree: str, scope: "dict[str, Any] | None", digests: dict[bool, str] | None = None) -> str:
     """The name of the marker (flags/open/<name>) that says `gate` has a flag open in `worktree` and `scope`.
     `digests`: those made already for this worktree and scope, by whether the gate is keyed by the whole scope
     (`keyed` gives `scope` itself) or by it without its situation: a check names a marker for each gate, of two."""
@@ -202,7 +200,7 @@ def marker(gate: str, worktree: str, scope: dict[str, Any] | None, digests: dict
     return f"{gate}.{digest}"
 
 
-def open_markers(repo: Repo, gates: list[str], scope: dict[str, Any] | None) -> dict[str, str]:
+def open_markers(repo: Repo, gates: list[str], scope: "dict[str, Any] | None") -> dict[str, str]:
     """{gate: its marker's name} for each of `gates` with a flag open in this worktree and `scope`: one lstat a
     gate. What flags.resolve resolves, asked first without loading the flags module."""
     from gates.infra import state

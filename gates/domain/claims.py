@@ -20,8 +20,6 @@ at the same place, which gets the same admin dir name and often the same inodes,
 The gate writes nothing outside its state dir to know this.
 """
 
-from __future__ import annotations
-
 import os
 import posixpath
 import stat
@@ -149,13 +147,13 @@ def _canonical(lay: state.Layout, state_rel: str) -> str:
     return key(lay.repo, state_rel) if lay.repo is not None else state_rel
 
 
-def read(lay: state.Layout, state_rel: str) -> dict[str, Any] | None:
+def read(lay: state.Layout, state_rel: str) -> "dict[str, Any] | None":
     """The claim on the file `state_rel` names (any spelling), or None. A record that is not one is refused."""
     found = _find(lay, _canonical(lay, state_rel))
     return found[1] if found else None
 
 
-def _find(lay: state.Layout, claim_key: str) -> tuple[str, dict[str, Any]] | None:
+def _find(lay: state.Layout, claim_key: str) -> "tuple[str, dict[str, Any]] | None":
     """The record at the key's name; failing that, a version-1 record published under another spelling.
 
     Records written before keys were canonical sit at the hash of the path as configured
@@ -181,7 +179,7 @@ def _find(lay: state.Layout, claim_key: str) -> tuple[str, dict[str, Any]] | Non
     return None
 
 
-def _load(path: str) -> dict[str, Any] | None:
+def _load(path: str) -> "dict[str, Any] | None":
     data = fsio.read_state_file(path, MAX_RECORD_BYTES)
     if data is None:
         return None
@@ -197,20 +195,20 @@ def _load(path: str) -> dict[str, Any] | None:
     return record
 
 
-def is_holder(record: dict[str, Any], holder: Holder) -> bool:
+def is_holder(record: "dict[str, Any]", holder: Holder) -> bool:
     return same_worktree(record, holder) and record.get("session") == holder.session
 
 
-def same_worktree(record: dict[str, Any], holder: Holder) -> bool:
+def same_worktree(record: "dict[str, Any]", holder: Holder) -> bool:
     return _same_worktree(record, holder.git_dir, holder.worktree, holder.worktree_id)
 
 
-def held_here(record: dict[str, Any], repo: Repo) -> bool:
+def held_here(record: "dict[str, Any]", repo: Repo) -> bool:
     """Whether the claim is this worktree's (any session): read-only, for the gate and the briefing."""
     return _same_worktree(record, str(repo.git_dir), str(repo.toplevel), worktree_id(repo))
 
 
-def _same_worktree(record: dict[str, Any], git_dir: str, worktree: str, wt_id: str | None) -> bool:
+def _same_worktree(record: "dict[str, Any]", git_dir: str, worktree: str, wt_id: str | None) -> bool:
     if record.get("git_dir") != git_dir:
         return False
     if record.get("worktree_id"):  # MAIN_WORKTREE, or a linked worktree's `commondir` identity
@@ -220,12 +218,12 @@ def _same_worktree(record: dict[str, Any], git_dir: str, worktree: str, wt_id: s
     return recorded == worktree or not os.path.isdir(recorded)
 
 
-def expiry(record: dict[str, Any]) -> datetime | None:
+def expiry(record: "dict[str, Any]") -> datetime | None:
     """When the claim's TTL runs out (None: it has none, or none readable as a UTC time: doubt, so no expiry)."""
     return clock.parse_utc(record.get("expires"), zoned=True) if record.get("expires") else None
 
 
-def liveness(record: dict[str, Any], now: datetime, host: str | None = None) -> tuple[bool, str]:
+def liveness(record: "dict[str, Any]", now: datetime, host: str | None = None) -> tuple[bool, str]:
     """(live, why). Doubt counts as live: a worktree on another host cannot be looked at from here."""
     expires = expiry(record)
     if expires is not None and now >= expires:
@@ -270,7 +268,7 @@ def _located(git_dir: str) -> str | None:
     return os.path.realpath(os.path.dirname(target) if posixpath.basename(target) == ".git" else target)
 
 
-def describe(record: dict[str, Any]) -> str:
+def describe(record: "dict[str, Any]") -> str:
     parts = [f"branch {record.get('branch') or '(detached)'}"]
     if record.get("session"):
         parts.append(f"session {record['session']}")
@@ -295,13 +293,13 @@ def _human(seconds: float) -> str:
 
 class Outcome(NamedTuple):
     kind: str  # granted | renewed | taken-over | denied | released | broken | not-holder | other-session | none
-    record: dict[str, Any] | None = None
-    previous: dict[str, Any] | None = None
+    record: "dict[str, Any] | None" = None
+    previous: "dict[str, Any] | None" = None
     why: str = ""
     evidence: str | None = None
 
 
-def _new_record(claim_key: str, holder: Holder, ttl: timedelta | None, note: str | None, now: datetime) -> dict[str, Any]:
+def _new_record(claim_key: str, holder: Holder, ttl: timedelta | None, note: str | None, now: datetime) -> "dict[str, Any]":
     return {"version": RECORD_VERSION, "token": os.urandom(16).hex(), "path": claim_key, "worktree": holder.worktree,
             "git_dir": holder.git_dir, "worktree_id": holder.worktree_id, "branch": holder.branch,
             "session": holder.session, "host": holder.host,
@@ -310,13 +308,13 @@ def _new_record(claim_key: str, holder: Holder, ttl: timedelta | None, note: str
             "note": note}
 
 
-def _encode(record: dict[str, Any]) -> bytes:
+def _encode(record: "dict[str, Any]") -> bytes:
     """A claim record on one line: the C encoder's form (an indented one would load all of `json` on every
     renewal, 9 ms here)."""
     return (jsonio.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def blocking(repo: Repo, state_rel: str, holder: Holder, now: datetime) -> tuple[dict[str, Any], str] | None:
+def blocking(repo: Repo, state_rel: str, holder: Holder, now: datetime) -> "tuple[dict[str, Any], str] | None":
     """(the record, why it is live) of another holder's live claim that `claim` now would be denied by, else None:
     a look without the lock and without a write, for a caller that must know before it asks elsewhere."""
     current = read(state.layout(repo), state_rel)
@@ -387,7 +385,7 @@ def _claim(repo: Repo, state_rel: str, holder: Holder, ttl: timedelta | None, no
         return Outcome("taken-over" if current else "granted", record, previous=current, why=why, evidence=evidence)
 
 
-def _released_name(lay: state.Layout, record: dict[str, Any], now: datetime) -> str:
+def _released_name(lay: state.Layout, record: "dict[str, Any]", now: datetime) -> str:
     released = state.ensure_dir(lay, lay.claims_released)
     return os.path.join(released, f"{clock.name_text(now)}-{os.urandom(4).hex()}-{str(record['token'])[:16]}.json")
 
@@ -425,7 +423,7 @@ def _move(source: str, target: str, token: str) -> None:
         raise GateError(f"the record moved to {target} is not the one judged: inspect it", reason="state-unsafe")
 
 
-def _set_aside(lay: state.Layout, path: str, record: dict[str, Any], action: str, why: str, by: Holder,
+def _set_aside(lay: state.Layout, path: str, record: "dict[str, Any]", action: str, why: str, by: Holder,
                now: datetime) -> str:
     evidence = state.new_evidence_dir(lay, now)
     name = os.path.basename(path)
@@ -438,7 +436,7 @@ def _set_aside(lay: state.Layout, path: str, record: dict[str, Any], action: str
     return evidence
 
 
-def list_all(repo: Repo, now: datetime) -> list[dict[str, Any]]:
+def list_all(repo: Repo, now: datetime) -> "list[dict[str, Any]]":
     """Every published claim, with its age and liveness."""
     lay = state.layout(repo)
     out = []

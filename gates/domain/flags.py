@@ -12,8 +12,6 @@ Every flag file is read with `fsio.read_state_file`: a planted symlink, FIFO, de
 (`state-unsafe`), never followed, never blocked on.
 """
 
-from __future__ import annotations
-
 import os
 import stat
 import time
@@ -69,7 +67,7 @@ def _set_marker(repo: Repo, lay: state.Layout, name: str) -> None:
 
 
 def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code: int, now: datetime | None = None,
-               gate: str | None = None, scope: dict[str, Any] | None = None, observed_ns: int | None = None,
+               gate: str | None = None, scope: "dict[str, Any] | None" = None, observed_ns: int | None = None,
                about: dict[str, str | None] | None = None) -> str:
     """Write (or count again) the flag for `reason`; returns its id.
 
@@ -118,7 +116,7 @@ def raise_flag(repo: Repo, reason: str, message: str, *, command: str, exit_code
     return flag_id
 
 
-def resolve(repo: Repo, gates: list[str], scope: dict[str, Any], *, command: str, observed_ns: int | None = None) -> list[str]:
+def resolve(repo: Repo, gates: list[str], scope: "dict[str, Any]", *, command: str, observed_ns: int | None = None) -> list[str]:
     """Move this worktree's open flags of `gates` (which just passed in a check of `scope`) to flags/resolved/.
 
     Costs one lstat per gate when nothing is open for it. A flag raised by a run that began after
@@ -167,7 +165,7 @@ def resolve_event(repo: Repo, reason: str, *, command: str, observed_ns: int, ra
     if reason not in EVENT_REASONS:
         return []
 
-    def settled(record: dict[str, Any]) -> bool:
+    def settled(record: "dict[str, Any]") -> bool:
         return (record.get("reason") == reason and record.get("gate") is None
                 and (raised_by is None or str(record.get("command", "")).startswith(raised_by))
                 and (about is None or record.get("about") in about))
@@ -182,14 +180,14 @@ def resolve_vanished(repo: Repo, *, command: str, observed_ns: int) -> list[str]
     return _resolve_settled(repo, None, _judged_gone, {"why": "the files they judged are gone"}, command, observed_ns)
 
 
-def _judged_gone(record: dict[str, Any]) -> bool:
+def _judged_gone(record: "dict[str, Any]") -> bool:
     scope = record.get("scope")
     files = scope.get("files") if isinstance(scope, dict) else None
     return (bool(record.get("gate")) and isinstance(scope, dict) and not scope.get("range") and isinstance(files, list)
             and bool(files) and all(isinstance(f, str) and not os.path.lexists(f) for f in files))
 
 
-def _resolve_settled(repo: Repo, reason: str | None, settled: Callable[[dict[str, Any]], bool], why: dict[str, str],
+def _resolve_settled(repo: Repo, reason: str | None, settled: "Callable[[dict[str, Any]], bool]", why: dict[str, str],
                      command: str, observed_ns: int) -> list[str]:
     """Move this worktree's open flags (of `reason`, when given) that `settled` accepts and a run begun before
     `observed_ns` raised to flags/resolved/, with their markers; one `flags-resolved` entry says `why`."""
@@ -215,7 +213,7 @@ def _resolve_settled(repo: Repo, reason: str | None, settled: Callable[[dict[str
     return moved
 
 
-def _here(path: str, worktree: str) -> dict[str, Any] | None:
+def _here(path: str, worktree: str) -> "dict[str, Any] | None":
     """The flag at `path` when it is a well-formed one of `worktree`, else None."""
     record, _ = _load(path)
     if record is None or record.get("worktree") != worktree or not ID_PATTERN.match(str(record.get("id"))):
@@ -223,7 +221,7 @@ def _here(path: str, worktree: str) -> dict[str, Any] | None:
     return record
 
 
-def _move_resolved(repo: Repo, path: str, record: dict[str, Any], resolved_dir: str, command: str, now: datetime) -> str:
+def _move_resolved(repo: Repo, path: str, record: "dict[str, Any]", resolved_dir: str, command: str, now: datetime) -> str:
     """Move the open flag at `path` to `resolved_dir`, with the time, command and HEAD that resolved it; its id."""
     record["resolved"] = {"time": clock.utc_text(now), "command": command, "head": repo.head}
     _write(repo, os.path.join(resolved_dir, f"{clock.name_text(now)}-{record['id']}.json"), record)
@@ -243,11 +241,11 @@ def reason_of_id(flag_id: str) -> str:
     return flag_id[17:-9] if len(flag_id) > 26 else ""
 
 
-def _write(repo: Repo, path: str, record: dict[str, Any]) -> None:
+def _write(repo: Repo, path: str, record: "dict[str, Any]") -> None:
     state.write(repo, path, (jsonio.dumps(record, indent=2, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape"))
 
 
-def _load(path: str) -> tuple[dict[str, Any] | None, GateError | None]:
+def _load(path: str) -> "tuple[dict[str, Any] | None, GateError | None]":
     """The flag at `path`, or None and why not: a planted file (`state-unsafe`) is never followed or blocked on."""
     try:
         data = fsio.read_state_file(path, MAX_FLAG_BYTES)
@@ -287,7 +285,7 @@ def _flag_files(folder: str, reason: str | None = None) -> list[str]:
     return [path for path in fsio.listing(folder, ".json") if part in os.path.basename(path)[:-5]]
 
 
-def _records(folder: str, status: str) -> list[dict[str, Any]]:
+def _records(folder: str, status: str) -> "list[dict[str, Any]]":
     """The flags of a folder, each marked with `status`; one that cannot be read is shown as one, never dropped."""
     if not os.path.isdir(folder):
         return []
@@ -306,23 +304,23 @@ def _records(folder: str, status: str) -> list[dict[str, Any]]:
     return out
 
 
-def _ordered(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _ordered(records: "list[dict[str, Any]]") -> "list[dict[str, Any]]":
     return sorted(records, key=lambda r: (str(r.get("first_seen", "")), int(r.get("created_ns") or 0), str(r.get("id", ""))))
 
 
-def pending(repo: Repo) -> list[dict[str, Any]]:
+def pending(repo: Repo) -> "list[dict[str, Any]]":
     """Every open flag (neither resolved nor acknowledged), oldest first."""
     return _ordered(_records(state.layout(repo).flags, "open"))
 
 
-def every(repo: Repo) -> list[dict[str, Any]]:
+def every(repo: Repo) -> "list[dict[str, Any]]":
     """Open, resolved and acknowledged flags, oldest first, each with its `status`."""
     lay = state.layout(repo)
     return _ordered(_records(lay.flags, "open") + _records(lay.flags_resolved, "resolved")
                     + _records(lay.flags_acked, "acknowledged"))
 
 
-def resolved_since(repo: Repo, since: datetime | None) -> list[dict[str, Any]]:
+def resolved_since(repo: Repo, since: datetime | None) -> "list[dict[str, Any]]":
     """Resolved flags resolved at or after `since` (every resolved flag when None).
 
     A resolved flag's file name begins with its resolution time: only the files resolved since

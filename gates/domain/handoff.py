@@ -4,8 +4,6 @@ Markdown is read line by line, never rendered. Fenced code blocks and HTML comme
 skipped; a line's visible text is what is left outside comments.
 """
 
-from __future__ import annotations
-
 from gates.infra.clock import datetime, timedelta
 from gates.infra.plain import NamedTuple
 
@@ -144,7 +142,7 @@ class Item:
         self.chars = chars  # length of the whole item: its line and its continuation lines
         self.children: Sequence[Item] = ()  # a list once it has one (most items of a long hand-over have none)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> "dict[str, Any]":
         return {
             "line": self.line,
             "text": self.text,
@@ -215,7 +213,7 @@ class Document:
         """The first `- key: value` of the Meta section (duplicates are handoff-structure's to report)."""
         return next((entry for entry in self.meta(section_name) if entry.key == key), None)
 
-    def to_json(self, meta_section: str) -> tuple[dict[str, Any], dict[tuple[object, ...], int]]:
+    def to_json(self, meta_section: str) -> "tuple[dict[str, Any], dict[tuple[object, ...], int]]":
         """The model as JSON data for a schema, and the line of each path in it."""
         lines: dict[tuple[object, ...], int] = {}
         meta: dict[str, str] = {}
@@ -240,7 +238,7 @@ class Document:
         return {"title": title, "meta": meta, "sections": sections}, lines
 
 
-def _item_lines(items: Sequence[Item], prefix: tuple[object, ...], lines: dict[tuple[object, ...], int]) -> None:
+def _item_lines(items: "Sequence[Item]", prefix: tuple[object, ...], lines: dict[tuple[object, ...], int]) -> None:
     for index, item in enumerate(items):
         lines[prefix + (index,)] = item.line  # not `(*prefix, index)`: mypy on Python 3.10 takes it for PEP 646
         _item_lines(item.children, prefix + (index, "children"), lines)
@@ -437,7 +435,7 @@ class Source(NamedTuple):
     final_newline: bool
 
     @classmethod
-    def decode(cls, data: bytes, shown: str) -> Source:
+    def decode(cls, data: bytes, shown: str) -> "Source":
         from gates.infra import fsio
 
         lines = fsio.split_lines(fsio.decode_text(data, shown))
@@ -468,7 +466,7 @@ def parse(lines: list[str], path: str) -> Document:
     return doc
 
 
-def read(repo: Repo, config: Config, path: str | None = None) -> tuple[str, str, bytes | int]:
+def read(repo: "Repo", config: "Config", path: str | None = None) -> tuple[str, str, bytes | int]:
     """The hand-over file (the configured one unless `path`) as (path, shown, bytes), or its size in place of
     the bytes when it is over handoff.max_bytes: it is then never read. A missing file is refused."""
     import os
@@ -484,7 +482,7 @@ def read(repo: Repo, config: Config, path: str | None = None) -> tuple[str, str,
     return real, shown, fsio.read_bytes_capped(real, config.section("handoff")["max_bytes"], shown)
 
 
-def read_for_rewrite(repo: Repo, config: Config, verb: str) -> tuple[str, str, bytes, Source]:
+def read_for_rewrite(repo: "Repo", config: "Config", verb: str) -> tuple[str, str, bytes, Source]:
     """The configured hand-over file for a command that rewrites it; one over its size cap is refused."""
     from gates.infra.errors import GateError
 
@@ -508,7 +506,7 @@ class Loaded(NamedTuple):
     unrecorded: str = ""
 
 
-def load_handoff(repo: Repo, config: Config, path: str, staged: list[Change] | None = None) -> Loaded:
+def load_handoff(repo: "Repo", config: "Config", path: str, staged: "list[Change] | None" = None) -> Loaded:
     """The hand-over as the gates judge it: when a commit is being made (`staged` holds it: changes.committing;
     `path` is then the configured hand-over), what that commit will record, as CI will later see it: the
     index's copy, staged now or before, whatever the work tree holds; otherwise, or when the index has none, the
@@ -538,7 +536,7 @@ def load_handoff(repo: Repo, config: Config, path: str, staged: list[Change] | N
     return _loaded(shown, data, indexed, unstaged, unrecorded)
 
 
-def _held(repo: Repo, recorded: tuple[bytes, str], cap: int) -> bytes | int:
+def _held(repo: "Repo", recorded: tuple[bytes, str], cap: int) -> bytes | int:
     """The index's copy as judged: its bytes, or its size when it is over the cap (never read past it)."""
     blob, where = recorded
     return blob if len(blob) <= cap else repo.index_size(where)
@@ -552,7 +550,7 @@ def _loaded(shown: str, data: bytes | int, indexed: bool = False, unstaged: bool
     return Loaded(shown, len(data), parse(Source.decode(data, shown).lines, shown), indexed, unstaged, unrecorded)
 
 
-def _recorded(repo: Repo, change: Change, named: str, target: str, cap: int) -> tuple[tuple[bytes, str] | None, str]:
+def _recorded(repo: "Repo", change: "Change", named: str, target: str, cap: int) -> tuple[tuple[bytes, str] | None, str]:
     """What the commit being made records of the hand-over at `named` (`target`: the file it is, where `named` is a
     link in the work tree): (the index's copy and its path, or None: the work tree's is judged; the path at which
     the commit records no hand-over, so CI's checkout would find none there, or ""). A conflict (stages 1-3, no
@@ -577,7 +575,7 @@ def _recorded(repo: Repo, change: Change, named: str, target: str, cap: int) -> 
     return None, "" if nested(repo, where) else where
 
 
-def _intended(repo: Repo, listed: set[str], relative: str) -> bool:
+def _intended(repo: "Repo", listed: set[str], relative: str) -> bool:
     """Whether the index's empty entry for `relative` is one `git add -N` made (intent to add, which no commit
     records and `git diff --cached` does not list): not staged as added or changed (`listed`: the status letters
     the staged diff gives it), and not HEAD's (unchanged)."""
@@ -605,7 +603,7 @@ def head(data: bytes) -> bytes:
     return data if len(data) <= COMMITTED_CAP else data[: data.rfind(b"\n", 0, COMMITTED_CAP) + 1]
 
 
-def committed_meta(repo: Repo, commit: str, path: str, section: str, key: str) -> str | None:
+def committed_meta(repo: "Repo", commit: str, path: str, section: str, key: str) -> str | None:
     """The Meta `key` of the hand-over as `commit` holds it (its first COMMITTED_CAP bytes), stripped of
     backticks; None when the commit has no such file, it is no hand-over, or it has no such line. A blob the
     repository lacks is an error (GateError), never "no such value"."""

@@ -9,8 +9,6 @@ Each harness's envelopes, budgets and caps are taken from its own documentation 
 CLI: docs/agents.md has them, harness by harness, with the sources.
 """
 
-from __future__ import annotations
-
 import os
 import select
 import sys
@@ -40,7 +38,7 @@ BLOCK_CAP = {"claude": 9}  # consecutive blocked stops after which the harness i
 class HookInput(NamedTuple):
     """What a harness passed on stdin (the fields this gate uses), and why it could not be read, if it could not."""
 
-    data: dict[str, Any]
+    data: "dict[str, Any]"
     problem: str | None = None
     given: bool = False  # some input arrived
 
@@ -88,7 +86,7 @@ class HookInput(NamedTuple):
         return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def read_stdin(stream: Any = None, limit: int = MAX_INPUT, seconds: float = INPUT_SECONDS) -> HookInput:
+def read_stdin(stream: "Any" = None, limit: int = MAX_INPUT, seconds: float = INPUT_SECONDS) -> HookInput:
     """The hook's JSON input, never blocking: a terminal, a closed or absent stdin and /dev/null give none."""
     stream = sys.stdin if stream is None else stream
     try:
@@ -179,7 +177,7 @@ def units(fmt: str, text: str) -> int:
     return len(text)
 
 
-def within(fmt: str, budget: int, fit: Callable[[int], str]) -> str:
+def within(fmt: str, budget: int, fit: "Callable[[int], str]") -> str:
     """`fit(limit)` (a text of at most `limit` characters) for the largest limit whose text is within `budget` in
     `fmt`'s units: each try lowers the limit by what the last one was over (each character counts 1 or 2 units)."""
     limit = budget
@@ -253,7 +251,7 @@ def allow_envelope(fmt: str, notice: str | None = None) -> str:
     raise ValueError(fmt)
 
 
-def schema(name: str) -> dict[str, Any]:
+def schema(name: str) -> "dict[str, Any]":
     """A shipped schema of a harness document (schemas/harness/NAME.schema.json), written from its documentation."""
     from gates.infra import schemas
 

@@ -5,8 +5,6 @@ docs/gates.md#without-the-framework-native-hooks; a folder other repositories sh
 `core.hooksPath`) is written only with `--global` (`shared_by_others`, `_allowed`; docs/security.md).
 """
 
-from __future__ import annotations
-
 import os
 import sys
 

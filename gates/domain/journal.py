@@ -5,8 +5,6 @@ fsynced; `journal.head` (written atomically) remembers the last sequence number 
 that entries cut from the end are detected as well as edited, removed or reordered ones.
 """
 
-from __future__ import annotations
-
 import os
 
 from gates.infra import clock, fsio, jsonio, state
@@ -40,13 +38,13 @@ def _paths(repo: Repo) -> tuple[state.Layout, str, str]:
     return lay, os.path.join(lay.root, "journal.jsonl"), os.path.join(lay.root, "journal.head")
 
 
-def entry_hash(entry: dict[str, Any]) -> str:
+def entry_hash(entry: "dict[str, Any]") -> str:
     body = {key: value for key, value in entry.items() if key != "hash"}
     canonical = jsonio.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def append(repo: Repo, action: str, details: dict[str, Any], now: datetime | None = None) -> dict[str, Any]:
+def append(repo: Repo, action: str, details: "dict[str, Any]", now: datetime | None = None) -> "dict[str, Any]":
     """Record one action. Safe with concurrent writers: the read of the last entry and the append are one step."""
     lay, path, head = _paths(repo)
     when = clock.utc_text(now or clock.now())
@@ -62,7 +60,7 @@ def append(repo: Repo, action: str, details: dict[str, Any], now: datetime | Non
     return entry
 
 
-def _append_locked(repo: Repo, path: str, action: str, details: dict[str, Any], when: str) -> dict[str, Any]:
+def _append_locked(repo: Repo, path: str, action: str, details: "dict[str, Any]", when: str) -> "dict[str, Any]":
     """One entry chained to the last, appended in one write; the caller holds the state folder's lock."""
     last, torn = _last_entry(repo)
     entry: dict[str, Any] = {
@@ -80,7 +78,7 @@ def _append_locked(repo: Repo, path: str, action: str, details: dict[str, Any], 
     return entry
 
 
-def _last_entry(repo: Repo) -> tuple[dict[str, Any] | None, bool]:
+def _last_entry(repo: Repo) -> "tuple[dict[str, Any] | None, bool]":
     """The last whole entry, and whether the file ends in a torn (unterminated) line."""
     tail, _ = read(repo, TAIL_BYTES)
     torn = bool(tail) and not tail.endswith(b"\n")
@@ -94,7 +92,7 @@ def _last_entry(repo: Repo) -> tuple[dict[str, Any] | None, bool]:
     return None, torn
 
 
-def parse_entry(line: str) -> dict[str, Any] | None:
+def parse_entry(line: str) -> "dict[str, Any] | None":
     """One line of the journal as an entry, or None when it is not a JSON object (an empty or torn line, damage)."""
     if not line.strip():
         return None  # the end of the last line: not parsed, as a failed parse loads `json`
@@ -136,7 +134,7 @@ class Verdict(NamedTuple):
     unfinished: list[int] | None = None  # lines of appends a crash cut short (never acknowledged, so not damage)
 
 
-def read_all(repo: Repo) -> tuple[list[tuple[int, dict[str, Any] | None, str]], dict[str, Any] | None]:
+def read_all(repo: Repo) -> "tuple[list[tuple[int, dict[str, Any] | None, str]], dict[str, Any] | None]":
     """Every line as (line number, entry or None, raw text), and the head record."""
     _, _, head = _paths(repo)
     rows: list[tuple[int, dict[str, Any] | None, str]] = []
@@ -157,8 +155,8 @@ def read_all(repo: Repo) -> tuple[list[tuple[int, dict[str, Any] | None, str]], 
     return rows, head_record
 
 
-def _unfinished(rows: list[tuple[int, dict[str, Any] | None, str]], at: int, seq: int, prev: str,
-                head: dict[str, Any] | None) -> bool:
+def _unfinished(rows: "list[tuple[int, dict[str, Any] | None, str]]", at: int, seq: int, prev: str,
+                head: "dict[str, Any] | None") -> bool:
     """Whether the non-entry line `rows[at]` is an append a crash cut short (its writer killed between pages, before
     `journal.head` named it: docs/flags-and-journal.md), not damage: it begins as the next entry would and is followed
     by nothing, the head still naming the entry before it, or by the retried entry, chained to the same one."""
@@ -196,7 +194,7 @@ def verify(repo: Repo) -> Verdict:
     return Verdict(True, seq, unfinished=unfinished)
 
 
-def repair(repo: Repo, now: datetime | None = None) -> tuple[str, dict[str, Any]] | None:
+def repair(repo: Repo, now: datetime | None = None) -> "tuple[str, dict[str, Any]] | None":
     """A broken journal moves, with its head, into lost+found; a new chain starts by naming it. None: intact."""
     verdict = verify(repo)
     if verdict.ok:

@@ -11,8 +11,6 @@ manifest (gates/commands/doctor.py), and only those old enough that no writer ca
 holds its temp file for the milliseconds of a write and an fsync).
 """
 
-from __future__ import annotations
-
 import os
 import time
 

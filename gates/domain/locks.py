@@ -5,8 +5,6 @@ A move never deletes and never overwrites: it pins the file, renames it into a f
 file it judged moved, and writes a manifest.
 """
 
-from __future__ import annotations
-
 import errno
 import os
 import stat
@@ -161,7 +159,7 @@ def _repo_roots(repo: Repo) -> tuple[list[str], list[str]]:
     return sorted(roots), doubts
 
 
-def _verdict(lock: Lock, found: Scan, locks: list[Lock]) -> None:
+def _verdict(lock: Lock, found: "Scan", locks: list[Lock]) -> None:
     evidence: dict[str, Any] = {"scan_complete": not found.doubts}
     lock.evidence = evidence
     holders = found.open_by.get(lock.ident, [])
@@ -185,7 +183,7 @@ def _verdict(lock: Lock, found: Scan, locks: list[Lock]) -> None:
         lock.verdict, lock.reason = STALE, "no holder: not open anywhere, no git process acting on the repository"
 
 
-def _companion(lock: Lock, locks: list[Lock]) -> dict[str, Any] | None:
+def _companion(lock: Lock, locks: list[Lock]) -> "dict[str, Any] | None":
     folder, name = os.path.split(lock.path)
     partner = os.path.join(folder, f"{name.removesuffix('.lock')}~pid.lock")
     if not any(other.path == partner for other in locks) and not os.path.exists(partner):

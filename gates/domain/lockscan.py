@@ -2,8 +2,6 @@
 gates/domain/locks.py, loaded only once this scan has found one.
 """
 
-from __future__ import annotations
-
 import os
 
 from gates.infra.errors import GateError
@@ -33,7 +31,7 @@ class Lock:
         self.mtime = 0.0
         self.ctime = 0.0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> "dict[str, Any]":
         return {"path": self.path, "shown": self.shown, "size": self.size, "age_seconds": round(self.age, 1),
                 "verdict": self.verdict, "reason": self.reason, "evidence": self.evidence}
 

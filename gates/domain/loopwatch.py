@@ -7,8 +7,6 @@ journal's last TAIL_BYTES. No git process (HEAD's recent line came with the disc
 the journal's lines are the gate's own, read with string methods.
 """
 
-from __future__ import annotations
-
 from gates.infra import clock, fsio
 from gates.infra.clock import datetime
 from gates.infra.errors import GateError
@@ -38,7 +36,7 @@ HARNESSES = (
 )
 
 
-def notice(repo: Repo, now: datetime, environ: Mapping[str, str]) -> tuple[str, str] | None:
+def notice(repo: Repo, now: datetime, environ: "Mapping[str, str]") -> tuple[str, str] | None:
     """(the harness file, the message) when an agent's commit comes with no session loop, else None."""
     for variable, value, agent, name, files, why in HARNESSES:
         given = environ.get(variable)

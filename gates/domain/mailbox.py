@@ -9,8 +9,6 @@ A closed pipe, a full disk or a SIGKILL at any moment leaves the package in the 
 output, or in the kept copy. A missing file is an empty mailbox.
 """
 
-from __future__ import annotations
-
 import os
 
 from gates.domain import handoff
@@ -51,10 +49,10 @@ class Taken(NamedTuple):
     shown: str
     copy: str  # the kept copy: never removed by the gate
     cleared: bool  # False: the file changed while the package was delivered, and was left as it is
-    journal_error: journal.NotJournalled | None
+    journal_error: "journal.NotJournalled | None"
 
 
-def take(repo: Repo, config: Config, now: datetime, deliver: Callable[[str], None]) -> Taken | None:
+def take(repo: Repo, config: Config, now: datetime, deliver: "Callable[[str], None]") -> Taken | None:
     """Keep a copy, `deliver` the package (it must raise when the output fails), then clear the file.
 
     None when the mailbox is empty. Takers are serialised by a lock of their own, so one package is

@@ -4,8 +4,6 @@ act, or may act, on a repository. From /proc where there is one; else from `lsof
 is a reason in `Scan.doubts`, and the caller then treats every lock as live.
 """
 
-from __future__ import annotations
-
 import os
 import stat
 import subprocess

@@ -1,7 +1,5 @@
 """What a push changes, as its hook is told: git's pre-push lines, pre-commit's PRE_COMMIT_* variables, or HEAD."""
 
-from __future__ import annotations
-
 from gates.infra.git import Repo
 from gates.infra.plain import NamedTuple
 
@@ -26,7 +24,7 @@ def _oid(text: str) -> bool:
     return len(text) in (40, 64) and not text.strip("0123456789abcdef")
 
 
-def updates(repo: Repo, stdin: TextIO | None, environ: Mapping[str, str]) -> list[Update]:
+def updates(repo: Repo, stdin: "TextIO | None", environ: "Mapping[str, str]") -> list[Update]:
     """What is being pushed: git's pre-push lines on stdin, pre-commit's PRE_COMMIT_FROM_REF/TO_REF, or HEAD."""
     found: list[Update] = []
     if stdin is not None:

@@ -6,8 +6,6 @@ superseded), date, and `superseded_by` / `supersedes`. Ids are made of a prefix,
 branches or concurrent writers.
 """
 
-from __future__ import annotations
-
 import os
 import stat
 import time
@@ -27,7 +25,7 @@ FINAL = ("closed", "superseded")
 
 
 class Record:
-    def __init__(self, shown: str, meta: dict[str, Any], lines: dict[tuple[object, ...], int] | list[list[Any]],
+    def __init__(self, shown: str, meta: "dict[str, Any]", lines: "dict[tuple[object, ...], int] | list[list[Any]]",
                  checked: list[tuple[int, str]] | None = None) -> None:
         self.shown = shown
         self.meta = meta
@@ -111,7 +109,7 @@ class Scan:
     """
 
     def __init__(self, repo: Repo, directory: str, relative: str, names: list[str], digests: list[str | None],
-                 unread: dict[int, tuple[int, str]], fresh: dict[str, Any], known: dict[str, Any] | None,
+                 unread: dict[int, tuple[int, str]], fresh: "dict[str, Any]", known: "dict[str, Any] | None",
                  schema_key: str) -> None:
         self.repo, self.directory, self.relative = repo, directory, relative
         self.names = names  # the record files listed, in order
@@ -194,7 +192,7 @@ def scan(repo: Repo, config: Config) -> Scan:
         os.close(dir_fd)
 
 
-def _scan_folder(repo: Repo, directory: str, relative: str, dir_fd: int, schema_key: str, cache: Any) -> Scan:
+def _scan_folder(repo: Repo, directory: str, relative: str, dir_fd: int, schema_key: str, cache: "Any") -> Scan:
     old = cache.get(repo, "records")
     # The listing is kept for one folder, by one schema: any other listing (or one of another shape) is none.
     if not isinstance(old, dict) or old.get("schema") != schema_key or old.get("folder") != directory \
@@ -262,7 +260,7 @@ def _key_of(schema_key: str, relative: str, names: list[str], digests: list[str 
                      repr(sorted(unread.items())).encode("utf-8", "surrogateescape"))
 
 
-def _known(repo: Repo, schema_key: str) -> dict[str, Any]:
+def _known(repo: Repo, schema_key: str) -> "dict[str, Any]":
     """The cached entries of parsed records, by content hash (none when they were made for another schema)."""
     from gates.infra import cache
 
@@ -300,7 +298,7 @@ def _read_entry(data: bytes | int, shown: str,
     return digest, None
 
 
-def _entry(data: bytes, shown: str) -> dict[str, Any]:
+def _entry(data: bytes, shown: str) -> "dict[str, Any]":
     try:
         record = parse(data, shown)
     except RecordError as exc:

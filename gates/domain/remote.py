@@ -7,8 +7,6 @@ whole design is docs/claims.md ("Claims beyond one clone"). Nothing here pushes 
 named, and nothing writes a ref of the user's repository.
 """
 
-from __future__ import annotations
-
 import os
 
 from gates.infra import clock, fsio, gitnet, jsonio, paths, state
@@ -109,7 +107,7 @@ class Seen(NamedTuple):
     schema: a one-line reason naming the remote ref and the field."""
 
     oid: str | None
-    record: dict[str, Any] | None
+    record: "dict[str, Any] | None"
     fence_oid: str | None
     fence: int
     problem: str | None = None
@@ -122,7 +120,7 @@ class Hidden(GateError):
         super().__init__(message, reason="remote-unreachable")
 
 
-def _decode(remote: Remote, ref: str, oid: str) -> tuple[dict[str, Any], str | None]:
+def _decode(remote: Remote, ref: str, oid: str) -> "tuple[dict[str, Any], str | None]":
     """(record, None), or (placeholder, why) when the record at `ref` is unreadable or breaks the schema."""
     # None is git's `missing` (or a record over the bound): a failed read is raised, never taken for it
     record, why = parse_record(gitnet.read_blobs(remote.work, [oid], RECORD, MAX_RECORD_BYTES)[oid])
@@ -132,7 +130,7 @@ def _decode(remote: Remote, ref: str, oid: str) -> tuple[dict[str, Any], str | N
     return record, None
 
 
-def parse_record(data: bytes | None) -> tuple[dict[str, Any] | None, str | None]:
+def parse_record(data: bytes | None) -> "tuple[dict[str, Any] | None, str | None]":
     """The one reader of a remote claim record: (record, None), or (None, why) naming the field and what is wrong.
 
     Only this function's own answer comes out, whatever the bytes (a property test holds it)."""
@@ -234,11 +232,11 @@ def lost_leases(remote: Remote) -> str:
             "after each read, or so the remote says): try again")
 
 
-def is_holder(record: dict[str, Any], who: Me) -> bool:
+def is_holder(record: "dict[str, Any]", who: Me) -> bool:
     return (record.get("clone"), record.get("worktree"), record.get("session")) == (who.clone, who.worktree, who.session)
 
 
-def liveness(record: dict[str, Any], now: datetime, who: Me | None = None) -> tuple[bool, str]:
+def liveness(record: "dict[str, Any]", now: datetime, who: Me | None = None) -> tuple[bool, str]:
     """(live, why). Only the TTL can end another clone's claim; doubt counts as live."""
     if record.get("problem"):
         return True, f"its record cannot be read ({record['problem']}): `gate release --force --reason TEXT` removes it"
@@ -253,7 +251,7 @@ def liveness(record: dict[str, Any], now: datetime, who: Me | None = None) -> tu
     return True, f"live until {clock.shown(record['expires'])}"
 
 
-def describe(record: dict[str, Any]) -> str:
+def describe(record: "dict[str, Any]") -> str:
     if record.get("problem"):
         return f"an unreadable record ({record['problem']})"
 
@@ -271,14 +269,14 @@ def describe(record: dict[str, Any]) -> str:
 
 class Outcome(NamedTuple):
     kind: str  # granted | renewed | taken-over | denied | released | broken | not-holder | none
-    record: dict[str, Any] | None = None
-    previous: dict[str, Any] | None = None
+    record: "dict[str, Any] | None" = None
+    previous: "dict[str, Any] | None" = None
     why: str = ""
     oid: str | None = None
 
 
 def _record(key: str, state_rel: str, who: Me, ttl: timedelta | None, note: str | None, now: datetime, fence: int,
-            token: str | None = None, since: str | None = None) -> dict[str, Any]:
+            token: str | None = None, since: str | None = None) -> "dict[str, Any]":
     return {
         "version": 1, "kind": "handoff-gate-claim", "key": key, "path": state_rel, "token": token or os.urandom(16).hex(),
         "clone": who.clone, "host": who.host, "worktree": who.worktree, "branch": who.branch,
@@ -288,7 +286,7 @@ def _record(key: str, state_rel: str, who: Me, ttl: timedelta | None, note: str 
     }
 
 
-def _commit(remote: Remote, record: dict[str, Any], now: datetime) -> str:
+def _commit(remote: Remote, record: "dict[str, Any]", now: datetime) -> str:
     try:
         body = (jsonio.dumps(record, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
     except UnicodeEncodeError:  # a worktree path or branch that is not UTF-8: no reader could take it
@@ -370,7 +368,7 @@ def unreadable(problem: str, what: str, reason: str) -> GateError:
                      "remote by hand)", code=VIOLATION, reason=reason)
 
 
-def list_claims(remote: Remote, now: datetime) -> list[dict[str, Any]]:
+def list_claims(remote: Remote, now: datetime) -> "list[dict[str, Any]]":
     refs = gitnet.ls_remote(remote.work, remote.url, [f"{CLAIMS}/*"])
     gitnet.fetch_objects(remote.work, remote.url, sorted(set(refs.values())))
     out = []
@@ -392,7 +390,7 @@ def _held_path(repo: Repo, key: str) -> str:
     return os.path.join(state.ensure_dir(lay, os.path.join(lay.root, "remote")), f"held-{key}.json")
 
 
-def remember(repo: Repo, key: str, remote_name: str, who: Me, record: dict[str, Any] | None, oid: str | None,
+def remember(repo: Repo, key: str, remote_name: str, who: Me, record: "dict[str, Any] | None", oid: str | None,
              unverified: bool = False) -> None:
     """Keep (or, with no record, forget) the remote claim this worktree holds."""
     path = _held_path(repo, key)
@@ -405,7 +403,7 @@ def remember(repo: Repo, key: str, remote_name: str, who: Me, record: dict[str, 
     state.write(repo, path, (jsonio.dumps(held, indent=2) + "\n").encode())
 
 
-def held(repo: Repo, state_rel: str) -> dict[str, Any] | None:
+def held(repo: Repo, state_rel: str) -> "dict[str, Any] | None":
     """The remote claim this worktree last took on `state_rel`, or None."""
     try:
         path = _held_path(repo, key_for(repo, state_rel))
@@ -418,7 +416,7 @@ def held(repo: Repo, state_rel: str) -> dict[str, Any] | None:
     return record
 
 
-def keep_in_lost_found(repo: Repo, record: dict[str, Any], oid: str | None, action: str, why: str, who: Me,
+def keep_in_lost_found(repo: Repo, record: "dict[str, Any]", oid: str | None, action: str, why: str, who: Me,
                        now: datetime) -> str:
     """A broken or taken-over remote record, kept with a manifest (the remote no longer has it)."""
     evidence = state.new_evidence_dir(state.layout(repo), now)

@@ -3,8 +3,6 @@
 machine: bounded, labelled by clone and host, sanitised, and information, not instructions.
 """
 
-from __future__ import annotations
-
 from gates.domain import claims, flags, remote
 from gates.infra import clock, gitnet, jsonio
 from gates.infra.clock import datetime
@@ -28,7 +26,7 @@ MAX_CLONES_SHOWN = 10  # the brief shows at most this many clones' flags, and st
 MAX_SHOWN_CHARS = 12_000  # any clone with push access could publish flags, so what they add to a session is capped
 
 
-def _payload(repo: Repo, clone: str, now: datetime) -> dict[str, Any]:
+def _payload(repo: Repo, clone: str, now: datetime) -> "dict[str, Any]":
     keep = ("id", "reason", "first_seen", "last_seen", "count", "worktree", "command")
     listed = [{**{k: r.get(k) for k in keep}, "message": str(r.get("message", ""))[:MAX_MESSAGE]}
               for r in flags.pending(repo)[-MAX_FLAGS:]]
@@ -54,7 +52,7 @@ def push(repo: Repo, config: Config, name: str, now: datetime) -> tuple[int, str
     raise GateError(f"{ref} was not pushed: {remote.lost_leases(target)}", reason="io-error")
 
 
-def others(repo: Repo, config: Config, name: str) -> tuple[list[dict[str, Any]], int]:
+def others(repo: Repo, config: Config, name: str) -> "tuple[list[dict[str, Any]], int]":
     """The open flags other clones published (each one's payload: clone, host, pushed, flags), read from at most
     MAX_CLONES_READ of their refs, and how many refs were left unread. The work is bounded whatever the remote
     holds: one ls-remote, one fetch of those commits, two cat-file processes for all of their blobs."""

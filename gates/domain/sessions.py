@@ -6,8 +6,6 @@ lists is text from the repository (a commit subject is whatever its author wrote
 and the list is labelled as facts, not instructions.
 """
 
-from __future__ import annotations
-
 from gates.domain import journal
 from gates.domain.ancestry import SHALLOW_ADVICE, Relation, relation
 from gates.infra.errors import GateError
@@ -32,7 +30,7 @@ KINDS = ("staged", "unstaged", "untracked")  # what Closure.counts() counts, in 
 _SHA = "0123456789abcdef"  # a commit id: 40 (SHA-1) to 64 (SHA-256) of these
 
 
-def tail_entries(repo: Repo) -> list[dict[str, Any]]:
+def tail_entries(repo: Repo) -> "list[dict[str, Any]]":
     """The journal's last entries (oldest first), read from at most TAIL_BYTES at its end (once per run)."""
     if "journal-tail" in repo.memo:
         cached: list[dict[str, Any]] = repo.memo["journal-tail"]
@@ -50,7 +48,7 @@ def tail_entries(repo: Repo) -> list[dict[str, Any]]:
     return entries
 
 
-def _session_of(entry: dict[str, Any]) -> str | None:
+def _session_of(entry: "dict[str, Any]") -> str | None:
     """The harness session id of a journal entry, or None when it is no session's (no id, a person's, a preview)."""
     details = entry["details"]
     session = details.get("session")
@@ -59,18 +57,18 @@ def _session_of(entry: dict[str, Any]) -> str | None:
     return session
 
 
-def meta(loaded: Loaded, config: Config, key: str) -> str | None:
+def meta(loaded: "Loaded", config: "Config", key: str) -> str | None:
     """The hand-over's Meta value `key` (None: no such line, or the file was over its cap and not read)."""
     entry = loaded.doc.meta_value(config.section("handoff")["meta_section"], key) if loaded.doc is not None else None
     return entry.value if entry else None
 
 
-def _first_brief(entries: list[dict[str, Any]], here: str, harness: object, session: str | None) -> int | None:
+def _first_brief(entries: "list[dict[str, Any]]", here: str, harness: object, session: str | None) -> int | None:
     return next((n for n, e in enumerate(entries) if e.get("worktree") == here and e.get("action") == "session-brief"
                  and e["details"].get("harness") == harness and _session_of(e) == session), None)
 
 
-def first_line(repo: Repo, current: str | None, work: Closure, head: str | None) -> str:
+def first_line(repo: Repo, current: str | None, work: "Closure", head: str | None) -> str:
     """The brief's first line: the newest session of this worktree other than `current` (from the journal's
     `session-brief` and `closeout`: only runs with a harness session id are sessions) and whether its work is closed
     out, worded from what was found."""
@@ -190,7 +188,7 @@ def _commits_since(repo: Repo, start: str | None) -> int | None:
     return int(count) if listed.returncode == 0 and count.isdigit() else None
 
 
-def own_line(harness: str, session: str, own: Own, work: Closure) -> str:
+def own_line(harness: str, session: str, own: Own, work: "Closure") -> str:
     """The first line of a later brief of a running session: what of the work (all of it: `work`) is its own."""
     begun = (f"This session: {excerpt(harness, 20)} session {excerpt(session, 80)}, begun {own.when} at "
              f"{(own.head or 'no commit')[:12]} (its first brief)")
@@ -263,7 +261,7 @@ class Closure(NamedTuple):
         """`current`, or every reason and doubt found."""
         return "; ".join(self.reasons() + self.doubts()) or "current"
 
-    def before(self, own: Own) -> Closure:
+    def before(self, own: Own) -> "Closure":
         """The work as the running session found it at its first brief: its own commits (and, when that brief saw a
         clean work tree, its uncommitted paths) are its own, not a last session's."""
         found = self.found
@@ -275,7 +273,7 @@ class Closure(NamedTuple):
         return Closure(self.ref, found, self.history_error, paths, self.status_error, mine)
 
 
-def closure(repo: Repo, config: Config, ref: str | None) -> Closure:
+def closure(repo: Repo, config: "Config", ref: str | None) -> Closure:
     """The one definition of a closed-out session, for the hand-over whose Meta ref is `ref`."""
     found, history = None, None
     if ref is not None:

@@ -5,8 +5,6 @@ NAME `decisions` lists the open records; `decisions-closed` the closed and super
 `decisions-all` every record.
 """
 
-from __future__ import annotations
-
 from gates.domain import handoff, records
 from gates.infra import fsio
 from gates.infra.config import Config
@@ -18,7 +16,7 @@ if TYPE_CHECKING:
     from typing import Callable
 
 _NAME = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-SELECT: dict[str, Callable[[records.Record], bool]] = {
+SELECT: "dict[str, Callable[[records.Record], bool]]" = {
     "decisions": lambda r: r.status == "open",
     "decisions-closed": lambda r: r.status in records.FINAL,
     "decisions-all": lambda r: True,

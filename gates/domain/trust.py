@@ -8,8 +8,6 @@ CONFIG_CAP bytes of a regular file, through a link only within its own folder ($
 variable), and nothing of it is shown but yes/no, a trust level and the names of the gate's own entries.
 """
 
-from __future__ import annotations
-
 import os
 
 from gates.domain import agents
@@ -27,7 +25,7 @@ NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI", "cop
 REVIEW = "start `codex` at the top of the work tree and trust the folder, then its hooks (/hooks: trust all)"
 
 
-def checks(repo: Repo, environ: Mapping[str, str], cwd: str) -> list[tuple[str, str]]:
+def checks(repo: Repo, environ: "Mapping[str, str]", cwd: str) -> list[tuple[str, str]]:
     """(status, message) for each harness whose project file here runs the gate's hooks."""
     top, here = os.path.realpath(repo.toplevel), os.path.realpath(cwd)
     below = os.path.relpath(here, top) if here != top and paths.within(here, top) else ""  # the folder below the top
@@ -58,7 +56,7 @@ GEMINI_HOW = ("trust it once in an interactive `gemini` at the top of the work t
 COPILOT_HOW = "start it with `--trust-folder`, accept its folder-trust prompt, or set COPILOT_ALLOW_ALL=true"
 
 
-def _by_variable(agent: str, environ: Mapping[str, str]) -> list[tuple[str, str]]:
+def _by_variable(agent: str, environ: "Mapping[str, str]") -> list[tuple[str, str]]:
     """What this environment decides, before any file (Gemini CLI 0.61.0: GEMINI_RESTRICTED_MODE=true or
     GEMINI_CLI_TRUST_WORKSPACE=false distrust every folder, =true trusts); [] when it decides nothing."""
     name, variable = NAMES[agent], BY_VARIABLE[agent]
@@ -73,7 +71,7 @@ def _by_variable(agent: str, environ: Mapping[str, str]) -> list[tuple[str, str]
     return []
 
 
-def _gemini(repo: Repo, environ: Mapping[str, str]) -> list[tuple[str, str]]:
+def _gemini(repo: Repo, environ: "Mapping[str, str]") -> list[tuple[str, str]]:
     """Gemini CLI 0.61.0, after the variables: `security.folderTrust.enabled: false` in the user's settings trusts
     every folder, else the longest rule of `trustedFolders.json` whose folder holds this one (TRUST_PARENT names a
     path whose parent is trusted); none is untrusted: a headless run exits 55."""
@@ -107,7 +105,7 @@ def _gemini(repo: Repo, environ: Mapping[str, str]) -> list[tuple[str, str]]:
                    f"exits 55) — {GEMINI_HOW}")]
 
 
-def _copilot(repo: Repo, environ: Mapping[str, str]) -> list[tuple[str, str]]:
+def _copilot(repo: Repo, environ: "Mapping[str, str]") -> list[tuple[str, str]]:
     """GitHub Copilot CLI 1.0.102, after the variable: the folder or one above it in the `trustedFolders` of
     `$COPILOT_HOME/config.json`; `--trust-folder` trusts it for one session. Untrusted, it runs no project hook."""
     name = NAMES["copilot"]
@@ -136,7 +134,7 @@ def _copilot(repo: Repo, environ: Mapping[str, str]) -> list[tuple[str, str]]:
 _COMMENT = Pattern(r'(?s)("(?:\\.|[^"\\])*"?)|//[^\n]*|/\*(?:.*?\*/|.*)')
 
 
-def _jsonc(data: bytes) -> Any:
+def _jsonc(data: bytes) -> "Any":
     """JSON with `//` and `/* */` comments (what Gemini CLI and Copilot CLI write and read), or None."""
     try:
         return jsonio.load_json(_COMMENT.sub(r"\1", data.decode("utf-8")))
@@ -144,7 +142,7 @@ def _jsonc(data: bytes) -> Any:
         return None
 
 
-def _codex(repo: Repo, environ: Mapping[str, str], positions: list[tuple[str, int, int]]) -> list[tuple[str, str]]:
+def _codex(repo: Repo, environ: "Mapping[str, str]", positions: list[tuple[str, int, int]]) -> list[tuple[str, str]]:
     config, shown, roots = _home_config(environ, "CODEX_HOME", ".codex", "config.toml")
     parsed = _config(config, roots, toml=True)
     if parsed is None:
@@ -173,7 +171,7 @@ def _codex(repo: Repo, environ: Mapping[str, str], positions: list[tuple[str, in
                             else "; after such a change, review them again (/hooks)"))]
 
 
-def _home_config(environ: Mapping[str, str], variable: str, folder: str, name: str) -> tuple[str, str, list[str]]:
+def _home_config(environ: "Mapping[str, str]", variable: str, folder: str, name: str) -> tuple[str, str, list[str]]:
     """(path, as shown, the folders a link may lead into) of a harness's config file `name` in `$variable`, else in
     ~/`folder`."""
     home = environ.get("HOME") or os.path.expanduser("~")
@@ -183,7 +181,7 @@ def _home_config(environ: Mapping[str, str], variable: str, folder: str, name: s
 
 
 def _config(path: str, roots: list[str], invalid: str = "is not a JSON object",
-            toml: bool = False) -> dict[str, Any] | str | None:
+            toml: bool = False) -> "dict[str, Any] | str | None":
     """The object in the user's config file at `path` (JSON with comments, or TOML), None when there is none, or why
     it is not read (a link out of every root, not a regular file, over CONFIG_CAP, unreadable; `invalid`: no object)."""
     if not os.path.lexists(path):
@@ -203,7 +201,7 @@ def _config(path: str, roots: list[str], invalid: str = "is not a JSON object",
     return parsed if isinstance(parsed, dict) else invalid
 
 
-def _toml(data: bytes) -> dict[str, Any] | str:
+def _toml(data: bytes) -> "dict[str, Any] | str":
     try:
         import tomllib
     except ImportError:  # Python 3.10
@@ -214,7 +212,7 @@ def _toml(data: bytes) -> dict[str, Any] | str:
         return "is not valid TOML (Codex cannot read it either)"
 
 
-def _folder_trust(parsed: dict[str, Any], tops: list[str]) -> str:
+def _folder_trust(parsed: "dict[str, Any]", tops: list[str]) -> str:
     """'trusted', or how the folder stands otherwise, as the doctor says it."""
     projects = parsed.get("projects")
     for top in tops:
@@ -225,7 +223,7 @@ def _folder_trust(parsed: dict[str, Any], tops: list[str]) -> str:
     return "not trusted"
 
 
-def _entry_trusted(parsed: dict[str, Any], tops: list[str], event: str, group: int, handler: int) -> bool:
+def _entry_trusted(parsed: "dict[str, Any]", tops: list[str], event: str, group: int, handler: int) -> bool:
     """Whether a trusted hash is recorded for our hook at (event, group, handler) of .codex/hooks.json. The event is
     matched whatever its spelling in the key (`SessionStart`, `session_start`)."""
     hooks = parsed.get("hooks")

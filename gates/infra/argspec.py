@@ -4,8 +4,6 @@ gates/cli.py hands a plain invocation to Spec and everything else to argparse; t
 holds the two to the same answers.
 """
 
-from __future__ import annotations
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -30,7 +28,7 @@ class Spec:
         self.epilog: str | None = None
         self.groups = 0
 
-    def add_argument(self, *names: str, _group: int = 0, **kwargs: Any) -> None:
+    def add_argument(self, *names: str, _group: int = 0, **kwargs: "Any") -> None:
         action, nargs = kwargs.get("action", "store"), kwargs.get("nargs")
         if action not in ("store", "store_true") or nargs not in (None, "*", "?") or kwargs.get("required"):
             self.plain = False
@@ -49,13 +47,13 @@ class Spec:
         for name in names:
             self.options[name] = (dest, kwargs, _group)
 
-    def add_mutually_exclusive_group(self, **kwargs: Any) -> Group:
+    def add_mutually_exclusive_group(self, **kwargs: "Any") -> "Group":
         if kwargs.get("required"):
             self.plain = False
         self.groups += 1
         return Group(self, self.groups)
 
-    def parse(self, argv: list[str]) -> dict[str, Any] | None:
+    def parse(self, argv: list[str]) -> "dict[str, Any] | None":
         values = dict(self.defaults)
         rest: list[str] = []
         state = "before"  # positionals: before their run, in it, after it (argparse takes one run)
@@ -109,5 +107,5 @@ class Group:
         self.spec = spec
         self.number = number
 
-    def add_argument(self, *names: str, **kwargs: Any) -> None:
+    def add_argument(self, *names: str, **kwargs: "Any") -> None:
         self.spec.add_argument(*names, _group=self.number, **kwargs)

@@ -17,8 +17,6 @@ a key file that is not the user's own 0600 file, or one inside the repository): 
 that is trusted unauthenticated.
 """
 
-from __future__ import annotations
-
 import os
 import stat
 import time
@@ -50,13 +48,13 @@ def key(*parts: bytes) -> str:
     return digest.hexdigest()
 
 
-def _feed(digest: Any, parts: tuple[bytes, ...]) -> None:
+def _feed(digest: "Any", parts: tuple[bytes, ...]) -> None:
     for part in parts:  # each one length-prefixed: no two lists of parts feed the same bytes
         digest.update(len(part).to_bytes(8, "big"))
         digest.update(part)
 
 
-def get(repo: Repo, name: str) -> Any:
+def get(repo: Repo, name: str) -> "Any":
     """The value kept under `name`, or None: none kept, unreadable, or not authenticated by this user's key for
     this clone (a forged or copied entry is never trusted)."""
     secret = _secret(repo)
@@ -154,8 +152,8 @@ def _read_key(folder: str, path: str) -> bytes:
     return bytes.fromhex(data[:-1].decode("ascii"))  # (not hex: a ValueError, UnicodeDecodeError included)
 
 
-def memo(repo: Repo, name: str, key: Callable[[], str | None], compute: Callable[[], Any],
-         valid: Callable[[Any], bool]) -> Any:
+def memo(repo: Repo, name: str, key: "Callable[[], str | None]", compute: "Callable[[], Any]",
+         valid: "Callable[[Any], bool]") -> "Any":
     """What `compute()` returns, kept under `name` with `key()`, a hash of everything it depends on: asked again
     with the same key, the value kept is given back (when `valid` accepts it) instead of computing it again.
     Only the last key is kept. A None key, or one that changed while computing (its input was seen to change),
@@ -171,7 +169,7 @@ def memo(repo: Repo, name: str, key: Callable[[], str | None], compute: Callable
     return value
 
 
-def put(repo: Repo, name: str, value: Any) -> None:
+def put(repo: Repo, name: str, value: "Any") -> None:
     try:
         data = jsonio.dumps(value, separators=(",", ":")).encode()
     except (TypeError, ValueError):

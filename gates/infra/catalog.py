@@ -5,8 +5,6 @@ hook manifest, the config schema's `gates` keys, the `gates:` block `gate init` 
 rendered from this table by gates/infra/surfaces.py: `python -I -m gates.infra.surfaces --write`.
 """
 
-from __future__ import annotations
-
 from gates.infra.plain import NamedTuple
 
 

@@ -5,8 +5,6 @@ times (`utc_text_fine`) so that a TTL is neither cut short nor stretched to whol
 message shows a time in the one form, to the second: `shown` turns a recorded time into it.
 """
 
-from __future__ import annotations
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime as datetime
@@ -25,16 +23,16 @@ DATE = "%Y-%m-%d"
 NAME_PATTERN = r"\d{8}T\d{6}Z"  # a regular expression matching what NAME writes, for the ids that start with it
 
 
-def now() -> datetime:
+def now() -> "datetime":
     return datetime.now(timezone.utc)
 
 
-def utc_text(when: datetime) -> str:
+def utc_text(when: "datetime") -> str:
     """`when` to the second, as `YYYY-MM-DDTHH:MM:SSZ`."""
     return when.strftime(TEXT)
 
 
-def utc_text_fine(when: datetime) -> str:
+def utc_text_fine(when: "datetime") -> str:
     """`when` with its fraction of a second when it has one (`…SS.ffffffZ`), else as `utc_text`."""
     return when.strftime(FINE if when.microsecond else TEXT)
 
@@ -46,22 +44,22 @@ def shown(recorded: object) -> str:
     return str(recorded) if when is None else utc_text(when.astimezone(timezone.utc))
 
 
-def name_text(when: datetime) -> str:
+def name_text(when: "datetime") -> str:
     """`when` to the second for a file name or an id, as `YYYYMMDDTHHMMSSZ`."""
     return when.strftime(NAME)
 
 
-def date_text(when: datetime) -> str:
+def date_text(when: "datetime") -> str:
     """The UTC day of `when`, as `YYYY-MM-DD` (a record's date, an archive block's heading)."""
     return when.strftime(DATE)
 
 
-def at(seconds: float) -> datetime:
+def at(seconds: float) -> "datetime":
     """A POSIX timestamp (an mtime) as a UTC time."""
     return datetime.fromtimestamp(seconds, timezone.utc)
 
 
-def parse_utc(text: object, *, zoned: bool = False) -> datetime | None:
+def parse_utc(text: object, *, zoned: bool = False) -> "datetime | None":
     """What `datetime.fromisoformat` reads, with `Z` read as `+00:00`; None when it is not a time.
 
     With `zoned`, a time that names no offset is None as well. Any value is accepted (it is read as

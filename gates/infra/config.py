@@ -5,8 +5,6 @@ keyed by its hash): the YAML reader and the validator are imported only on a mis
 `.gate.yaml` was seen before.
 """
 
-from __future__ import annotations
-
 import os
 
 from gates.infra import fsio, jsonio, paths, schemas
@@ -23,7 +21,7 @@ if TYPE_CHECKING:
 CONFIG_NAME = ".gate.yaml"
 MAX_CONFIG_BYTES = 1 << 20
 
-DEFAULTS: dict[str, Any] = {
+DEFAULTS: "dict[str, Any]" = {
     "version": 1,
     "handoff": {
         "path": "HANDOFF.md",
@@ -68,7 +66,7 @@ class Config(dict):  # type: ignore[type-arg]
     schema_named: str | None = None  # handoff.schema as written, a link not followed
     named_paths: tuple[str, ...] = ()  # the configured paths as written (PATH_KEYS) but the hand-over's, confined
 
-    def section(self, name: str) -> dict[str, Any]:
+    def section(self, name: str) -> "dict[str, Any]":
         value = self[name]
         assert isinstance(value, dict)
         return value
@@ -298,7 +296,7 @@ def _line_of(config: Config, where: tuple[object, ...]) -> int | None:
     return lines.get(where) or lines.get(where[:2]) or lines.get(where[:1])
 
 
-def _parse_and_validate(data: bytes, shown: str) -> tuple[dict[str, Any], dict[tuple[object, ...], int]]:
+def _parse_and_validate(data: bytes, shown: str) -> "tuple[dict[str, Any], dict[tuple[object, ...], int]]":
     from gates.infra import dataio, validation
 
     try:
@@ -319,7 +317,7 @@ def _parse_and_validate(data: bytes, shown: str) -> tuple[dict[str, Any], dict[t
     return parsed, lines
 
 
-def _overlay(base: dict[str, Any], extra: dict[str, Any]) -> None:
+def _overlay(base: "dict[str, Any]", extra: "dict[str, Any]") -> None:
     for key, value in extra.items():
         if isinstance(value, dict) and isinstance(base.get(key), dict):
             _overlay(base[key], value)

@@ -5,8 +5,6 @@ Whatever reaches stdout or stderr during a run passes `text.clean` here (Guarded
 raw, whatever it forgot to escape.
 """
 
-from __future__ import annotations
-
 import errno
 import os
 import sys
@@ -30,18 +28,18 @@ class CleanStream:
     """Stands in for sys.stderr during a run (and is the base of GuardedStdout): every write is `clean`ed, argparse's
     messages and a stray print included."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: "Any") -> None:
         self.stream = stream
 
     def write(self, text: str) -> int:
         self.stream.write(clean(text))
         return len(text)
 
-    def writelines(self, lines: Any) -> None:
+    def writelines(self, lines: "Any") -> None:
         for line in lines:
             self.write(line)
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> "Any":
         return getattr(self.stream, name)
 
 
@@ -52,7 +50,7 @@ class GuardedStdout(CleanStream):
     After the first failure, stdout is pointed at /dev/null so that nothing later (the interpreter's
     own flush at exit included) fails again; further writes raise, a flush does nothing."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: "Any") -> None:
         self.stream = stream  # None: started with fd 1 closed (Python's sys.stdout is then None)
         self.broken: StdoutError | None = None
 
@@ -80,12 +78,12 @@ class GuardedStdout(CleanStream):
         return self.broken
 
 
-def silence_stdout(stream: Any = None) -> None:
+def silence_stdout(stream: "Any" = None) -> None:
     """After a broken pipe or a full disk: point stdout at /dev/null so that the final flush cannot fail."""
     _silence(sys.__stdout__ if stream is None else stream)
 
 
-def _silence(stream: Any) -> None:
+def _silence(stream: "Any") -> None:
     try:
         fd = stream.fileno()
     except (AttributeError, OSError, ValueError):

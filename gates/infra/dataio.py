@@ -5,8 +5,6 @@ constructor ever runs: tags outside YAML's core schema, aliases, merge keys, dup
 NaN and deep nesting are refused with the line where they stand.
 """
 
-from __future__ import annotations
-
 from gates.infra.jsonio import DataError as DataError  # the one error of both readers: YAML's callers catch it here
 from gates.infra.jsonio import bounded
 from gates.infra.text import excerpt
@@ -22,7 +20,7 @@ _CORE = "tag:yaml.org,2002:"
 _SCALAR_TAGS = {f"{_CORE}{name}" for name in ("str", "int", "float", "bool", "null", "timestamp")}
 
 
-def load_yaml(text: str) -> tuple[Any, dict[Path_, int]]:
+def load_yaml(text: str) -> "tuple[Any, dict[Path_, int]]":
     """Plain data (dict, list, str, int, float, bool, None) and the line of every path in it.
 
     Built from the parser's events without recursion, so no depth of nesting can overflow.
@@ -46,7 +44,7 @@ def load_yaml(text: str) -> tuple[Any, dict[Path_, int]]:
 
 
 class _Frame:
-    def __init__(self, container: dict[str, Any] | list[Any], path: Path_) -> None:
+    def __init__(self, container: "dict[str, Any] | list[Any]", path: Path_) -> None:
         self.container = container
         self.path = path
         self.key: str | None = None
@@ -54,14 +52,14 @@ class _Frame:
 
 
 class _Builder:
-    def __init__(self, resolver: Any) -> None:
+    def __init__(self, resolver: "Any") -> None:
         self.resolver = resolver
         self.lines: dict[Path_, int] = {}
         self.stack: list[_Frame] = []
         self.root: Any = None
         self.documents = 0
 
-    def feed(self, event: Any) -> None:
+    def feed(self, event: "Any") -> None:
         from ruamel.yaml import events
         from ruamel.yaml.nodes import ScalarNode
 
@@ -89,7 +87,7 @@ class _Builder:
         elif isinstance(event, events.CollectionEndEvent):
             self.stack.pop()
 
-    def _add(self, value: Any, raw: str | None, tag: str, line: int) -> Path_:
+    def _add(self, value: "Any", raw: str | None, tag: str, line: int) -> Path_:
         if not self.stack:
             self.root = value
             self.lines[()] = line
@@ -120,7 +118,7 @@ def _tag_message(tag: str) -> str:
     return f"YAML tag {tag.replace(_CORE, '!!')} is not allowed: plain data only"
 
 
-def _scalar(kind: str, raw: str, line: int) -> Any:
+def _scalar(kind: str, raw: str, line: int) -> "Any":
     if kind == "null":
         return None
     if kind == "bool":

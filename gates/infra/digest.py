@@ -6,8 +6,6 @@ the interpreter's own SHA-256 module gives the same digest for a tenth of that. 
 renamed it `_sha2`; hashlib is the fallback where neither is built.
 """
 
-from __future__ import annotations
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from hashlib import _Hash as Hash
@@ -21,7 +19,7 @@ except ImportError:
         from hashlib import sha256 as _sha256  # type: ignore[assignment,no-redef,unused-ignore]
 
 
-def sha256(data: bytes = b"") -> Hash:
+def sha256(data: bytes = b"") -> "Hash":
     """A SHA-256 hash object, fed `data` (update() feeds it more)."""
     found: Hash = _sha256(data)
     return found

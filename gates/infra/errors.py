@@ -1,7 +1,5 @@
 """Exit codes and the one error type that expected failures raise."""
 
-from __future__ import annotations
-
 OK = 0
 VIOLATION = 1  # violations found, or a request denied
 USAGE = 2

@@ -1,7 +1,5 @@
 """The one finding type every gate returns, a check's result, and its text report."""
 
-from __future__ import annotations
-
 from gates.infra.plain import NamedTuple
 
 TYPE_CHECKING = False
@@ -27,7 +25,7 @@ class Finding(_Base):
 
     __slots__ = ()
 
-    def __new__(cls, path: str, line: int, gate: str, message: str, severity: str = ERROR) -> Finding:
+    def __new__(cls, path: str, line: int, gate: str, message: str, severity: str = ERROR) -> "Finding":
         from gates.infra.text import clean
 
         return super().__new__(cls, clean(path), line, gate, clean(message), severity)
@@ -101,7 +99,7 @@ def summary(result: CheckResult) -> str:
     return f"gate check: {verdict}: {', '.join(parts)} ({detail}; {gates} on {where})"
 
 
-def tally(values: Iterable[str]) -> dict[str, int]:
+def tally(values: "Iterable[str]") -> dict[str, int]:
     """How often each value occurs (collections.Counter's answer, without its import)."""
     counts: dict[str, int] = {}
     for value in values:

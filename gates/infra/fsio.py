@@ -9,8 +9,6 @@ A temp file's name is `.tmp-<target name, first 40 characters>-<12 lowercase hex
 `temp_name` makes it and `is_temp_name` recognises exactly that shape, nothing else.
 """
 
-from __future__ import annotations
-
 import errno
 import os
 import stat
@@ -56,7 +54,7 @@ def safe_flags(flags: int, *, nonblock: bool = True) -> int:
 _DIR_FLAGS = safe_flags(os.O_RDONLY | getattr(os, "O_DIRECTORY", 0), nonblock=False)
 
 
-def open_dir(directory: StrPath, *, create: bool = False, mode: int = 0o777) -> int:
+def open_dir(directory: "StrPath", *, create: bool = False, mode: int = 0o777) -> int:
     """A descriptor of the absolute, resolved `directory`, opened one component at a time following no symlink.
 
     A symlink anywhere on the way (one planted, or swapped in after the path was resolved) is refused
@@ -84,7 +82,7 @@ def open_dir(directory: StrPath, *, create: bool = False, mode: int = 0o777) -> 
     return fd
 
 
-def open_file(path: StrPath, flags: int, mode: int = 0o666) -> int:
+def open_file(path: "StrPath", flags: int, mode: int = 0o666) -> int:
     """os.open of `path` without following a symlink in any component (see open_dir)."""
     folder, name = os.path.split(os.path.abspath(path))
     dir_fd = open_dir(folder)
@@ -94,7 +92,7 @@ def open_file(path: StrPath, flags: int, mode: int = 0o666) -> int:
         os.close(dir_fd)
 
 
-def fsync_dir(directory: StrPath) -> None:
+def fsync_dir(directory: "StrPath") -> None:
     fd = open_dir(directory)
     try:
         os.fsync(fd)
@@ -102,7 +100,7 @@ def fsync_dir(directory: StrPath) -> None:
         os.close(fd)
 
 
-def listing(folder: StrPath, suffix: str) -> list[str]:
+def listing(folder: "StrPath", suffix: str) -> list[str]:
     """The paths of a folder's entries whose names end in `suffix`, sorted; a writer's temp files and other
     dot names left out, and none at all when the folder is missing."""
     try:
@@ -112,7 +110,9 @@ def listing(folder: StrPath, suffix: str) -> list[str]:
     return sorted(os.path.join(folder, name) for name in names if name.endswith(suffix) and not name.startswith("."))
 
 
-def move_aside(source: StrPath, target: StrPath, *, pinned: os.stat_result | None = None, sync: bool = True) -> OSError | bool:
+def move_aside(
+    source: "StrPath", target: "StrPath", *, pinned: os.stat_result | None = None, sync: bool = True
+) -> OSError | bool:
     """Rename `source` to `target` (a name in a folder of evidence), then fsync both folders: the move is durable.
 
     `os.rename` moves a symlink or a FIFO itself, never what it names. Returns the rename's OSError when
@@ -133,7 +133,7 @@ def move_aside(source: StrPath, target: StrPath, *, pinned: os.stat_result | Non
     return True
 
 
-def move_names_aside(source_dir: StrPath, names: list[str], target_dir: StrPath) -> list[str]:
+def move_names_aside(source_dir: "StrPath", names: list[str], target_dir: "StrPath") -> list[str]:
     """Move each of `names` from `source_dir` into `target_dir` (same name), then fsync both folders once.
 
     A name already gone (moved by someone else meanwhile) is skipped; any other error is raised.
@@ -192,7 +192,7 @@ def _discard(tmp: str | None, dir_fd: int) -> None:
             pass
 
 
-def write_atomic(path: StrPath, data: bytes, *, exclusive: bool = False, reason: str = "io-error",
+def write_atomic(path: "StrPath", data: bytes, *, exclusive: bool = False, reason: str = "io-error",
                  executable: bool = False, mode: int | None = None, parents: bool = False) -> bool:
     """Put `data` at `path` so that readers see the old or the new content, never a mix.
 
@@ -241,10 +241,10 @@ class Changed(GateError):
 # Test seam: called with (stage, path) at "read" (the file pinned, before the first comparison), "swap" (the new
 # content in its temp file, before the last comparison) and "rename" (after it, right before the rename). Empty in
 # production.
-RACE_HOOKS: list[Callable[[str, str], None]] = []
+RACE_HOOKS: "list[Callable[[str, str], None]]" = []
 
 
-def rewrite(path: StrPath, expected: bytes | None, data: bytes, *, shown: str, who: str, code: int = CANNOT_RUN,
+def rewrite(path: "StrPath", expected: bytes | None, data: bytes, *, shown: str, who: str, code: int = CANNOT_RUN,
             reason: str = "io-error", parents: bool = False, executable: bool = False) -> None:
     """Replace the file at `path`, which held `expected` when it was read (None: it did not exist), with `data`:
     a compare-and-swap. Every read-modify-write of a repository file goes through here.
@@ -307,7 +307,7 @@ def rewrite(path: StrPath, expected: bytes | None, data: bytes, *, shown: str, w
                 os.close(fd_)
 
 
-def _race(stage: str, path: StrPath) -> None:
+def _race(stage: str, path: "StrPath") -> None:
     for hook in RACE_HOOKS:
         hook(stage, os.fspath(path))
 
@@ -395,14 +395,14 @@ def _verify(dir_fd: int, name: str, data: bytes, *, prefix: bool = False) -> Non
         raise OSError(errno.EIO, "the file read back differs from what was written")
 
 
-def _io_error(step: str, path: StrPath, exc: OSError, reason: str) -> GateError:
+def _io_error(step: str, path: "StrPath", exc: OSError, reason: str) -> GateError:
     detail = exc.strerror or str(exc)
     if exc.errno in (errno.ELOOP, errno.ENOTDIR) and step in ("open folder", "open", "open for append", "open lock"):
         detail = "a symlink (or a file) where a folder should be on its path: refused, not followed"
     return GateError(f"cannot write {path} ({step}): {detail}", code=CANNOT_RUN, reason=reason)
 
 
-def append_line(path: StrPath, data: bytes, *, reason: str, mode: int | None = None) -> None:
+def append_line(path: "StrPath", data: bytes, *, reason: str, mode: int | None = None) -> None:
     """Append one record with a single O_APPEND write, then fsync: concurrent appenders never interleave."""
     try:  # a FIFO planted here is refused, never waited on
         fd = open_state_fd(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode if mode is not None else 0o666 & ~umask())
@@ -424,7 +424,7 @@ class locked:  # noqa: N801 - used as `with fsio.locked(folder):`
     flock is released by the kernel when its holder dies, so a crash never leaves it held.
     """
 
-    def __init__(self, directory: StrPath) -> None:
+    def __init__(self, directory: "StrPath") -> None:
         self.path = os.path.join(directory, ".lock")
         self.fd = -1
 
@@ -441,11 +441,11 @@ class locked:  # noqa: N801 - used as `with fsio.locked(folder):`
             os.close(self.fd)
             raise
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: "TracebackType | None") -> None:
         os.close(self.fd)
 
 
-def read_bytes_capped(path: StrPath, cap: int, shown: str, *, dir_fd: int | None = None) -> bytes | int:
+def read_bytes_capped(path: "StrPath", cap: int, shown: str, *, dir_fd: int | None = None) -> bytes | int:
     """The bytes of the regular file at `path`, or its size (an int) when it is larger than `cap`.
 
     Never blocks on a FIFO, never reads more than `cap` + 1 bytes, and never follows a symlink: `path`
@@ -483,7 +483,7 @@ _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat
           (stat.S_ISSOCK, "a socket"))
 
 
-def _not_regular(mode: int, path: StrPath) -> NotRegularFile:
+def _not_regular(mode: int, path: "StrPath") -> NotRegularFile:
     if stat.S_ISLNK(mode):
         return NotRegularFile(errno.ELOOP, "a symlink: not followed", os.fspath(path))
     if stat.S_ISDIR(mode):
@@ -492,7 +492,7 @@ def _not_regular(mode: int, path: StrPath) -> NotRegularFile:
     return NotRegularFile(errno.EINVAL, f"{what}, not a regular file", os.fspath(path))
 
 
-def read_regular(path: StrPath, cap: int, *, follow: bool = False) -> bytes:
+def read_regular(path: "StrPath", cap: int, *, follow: bool = False) -> bytes:
     """At most `cap` + 1 bytes of the regular file at `path` (more than `cap`: the caller knows it is larger), for
     readers that name every OSError themselves: a file of a git dir (a worktree's `gitdir`, a hook, `HEAD`), /proc.
 
@@ -529,7 +529,7 @@ def _read_up_to(fd: int, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_state_file(path: StrPath, cap: int) -> bytes | None:
+def read_state_file(path: "StrPath", cap: int) -> bytes | None:
     """A file the gate itself wrote under its state dir, or None when there is none.
 
     A symlink, a FIFO, a device, a hard-linked file or an oversized file there was planted, not
@@ -593,7 +593,7 @@ def split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def open_state_fd(path: StrPath, flags: int, mode: int = 0o666) -> int:
+def open_state_fd(path: "StrPath", flags: int, mode: int = 0o666) -> int:
     """Open a file the gate keeps under its state dir, never blocking on what was planted there (see safe_flags).
 
     The opened file must be a regular file with one name: anything else (a FIFO, a device, a symlink, a hard

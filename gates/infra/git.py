@@ -29,8 +29,6 @@ that starts them. tests/test_no_programs.py holds all of this against a hostile 
 GIT_OPTIONAL_LOCKS=0 keeps a read from taking git's locks.
 """
 
-from __future__ import annotations
-
 import _signal  # type: ignore[import-not-found,unused-ignore]  # signal itself builds enums at import
 import os
 
@@ -144,7 +142,7 @@ PROGRAM_ENV_VARS = (
 )
 
 
-def _env(base: Mapping[str, str], pinned: bool) -> dict[str, str]:
+def _env(base: "Mapping[str, str]", pinned: bool) -> dict[str, str]:
     env = {k: v for k, v in base.items()
            if not (pinned and k in REPO_ENV_VARS) and k not in PROGRAM_ENV_VARS}
     env["GIT_OPTIONAL_LOCKS"] = "0"
@@ -204,7 +202,7 @@ def _keep_inherited_descriptors() -> None:
     _OURS_ONLY.append(True)
 
 
-def _run(args: list[str], cwd: str, env: Mapping[str, str], stdin: bytes | None = None) -> Raw:
+def _run(args: list[str], cwd: str, env: "Mapping[str, str]", stdin: bytes | None = None) -> Raw:
     """git with `args` in `cwd`, given `stdin` (else nothing), both outputs captured: os.posix_spawn, not subprocess.
 
     A call on every commit: subprocess with its threading, signal and selectors imports costs more
@@ -225,7 +223,7 @@ def own_processes() -> frozenset[int]:
 class _Running:
     """A git process started and not yet waited for: `wait()` feeds it, reads it to its end and reaps it."""
 
-    def __init__(self, args: list[str], cwd: str, env: Mapping[str, str], stdin: bytes | None = None) -> None:
+    def __init__(self, args: list[str], cwd: str, env: "Mapping[str, str]", stdin: bytes | None = None) -> None:
         self.cwd, self.stdin = cwd, stdin
         self.argv, self.pid, self.out_r, self.err_r, self.feed = _spawn(args, cwd, env, stdin)
         _CHILDREN.add(self.pid)
@@ -264,7 +262,7 @@ class _Running:
         return code
 
 
-def _spawn(args: list[str], cwd: str, env: Mapping[str, str],
+def _spawn(args: list[str], cwd: str, env: "Mapping[str, str]",
            stdin: bytes | None) -> tuple[list[str], int, int, int, int | None]:
     """(argv, pid, stdout's read end, stderr's read end, stdin's write end or None) of a git just started."""
     argv = [git_program(), "-C", cwd, *_SAFE_ARGS, *args]
@@ -343,7 +341,7 @@ class Repo:
     """A discovered work tree: where its files and its git dirs are, and its HEAD."""
 
     def __init__(self, toplevel: str, git_dir: str, common_dir: str, head: str | None,
-                 env: Mapping[str, str], recent: list[str] | None = None) -> None:
+                 env: "Mapping[str, str]", recent: list[str] | None = None) -> None:
         self.toplevel = toplevel
         self.git_dir = git_dir
         self.common_dir = common_dir
@@ -436,7 +434,7 @@ class Repo:
             out.append((code, path))
         return out
 
-    def _status_env(self) -> Mapping[str, str]:
+    def _status_env(self) -> "Mapping[str, str]":
         """The environment of `git status`: the repository's own filters switched off (see status)."""
         if "status_env" not in self.memo:
             listed = self.git(*FILTER_ARGS)
@@ -715,7 +713,7 @@ class Repo:
             out.append((parts[0], parts[1] if len(parts) > 1 else None, subject))
         return out
 
-    def history(self) -> History:
+    def history(self) -> "History":
         return History(self)
 
     def path(self, relative: str) -> str:
@@ -775,7 +773,7 @@ PLAIN_DISCOVER_ARGS = (*_WHERE_ARGS, "--verify", "--quiet", "HEAD")
 
 
 def _discovery(cwd: str | os.PathLike[str] | None,
-               environ: Mapping[str, str] | None) -> tuple[str, dict[str, str], str | None]:
+               environ: "Mapping[str, str] | None") -> tuple[str, dict[str, str], str | None]:
     """(the folder git is asked from, git's environment, GATE_ROOT or None) of a discovery."""
     environ = os.environ if environ is None else environ
     pinned_root = environ.get("GATE_ROOT")
@@ -820,7 +818,7 @@ class Early:
             running.abandon()
 
 
-def discover(cwd: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None,
+def discover(cwd: str | os.PathLike[str] | None = None, environ: "Mapping[str, str] | None" = None,
              early: Early | None = None) -> Repo:
     """Find the repository the way git does; GATE_ROOT pins it and drops inherited GIT_* pointers.
     `early`: the same call started before, read if it was asked from the same folder and environment."""

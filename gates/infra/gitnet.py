@@ -7,8 +7,6 @@ repositories and the scratch repository"). The local half, and the rules every c
 gates/infra/git.py; nothing else runs git.
 """
 
-from __future__ import annotations
-
 import os
 
 from gates.infra import fsio
@@ -63,7 +61,7 @@ class Unwritten(Unreachable):
 class Scratch:
     """The private bare repository where every network call runs and every pushed object is made."""
 
-    def __init__(self, git_dir: str, base_env: Mapping[str, str], timeout: float) -> None:
+    def __init__(self, git_dir: str, base_env: "Mapping[str, str]", timeout: float) -> None:
         self.git_dir = git_dir
         self.timeout = timeout
         dropped = ("GIT_EXEC_PATH_OVERRIDE", "GIT_TRACE", "GIT_TRACE_PACKET")
@@ -74,16 +72,16 @@ class Scratch:
                          "GIT_TERMINAL_PROMPT": "0", "GIT_PROTOCOL_FROM_USER": "0", **GATE_IDENTITY})
 
     def local(self, *args: str, stdin: bytes | None = None,
-              env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+              env: "Mapping[str, str] | None" = None) -> "subprocess.CompletedProcess[bytes]":
         """A local call in the scratch repository (objects, private refs); `env` is added to its environment."""
         return self._call(args, stdin, max(self.timeout, 10.0), False, {**self.env, **(env or {})})
 
-    def network(self, *args: str) -> subprocess.CompletedProcess[bytes]:
+    def network(self, *args: str) -> "subprocess.CompletedProcess[bytes]":
         """A call that talks to a remote, bounded in time; a timeout raises Unreachable."""
         return self._call(args, None, self.timeout, True, self.env)
 
     def _call(self, args: tuple[str, ...], stdin: bytes | None, timeout: float, network: bool,
-              env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+              env: dict[str, str]) -> "subprocess.CompletedProcess[bytes]":
         if _SIGNALLED:  # a signal ended the network work: nothing new starts while the run unwinds
             raise KeyboardInterrupt
         argv = [git_program(), "--no-pager", *_NETWORK_ARGS, *args]
@@ -97,7 +95,7 @@ class Scratch:
 
 
 def _guarded(argv: list[str], cwd: str, env: dict[str, str], stdin: bytes | None,
-             timeout: float) -> subprocess.CompletedProcess[bytes]:
+             timeout: float) -> "subprocess.CompletedProcess[bytes]":
     """Run a git that works in a scratch folder, known to the signal handler from its start to its end: a signal
     kills it (its whole group) before its folder is removed, so it cannot write there again. A timeout kills it
     and raises TimeoutError."""
@@ -121,7 +119,7 @@ def _guarded(argv: list[str], cwd: str, env: dict[str, str], stdin: bytes | None
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
-_LIVE: set[Any] = set()  # the network git processes running now, each the leader of its own process group
+_LIVE: "set[Any]" = set()  # the network git processes running now, each the leader of its own process group
 _FOLDERS: list[str] = []  # the scratch folders this process made
 _SIGNALLED: list[int] = []  # the signal that ended this run's network work
 
@@ -131,7 +129,7 @@ class _Held:
     handler then runs: what the handler must clean up (a git started, a scratch folder made) is registered before
     it can run. `mask` is the signal mask from before."""
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> "Any":
         import signal
 
         self.mask = signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGTERM, signal.SIGHUP, signal.SIGINT))
@@ -143,7 +141,7 @@ class _Held:
         signal.pthread_sigmask(signal.SIG_SETMASK, self.mask)
 
 
-def _child_setup(mask: Any) -> Any:
+def _child_setup(mask: "Any") -> "Any":
     """The pre-exec step of a network git: the signal mask its parent had before it blocked the guarded signals
     for the start (git must get them as usual), and, on Linux, the kernel's promise to kill the child when this
     process dies, even by SIGKILL (PR_SET_PDEATHSIG). The child runs in its own session (so a timeout can kill its
@@ -203,7 +201,7 @@ def cleanup() -> None:
     _SCRATCH.clear()
 
 
-def _kill_group(proc: subprocess.Popen[bytes], reap: bool = True) -> None:
+def _kill_group(proc: "subprocess.Popen[bytes]", reap: bool = True) -> None:
     import signal
 
     try:
@@ -276,7 +274,7 @@ def remote_url(repo: Repo, name: str) -> str:
     return url
 
 
-def _rewritten(proc: Any, name: str) -> tuple[str | None, list[str]]:
+def _rewritten(proc: "Any", name: str) -> tuple[str | None, list[str]]:
     """(the fetch URL, the push URLs) of remote `name` in a `git remote -v` listing."""
     if proc.returncode != 0:
         stderr = proc.stderr if isinstance(proc.stderr, bytes) else proc.stderr.encode("utf-8", "surrogateescape")
@@ -519,7 +517,7 @@ def make_commit(work: Scratch, files: dict[str, bytes], message: str, when: int,
     return _made(work, "commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-", stdin=message.encode(), env=dated)
 
 
-def _made(work: Scratch, *args: str, stdin: bytes, env: Mapping[str, str] | None = None) -> str:
+def _made(work: Scratch, *args: str, stdin: bytes, env: "Mapping[str, str] | None" = None) -> str:
     """The object id `git args` printed in the scratch repository; its failure is raised."""
     proc = work.local(*args, stdin=stdin, env=env)
     if proc.returncode != 0:
@@ -567,7 +565,7 @@ def read_blobs(work: Scratch, commits: list[str], name: str, limit: int) -> dict
     return out
 
 
-def _answered(proc: subprocess.CompletedProcess[bytes]) -> subprocess.CompletedProcess[bytes]:
+def _answered(proc: "subprocess.CompletedProcess[bytes]") -> "subprocess.CompletedProcess[bytes]":
     """A scratch repository's `cat-file --batch` that answered: a failed one is raised, never read as "missing"."""
     if proc.returncode != 0:
         raise failed([str(arg) for arg in proc.args][1:], proc.returncode, proc.stderr)  # (past git's own path)

@@ -12,8 +12,6 @@ exact result or error.
 input): duplicate keys, NaN, Infinity and numbers beyond 2**63 are refused as a DataError, in our own words.
 """
 
-from __future__ import annotations
-
 from gates.infra.plain import Namespace
 
 TYPE_CHECKING = False
@@ -34,9 +32,9 @@ def _constant(name: str) -> float:
     return {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}[name]
 
 
-def loads(text: str, *, object_pairs_hook: Callable[..., Any] | None = None,
-          parse_float: Callable[[str], Any] = float, parse_int: Callable[[str], Any] = int,
-          parse_constant: Callable[[str], Any] = _constant) -> Any:
+def loads(text: str, *, object_pairs_hook: "Callable[..., Any] | None" = None,
+          parse_float: "Callable[[str], Any]" = float, parse_int: "Callable[[str], Any]" = int,
+          parse_constant: "Callable[[str], Any]" = _constant) -> "Any":
     """`json.loads(text, ...)` for a str, with the same hooks; errors are `json`'s own."""
     if ACCELERATED:
         start = len(text) - len(text.lstrip(_SPACE))
@@ -57,11 +55,11 @@ def loads(text: str, *, object_pairs_hook: Callable[..., Any] | None = None,
                       parse_constant=parse_constant)
 
 
-def _unencodable(value: object) -> Any:
+def _unencodable(value: object) -> "Any":
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-def dumps(value: Any, *, indent: int | str | None = None, sort_keys: bool = False, ensure_ascii: bool = True,
+def dumps(value: "Any", *, indent: int | str | None = None, sort_keys: bool = False, ensure_ascii: bool = True,
           separators: tuple[str, str] | None = None) -> str:
     """`json.dumps(value, ...)`: the C encoder for a document on one line (what a passing commit writes: its caches);
     an indented one (flags, manifests, claim records, printed documents: failure and print paths) is `json`'s."""
@@ -97,11 +95,11 @@ def bounded(value: int, line: int = 0) -> int:
 INVALID_JSON = "invalid JSON: a comma, colon, quote or bracket is missing or out of place"
 
 
-def load_json(text: str) -> Any:
+def load_json(text: str) -> "Any":
     """JSON with duplicate keys, NaN and Infinity refused, and deep nesting a parse error."""
     from gates.infra.text import excerpt
 
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    def pairs(items: "list[tuple[str, Any]]") -> "dict[str, Any]":
         result: dict[str, Any] = {}
         for key, value in items:
             if key in result:
@@ -109,7 +107,7 @@ def load_json(text: str) -> Any:
             result[key] = value
         return result
 
-    def constant(name: str) -> Any:
+    def constant(name: str) -> "Any":
         raise DataError(f"{name} is not allowed: numbers must be finite")
 
     def number(raw: str) -> float:

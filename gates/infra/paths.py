@@ -8,8 +8,6 @@ the top). Only then is it read or written, and the writers open the resolved pat
 following a link in any component (fsio), so a link swapped in afterwards is not followed either.
 """
 
-from __future__ import annotations
-
 import os
 
 from gates.infra.errors import CANNOT_RUN, GateError
@@ -55,14 +53,14 @@ def real_from(path: str, given: str, real: str) -> str:
     return at
 
 
-def nested(repo: Repo, relative: str) -> bool:
+def nested(repo: "Repo", relative: str) -> bool:
     """Whether a folder on the way to `relative` (repository-relative, `/`-separated) holds a `.git`: a submodule's or
     another repository's work tree, whose files this index does not hold."""
     parts = relative.split("/")[:-1]
     return any(os.path.lexists(os.path.join(repo.toplevel, *parts[:n], ".git")) for n in range(1, len(parts) + 1))
 
 
-def git_dirs(repo: Repo) -> list[str]:
+def git_dirs(repo: "Repo") -> list[str]:
     """Every git directory this run knows of: the git dir, the common dir, and where GIT_DIR leads."""
     found = [str(repo.git_dir), str(repo.common_dir)]
     pointed = repo.env.get("GIT_DIR")
@@ -71,7 +69,7 @@ def git_dirs(repo: Repo) -> list[str]:
     return found
 
 
-def resolve(repo: Repo, path: Path | str) -> tuple[str, str | None]:
+def resolve(repo: "Repo", path: "Path | str") -> tuple[str, str | None]:
     """(the real path, why it is no place for the gate's files or None) for `path`, through every symlink it crosses."""
     top = repo.toplevel
     real = real_from(os.fspath(path), top, top)  # the top is real: it was resolved
@@ -86,7 +84,7 @@ def resolve(repo: Repo, path: Path | str) -> tuple[str, str | None]:
     return real, None
 
 
-def canonical(repo: Repo, relative: str) -> tuple[str, str | None]:
+def canonical(repo: "Repo", relative: str) -> tuple[str, str | None]:
     """A configured path as the repository-relative POSIX path it really names, or why it names none."""
     if not relative or relative.startswith("/"):
         return relative, "must be a path relative to the top of the work tree"
@@ -96,7 +94,7 @@ def canonical(repo: Repo, relative: str) -> tuple[str, str | None]:
     return below(real, repo.toplevel).replace(os.sep, "/"), None
 
 
-def confined(repo: Repo, path: Path | str, shown: str, *, reason: str = "input-unreadable") -> str:
+def confined(repo: "Repo", path: "Path | str", shown: str, *, reason: str = "input-unreadable") -> str:
     """The real path of a file the gate is about to read or write, refused when it leads out of bounds.
 
     Nothing of a refused file is read: the message names the path as given and why, never content.

@@ -11,8 +11,6 @@ tests/infra/test_plain.py fails on a use of it in gates/ (the type checker sees 
 would not).
 """
 
-from __future__ import annotations
-
 import sys
 
 TYPE_CHECKING = False

@@ -4,8 +4,6 @@ Every renderer's output is `text.clean`ed (a JSON or SARIF document string by st
 encoded), so no finding, path or error can carry a raw control, bidi or tag character to a CI log.
 """
 
-from __future__ import annotations
-
 from gates import __version__
 from gates.infra import jsonio
 from gates.infra.errors import GateError
@@ -65,7 +63,7 @@ ENVIRONMENT_HELP = ("A state dir that commands which write would refuse (a symli
                     "`gate doctor --fix` moves temp files to lost+found.")
 
 
-def _rule(gate_id: str, describe: Callable[[str], str]) -> dict[str, object]:
+def _rule(gate_id: str, describe: "Callable[[str], str]") -> dict[str, object]:
     from gates.infra.catalog import CATALOG
 
     if gate_id == ENVIRONMENT:
@@ -100,7 +98,7 @@ def _uri(path: str) -> dict[str, str]:
 
 
 def sarif(result: CheckResult | None, exit_code: int, error: GateError | None = None,
-          describe: Callable[[str], str] = lambda gate_id: "") -> str:
+          describe: "Callable[[str], str]" = lambda gate_id: "") -> str:
     """SARIF 2.1.0: one rule per gate, one result per finding; `describe` gives a gate's full description."""
     gates = _gate_ids(result)
     index = {gate_id: i for i, gate_id in enumerate(gates)}
@@ -156,7 +154,7 @@ def junit(result: CheckResult | None, error: GateError | None = None) -> str:
 
 # The renderers by name, as `gate check --format NAME` chooses one: (result, exit code, error, describe) -> text.
 # A new format is one function above and one line here; --format's choices are this table's keys.
-RENDERERS: dict[str, Callable[[CheckResult | None, int, GateError | None, Callable[[str], str]], str]] = {
+RENDERERS: "dict[str, Callable[[CheckResult | None, int, GateError | None, Callable[[str], str]], str]]" = {
     "text": lambda result, code, error, describe: text(result),
     "json": lambda result, code, error, describe: as_json(result, code, error),
     "github": lambda result, code, error, describe: github(result, error),

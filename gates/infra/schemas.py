@@ -4,8 +4,6 @@ Applying a schema is gates/infra/validation.py: a check whose inputs are cached 
 `.gate.yaml`, an unchanged records folder) never imports it.
 """
 
-from __future__ import annotations
-
 import os
 
 from gates.infra import jsonio
@@ -31,7 +29,7 @@ def schema_path(name: str) -> str:
 
 
 _READ: dict[str, bytes] = {}
-_LOADED: dict[str, dict[str, Any]] = {}
+_LOADED: "dict[str, dict[str, Any]]" = {}
 
 
 def schema_bytes(name: str) -> bytes:
@@ -50,7 +48,7 @@ def identity(name: str) -> bytes:
     return f"{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}".encode()
 
 
-def load(name: str) -> dict[str, Any]:
+def load(name: str) -> "dict[str, Any]":
     if name not in _LOADED:
         _LOADED[name] = jsonio.loads(schema_bytes(name).decode("utf-8"))
     return _LOADED[name]

@@ -4,8 +4,6 @@ Every worktree of a clone shares this directory; it lives inside git's own direc
 is never committed.
 """
 
-from __future__ import annotations
-
 import os
 import stat
 

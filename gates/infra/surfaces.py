@@ -6,8 +6,6 @@ while a committed surface is not its rendering; `python -I -m gates.infra.surfac
 repository this module sits in. Never imported by `gate check`.
 """
 
-from __future__ import annotations
-
 import json
 import sys
 from collections.abc import Callable

@@ -22,8 +22,6 @@ ASCII control is known by its code; `unicodedata` is imported only when a non-AS
 is not printable is met, and each code point is judged once.
 """
 
-from __future__ import annotations
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
@@ -115,20 +113,20 @@ class Pattern:
         self.source = source
         self._compiled: re.Pattern[str] | None = None
 
-    def _pattern(self) -> re.Pattern[str]:
+    def _pattern(self) -> "re.Pattern[str]":
         if self._compiled is None:
             import re
 
             self._compiled = re.compile(self.source)
         return self._compiled
 
-    def match(self, text: str) -> re.Match[str] | None:
+    def match(self, text: str) -> "re.Match[str] | None":
         return self._pattern().match(text)
 
-    def fullmatch(self, text: str) -> re.Match[str] | None:
+    def fullmatch(self, text: str) -> "re.Match[str] | None":
         return self._pattern().fullmatch(text)
 
-    def search(self, text: str) -> re.Match[str] | None:
+    def search(self, text: str) -> "re.Match[str] | None":
         return self._pattern().search(text)
 
     def sub(self, replacement: str, text: str) -> str:

@@ -5,8 +5,6 @@ ships are gates/infra/schemas.py's. A schema the repository commits (`handoff.sc
 and applied by `bounded` in a child interpreter with a time and a memory bound (docs/security.md).
 """
 
-from __future__ import annotations
-
 import os
 
 from gates.infra import jsonio
@@ -26,7 +24,7 @@ class Unusable(Exception):
         self.message = message
 
 
-def _validator(schema: dict[str, Any]) -> Any:
+def _validator(schema: "dict[str, Any]") -> "Any":
     """The one way a validator is made: for `schema`'s draft, checking formats, with a registry of its own that
     retrieves nothing, so a `$ref` resolves only inside `schema` or to the metaschemas jsonschema ships: its default
     registry would open any URI a committed schema names (docs/security.md)."""
@@ -42,7 +40,7 @@ def _validator(schema: dict[str, Any]) -> Any:
     return cls(schema, format_checker=cls.FORMAT_CHECKER, registry=Registry())
 
 
-def check_schema(schema: dict[str, Any]) -> str | None:
+def check_schema(schema: "dict[str, Any]") -> str | None:
     """None when `schema` is a valid JSON Schema whose every reference resolves without retrieving anything, else
     why not (a short, sanitised excerpt that quotes no referenced document)."""
     try:
@@ -58,7 +56,7 @@ def check_schema(schema: dict[str, Any]) -> str | None:
     return None
 
 
-def _follow(validator: Any, schema: dict[str, Any]) -> None:
+def _follow(validator: "Any", schema: "dict[str, Any]") -> None:
     """Resolve every `$ref`, `$dynamicRef` and `$recursiveRef` of `schema` now, whether or not a document reaches
     it: a reference that cannot be followed is refused up front, the same on every input."""
     import referencing.jsonschema
@@ -110,7 +108,7 @@ _CHILD = ("import sys, json; sys.path[:] = json.loads(sys.argv[1]); from gates.i
           "sys.stdout.buffer.write(serve(sys.stdin.buffer.read()))")
 
 
-def bounded(schema: dict[str, Any], instance: Any, lines: dict[tuple[object, ...], int],
+def bounded(schema: "dict[str, Any]", instance: "Any", lines: dict[tuple[object, ...], int],
             seconds: float | None = None) -> list[tuple[int, str]]:
     """`check_schema` and then `validate` for a schema the repository commits, in a child interpreter (`-I -S`,
     run in `/`, importing only from this process's absolute sys.path) that is killed after `seconds` (the user's
@@ -176,11 +174,11 @@ def serve(request: bytes) -> bytes:
     return jsonio.dumps(answer).encode()
 
 
-def _short(error: Any) -> str:
+def _short(error: "Any") -> str:
     return excerpt(str(error.message), 160)
 
 
-def validate(schema: dict[str, Any], instance: Any, lines: dict[tuple[object, ...], int]) -> list[tuple[int, str]]:
+def validate(schema: "dict[str, Any]", instance: "Any", lines: dict[tuple[object, ...], int]) -> list[tuple[int, str]]:
     """Every way `instance` breaks `schema`, as (line, message), in line order. A schema that cannot be used (a
     reference that does not resolve, one that loops) raises Unusable."""
     from referencing.exceptions import Unresolvable
@@ -196,7 +194,7 @@ def validate(schema: dict[str, Any], instance: Any, lines: dict[tuple[object, ..
     return sorted(set(problems))
 
 
-def _describe(error: Any, lines: dict[tuple[object, ...], int]) -> Iterable[tuple[int, str]]:
+def _describe(error: "Any", lines: dict[tuple[object, ...], int]) -> "Iterable[tuple[int, str]]":
     if error.validator in ("oneOf", "anyOf") and error.context:
         # "not valid under any of the given schemas" helps nobody: say what the closest branch wanted.
         specific = [e for e in error.context if e.validator != "type"] or list(error.context)
