@@ -52,5 +52,8 @@ def check_claim_gate(tree: Path, now: datetime | None = None) -> list[tuple[str,
     from gates.infra import config
 
     found = discover(tree, {})
-    result = check.run(found, config.load(found), ["handoff-claim"], [], now=now)
+    try:
+        result = check.run(found, config.load(found), ["handoff-claim"], [], now=now)
+    finally:
+        found.drop_started()  # as an invocation's end does: no git the run started and never read outlives it
     return [(f.severity, f.message) for f in result.findings]

@@ -175,8 +175,10 @@ def _run_case(tmp_path: Path, gate_id: str, case: Path) -> tuple[list[str], Fill
         _claim_from_another_worktree(repo_dir, tmp_path)
     push = _push(repo_dir, tmp_path, setup.get("remote"), setup.get("push"))
     repo = discover(repo_dir, {})
-    cfg = config.load(repo)
-    result = check.run(repo, cfg, [gate_id], [], now=CHECK_TIME, push=push)
+    try:
+        result = check.run(repo, config.load(repo), [gate_id], [], now=CHECK_TIME, push=push)
+    finally:
+        repo.drop_started()  # as an invocation's end does: no git the run started and never read outlives the test
     return [f.render() for f in result.findings], fill
 
 
