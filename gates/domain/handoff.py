@@ -275,8 +275,8 @@ class _Parser:
         self.last_item_line = 0
         self.in_conflict = False
 
-    # Each shape is tried only on a line whose first visible character it needs: on a hand-over of
-    # 200,000 lines almost every line fails them.
+    # Each shape is tried only on a line whose first visible character it needs: almost every line fails
+    # almost all of them.
     def feed(self, number: int, raw: str) -> None:
         if "<!--" in raw:  # (run sends every such line here)
             self.doc.comment_lines.append(number)
@@ -311,7 +311,9 @@ class _Parser:
 
     def run(self, lines: list[str]) -> None:
         """Feed every line. An item line outside a fence, a comment and a conflict (most of a long hand-over)
-        goes straight to _item, decided by its first characters; every other line to feed."""
+        goes straight to _item, decided by its first characters, and so does a line of text under no item that
+        starts with a letter or `|` (a generated table's row): no other shape starts so; every other line goes
+        to feed."""
         slow, add = self.feed, self._item
         plain = True  # no fence, comment or conflict is open: only feed opens or closes one
         for number, raw in enumerate(lines, start=1):
@@ -330,6 +332,10 @@ class _Parser:
                     if shape:
                         add(number, *shape, raw)
                         continue
+                elif (first.isalpha() or (first == "|" and not conflict_line(raw))) and not self.open_items:
+                    self.section.text_lines.append(number)
+                    self.section.end_line = number
+                    continue
             slow(number, raw)
             plain = self.fence is None and not self.comment_line and not self.in_conflict
 

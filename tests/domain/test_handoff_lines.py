@@ -101,7 +101,9 @@ PIECES = ["# T", "## Meta", "## Open Threads", "### sub", "- ref: abc", "- [ ] a
           "\u0663. ar", "- [ ]", "- [x]x", "    - four", "-\r", "--- x",
           # the margin's shortest way (Handoff._Parser.run) and where it hands over to _item
           "- [ ]\u3000", "- [ ]\u3000x", "- [ ]  x", "- [ ]\tx", "- [X] \u3000", "- \tx", "-  x", "- [x]\r", "* [ ] y",
-          "+\tz", "- [ ] x\r", "-\t[x] w", "- [x]", "- [ ] [x] v", "- \u3000y", "* *x", "- -x"]
+          "+\tz", "- [ ] x\r", "-\t[x] w", "- [x]", "- [ ] [x] v", "- \u3000y", "* *x", "- -x",
+          # and the text lines it takes past feed (a letter or a `|` first, under no item)
+          "| a | b |", "  | c |", "|x", "|||||||", "||||||| base", "|||||||x", "\u00e9t\u00e9", "Text", "  text"]
 
 
 def _model(doc: handoff.Document) -> object:
