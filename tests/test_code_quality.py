@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -185,3 +186,65 @@ def test_the_planted_git_check_sees_the_slip_it_is_for() -> None:
     assert planted_gits("script = folder / 'git'\nscript.write_text('#!/bin/sh\\n')\n") == [1]
     assert planted_gits('assert argv[0] == str(tmp_path / "bin" / "git")\n') == []
     assert planted_gits('git(repo, "status")\n(repo / ".git" / "HEAD").read_text()\n(repo / "gitx").touch()\n') == []
+
+
+# ---- annotations Python evaluates ---------------------------------------------------------------------------
+# No module imports `from __future__ import annotations` (docs/architecture.md): Python evaluates an annotation when
+# it defines the function or class, so one naming what exists for the type checker only (imported or assigned under
+# `if TYPE_CHECKING:`) raises NameError there, in a nested function only when that path runs. ruff's TC004 sees the
+# imports; this sees the assignments (`StrPath = …`, a TypeVar) and the `__future__` import too.
+
+
+def _checker_only(tree: ast.Module) -> set[str]:
+    """The names bound under a top-level `if TYPE_CHECKING:` and bound nowhere else at the top level."""
+    def bound(nodes: list[ast.stmt]) -> set[str]:
+        names: set[str] = set()
+        for node in nodes:
+            for sub in ast.walk(node) if not isinstance(node, (ast.FunctionDef, ast.ClassDef)) else [node]:
+                if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                    names |= {(alias.asname or alias.name).split(".")[0] for alias in sub.names}
+                elif isinstance(sub, (ast.FunctionDef, ast.ClassDef)):
+                    names.add(sub.name)
+                elif isinstance(sub, (ast.Assign, ast.AnnAssign)):
+                    targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+                    names |= {name.id for target in targets for name in ast.walk(target) if isinstance(name, ast.Name)}
+        return names
+
+    guarded = [node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"]
+    rest = [node for node in tree.body if node not in guarded] + [else_ for node in guarded for else_ in node.orelse]
+    return bound([sub for node in guarded for sub in node.body]) - bound(rest)
+
+
+def evaluated_checker_names(source: str) -> list[tuple[int, str]]:
+    """(line, name) of every annotation Python evaluates that names a type-checker-only name, and the line of a
+    `from __future__ import annotations` (which would hide them, for 0.6 M instructions a process)."""
+    tree = ast.parse(source)
+    only, found = _checker_only(tree), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            found.append((node.lineno, "__future__"))
+        annotations: list[ast.expr | None] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            annotations = [arg.annotation for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg,
+                                                      args.kwarg) if arg is not None] + [node.returns]
+        elif isinstance(node, ast.ClassDef):
+            annotations = [item.annotation for item in node.body if isinstance(item, ast.AnnAssign)]
+        found += [(name.lineno, name.id) for annotation in annotations if annotation is not None
+                  for name in ast.walk(annotation) if isinstance(name, ast.Name) and name.id in only]
+    return found
+
+
+def test_no_annotation_python_evaluates_names_a_type_checker_only_name() -> None:
+    found = [f"{path.relative_to(ROOT)}:{line}: {name}" for path in sorted((ROOT / "gates").rglob("*.py"))
+             for line, name in evaluated_checker_names(path.read_text())]
+    assert found == [], "quote the annotation (docs/architecture.md)"
+
+
+def test_the_annotation_check_sees_the_slip_it_is_for() -> None:
+    head = "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from os import PathLike\n    StrPath = str\n"
+    nested = "def f():\n    def g(a: StrPath) -> 'PathLike[str]':\n        pass\n"
+    assert evaluated_checker_names(head + nested) == [(6, "StrPath")]
+    assert evaluated_checker_names(head + "class C:\n    x: 'StrPath'\n    y: list[PathLike[str]]\n") == [(7, "PathLike")]
+    assert evaluated_checker_names(head + "else:\n    StrPath = str\ndef f(a: StrPath) -> None:\n    b: PathLike[str]\n") == []
+    assert evaluated_checker_names("from __future__ import annotations\n") == [(1, "__future__")]
