@@ -216,23 +216,50 @@ def _checker_only(tree: ast.Module) -> set[str]:
 
 
 def evaluated_checker_names(source: str) -> list[tuple[int, str]]:
-    """(line, name) of every annotation Python evaluates that names a type-checker-only name, and the line of a
-    `from __future__ import annotations` (which would hide them, for 0.6 M instructions a process)."""
+    """(line, what) of every annotation Python evaluates (a signature's, and a variable's at the top or in a class
+    body) that names a type-checker-only name, or the class its class body is making, or joins a string to a type
+    (`"X" | None`); and the line of a `from __future__ import annotations` (which would hide them, for 0.6 M
+    instructions a process)."""
     tree = ast.parse(source)
-    only, found = _checker_only(tree), []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
-            found.append((node.lineno, "__future__"))
-        annotations: list[ast.expr | None] = []
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            args = node.args
-            annotations = [arg.annotation for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg,
-                                                      args.kwarg) if arg is not None] + [node.returns]
-        elif isinstance(node, ast.ClassDef):
-            annotations = [item.annotation for item in node.body if isinstance(item, ast.AnnAssign)]
-        found += [(name.lineno, name.id) for annotation in annotations if annotation is not None
-                  for name in ast.walk(annotation) if isinstance(name, ast.Name) and name.id in only]
-    return found
+    only = _checker_only(tree)
+    found = [(node.lineno, "__future__") for node in ast.walk(tree)
+             if isinstance(node, ast.ImportFrom) and node.module == "__future__"]
+
+    def judge(annotation: ast.expr | None, making: frozenset[str]) -> None:
+        if annotation is None or isinstance(annotation, ast.Constant):
+            return
+        for part in ast.walk(annotation):
+            if isinstance(part, ast.Name) and (part.id in only or part.id in making):
+                found.append((part.lineno, part.id))
+            elif isinstance(part, ast.Constant) and isinstance(part.value, str):
+                found.append((part.lineno, repr(part.value)))
+
+    def visit(body: list[ast.stmt], making: frozenset[str], evaluated: bool) -> None:
+        """`making`: the classes whose bodies run around these statements; `evaluated`: whether a variable's
+        annotation here is evaluated (the top level and a class body, not a function body)."""
+        for node in body:
+            if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+                visit(node.orelse, making, evaluated)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = node.args
+                for annotation in (*(arg.annotation for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs,
+                                                                args.vararg, args.kwarg) if arg is not None),
+                                   node.returns):
+                    judge(annotation, making)
+                visit(node.body, frozenset(), False)
+            elif isinstance(node, ast.ClassDef):
+                visit(node.body, making | {node.name}, True)
+            elif isinstance(node, ast.AnnAssign):
+                if evaluated:
+                    judge(node.annotation, making)
+            else:
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    inner = getattr(node, field, None) or []
+                    visit([s for item in inner for s in (item.body if isinstance(item, ast.ExceptHandler) else [item])],
+                          making, evaluated)
+
+    visit(tree.body, frozenset(), True)
+    return sorted(found)
 
 
 def test_no_annotation_python_evaluates_names_a_type_checker_only_name() -> None:
@@ -246,5 +273,10 @@ def test_the_annotation_check_sees_the_slip_it_is_for() -> None:
     nested = "def f():\n    def g(a: StrPath) -> 'PathLike[str]':\n        pass\n"
     assert evaluated_checker_names(head + nested) == [(6, "StrPath")]
     assert evaluated_checker_names(head + "class C:\n    x: 'StrPath'\n    y: list[PathLike[str]]\n") == [(7, "PathLike")]
-    assert evaluated_checker_names(head + "else:\n    StrPath = str\ndef f(a: StrPath) -> None:\n    b: PathLike[str]\n") == []
+    assert evaluated_checker_names(head + "X: PathLike[str] = 1\nclass C:\n    if X:\n        y: StrPath\n") == \
+        [(5, "PathLike"), (8, "StrPath")]
+    assert evaluated_checker_names("def f():\n    class D:\n        def m(self) -> D:\n            pass\n") == [(3, "D")]
+    assert evaluated_checker_names("def f(a: 'X' | None) -> None:\n    pass\n") == [(1, "'X'")]
+    fine = head + "else:\n    StrPath = str\ndef f(a: StrPath) -> 'D':\n    b: PathLike[str]\nclass D:\n    c: 'D'\n"
+    assert evaluated_checker_names(fine) == []
     assert evaluated_checker_names("from __future__ import annotations\n") == [(1, "__future__")]

@@ -52,15 +52,27 @@ else:
         def _asdict(self):
             return dict(zip(self._fields, self, strict=True))
 
+    _ANNOTATIONS = ("__annotations__", "__annotate__", "__annotate_func__")
+
+    def _annotated(namespace):
+        """The annotations of a class body: the dict it holds (Python 3.13 and older, or a module that imports
+        `from __future__ import annotations`), or from 3.14 on (PEP 649) what its annotate function gives in the
+        VALUE format (1): the body holds that function instead, under one of the two names annotationlib looks for.
+        The gate's annotations can be evaluated when the class is made, as every Python before 3.14 does."""
+        if "__annotations__" in namespace:
+            return namespace["__annotations__"]
+        annotate = namespace.get("__annotate__", namespace.get("__annotate_func__"))
+        return annotate(1) if annotate is not None else {}
+
     class _Declared(type):
         def __new__(mcs, name, bases, namespace):
             if not bases:  # NamedTuple itself
                 return super().__new__(mcs, name, bases, namespace)
-            fields = tuple(namespace.get("__annotations__", {}))
+            fields = tuple(_annotated(namespace))
             defaults = {field: namespace[field] for field in fields if field in namespace}
             if any(field not in defaults for field in fields[len(fields) - len(defaults):]):
                 raise TypeError(f"{name}: a field without a default follows one with a default")
-            body = {key: value for key, value in namespace.items() if key not in fields and key != "__annotations__"}
+            body = {key: value for key, value in namespace.items() if key not in fields and key not in _ANNOTATIONS}
             body.update({field: property(itemgetter(index), doc=f"field {index}: {field}")
                          for index, field in enumerate(fields)})
             body.update({"__slots__": (), "_fields": fields, "_field_defaults": defaults})

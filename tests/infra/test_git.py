@@ -193,11 +193,13 @@ def test_blobs_read_in_one_batch_answer_as_each_read_alone(repo: Path) -> None:
     for limit in (None, 100):
         found = discover(repo, {})
         found.prefetch_blobs(specs, 4096)
-        alone = discover(repo, {})
-        for path in ("small", "nope", "dir", "big"):
-            assert found.index_blob(path, limit) == alone.index_blob(path, limit), (path, limit)
-        assert found.index_blob("big", 10) == (repo / "big").read_bytes()[:11]
-        found.drop_started()
+        try:
+            alone = discover(repo, {})
+            for path in ("small", "nope", "dir", "big"):
+                assert found.index_blob(path, limit) == alone.index_blob(path, limit), (path, limit)
+            assert found.index_blob("big", 10) == (repo / "big").read_bytes()[:11]
+        finally:
+            found.drop_started()
     found = discover(repo, {})
     found.prefetch_blobs([":0:small", ":0:line\nbreak"], 4096)  # a name git's batch cannot read: no batch at all
     assert "batch" not in found.memo and found.index_blob("small") == b"a: 1\r\n"

@@ -1,6 +1,7 @@
-"""The run-time NamedTuple gives typing.NamedTuple's answers (gates/infra/plain.py)."""
+"""The run-time NamedTuple gives typing.NamedTuple's answers (gates/infra/plain.py).
 
-from __future__ import annotations
+No `from __future__ import annotations` here, as in the package: on Python 3.14 the classes below then reach the
+metaclass as the package's do, their annotations behind an annotate function (PEP 649)."""
 
 import typing
 
@@ -50,6 +51,23 @@ def test_refused_as_typing_refuses_them(args: tuple[object, ...], named: dict[st
         Typed(*args, **named)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         Plain(*args, **named)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("key", ["__annotate__", "__annotate_func__"])
+def test_a_class_body_that_holds_an_annotate_function_gives_its_fields(key: str) -> None:
+    """From Python 3.14 a class body of a module without `from __future__ import annotations` holds no
+    `__annotations__`: an annotate function instead (the two names annotationlib looks under). Its fields were
+    read from `__annotations__` alone: none, and the first record made was refused."""
+    def annotate(fmt: int) -> dict[str, object]:
+        if fmt != 1:  # the VALUE format: a compiled annotate function supports no other one
+            raise NotImplementedError
+        return {"x": int, "y": str, "z": tuple[int, ...]}
+
+    made = type(plain.NamedTuple)("Plain", (plain.NamedTuple,), {"__module__": __name__, "__qualname__": "Plain",
+                                                                 "__doc__": "A point.", key: annotate, "y": "why", "z": ()})
+    assert (made._fields, made._field_defaults) == (Typed._fields, Typed._field_defaults)
+    assert made(1, z=(2,)) == Typed(1, z=(2,)) and repr(made(1)) == repr(Typed(1)).replace("Typed", "Plain")
+    assert key not in vars(made) and made.__doc__ == "A point."
 
 
 def test_fields_are_read_only() -> None:
