@@ -4,6 +4,7 @@ No `from __future__ import annotations` here, as in the package: on Python 3.14 
 metaclass as the package's do, their annotations behind an annotate function (PEP 649)."""
 
 import typing
+from typing import Any
 
 import pytest
 from conftest import ROOT, imported_by
@@ -63,8 +64,9 @@ def test_a_class_body_that_holds_an_annotate_function_gives_its_fields(key: str)
             raise NotImplementedError
         return {"x": int, "y": str, "z": tuple[int, ...]}
 
-    made = type(plain.NamedTuple)("Plain", (plain.NamedTuple,), {"__module__": __name__, "__qualname__": "Plain",
-                                                                 "__doc__": "A point.", key: annotate, "y": "why", "z": ()})
+    declared: Any = type(plain.NamedTuple)  # the metaclass at run time (the type checker sees typing's class)
+    made = declared("Plain", (plain.NamedTuple,), {"__module__": __name__, "__qualname__": "Plain", "__doc__": "A point.",
+                                                  key: annotate, "y": "why", "z": ()})
     assert (made._fields, made._field_defaults) == (Typed._fields, Typed._field_defaults)
     assert made(1, z=(2,)) == Typed(1, z=(2,)) and repr(made(1)) == repr(Typed(1)).replace("Typed", "Plain")
     assert key not in vars(made) and made.__doc__ == "A point."
