@@ -88,6 +88,25 @@ def alone(machine_turn: MachineTurn) -> Callable[[], None]:
 
 
 @pytest.fixture(autouse=True)
+def no_git_left_running() -> Iterator[None]:
+    """Every git the gate started in this process (a check run in process, a prefetch) is read or stopped and
+    reaped by the time the test ends, as an invocation's end does (Repo.drop_started): none outlives its test."""
+    from gates.infra import git as door
+
+    before = set(door._CHILDREN)
+    yield
+    left = door._CHILDREN - before
+    for pid in left:  # reaped here, so that the next test starts clean; the test fails all the same
+        try:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+        door._CHILDREN.discard(pid)
+    assert not left, f"git processes started by the gate in this test were never read or stopped: {sorted(left)}"
+
+
+@pytest.fixture(autouse=True)
 def clean_git_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """No user or system git config, a fixed identity, and no inherited repository pointers."""
     home = tmp_path_factory.mktemp("home")

@@ -40,8 +40,8 @@ def add_arguments(parser: "argparse.ArgumentParser", name: str) -> None:
 
 def run(args: "argparse.Namespace", run: Invocation) -> int:
     try:
-        waiting = _configured(run, args)
-        result, fixed = _run_gates(run, args)
+        waiting, gate_ids = _configured(run, args)
+        result, fixed = _run_gates(run, args, gate_ids)
         result.fixed = [line for _, line in fixed]
     except GateError as exc:
         if exc.code != USAGE:
@@ -98,16 +98,17 @@ def _at_push(args: "argparse.Namespace", gate_ids: list[str]) -> bool:
                 or "handoff-claim-remote" in gate_ids and os.environ.get("PRE_COMMIT_TO_REF"))
 
 
-def _configured(run: Invocation, args: "argparse.Namespace") -> set[str]:
-    """Load the configuration and, for a check that may judge the commit being made (no files, no range, no push),
-    refuse one that records another (checks.runner.verify_config); then list the flags folder (a check's one
-    listdir of it): which of SETTLED have flags open, so that a check with none never loads the flags module. This
-    check could use the configuration: the `config-invalid` flags of earlier runs that could not (their `about` is
-    CONFIGURATION: Invocation.config) end now."""
+def _configured(run: Invocation, args: "argparse.Namespace") -> "tuple[set[str], list[str]]":
+    """Load the configuration and choose the gates; for a check that may judge the commit being made (no files, no
+    range, no push), refuse a configuration the commit records otherwise (checks.runner.verify_config); then list
+    the flags folder (a check's one listdir of it): which of SETTLED have flags open, so that a check with none never
+    loads the flags module. This check could use the configuration: the `config-invalid` flags of earlier runs that
+    could not (their `about` is CONFIGURATION: Invocation.config) end now. Returns those and the chosen gates."""
     from gates.checks import runner
 
     config = run.config()
-    if not (args.files or args.range or _at_push(args, runner.select(config, args.only, args.skip))):
+    gate_ids = runner.select(config, args.only, args.skip)
+    if not (args.files or args.range or _at_push(args, gate_ids)):
         try:
             runner.verify_config(run.repo(), config)
         except GateError as exc:
@@ -120,11 +121,11 @@ def _configured(run: Invocation, args: "argparse.Namespace") -> set[str]:
     try:
         names = os.listdir(state.layout(repo).flags)
     except OSError:
-        return set()
+        return set(), gate_ids
     waiting = {reason for reason in SETTLED if any(f"-{reason}-" in name for name in names)}
     if "config-invalid" in waiting:
         run.settle("config-invalid", about=[CONFIGURATION])
-    return waiting
+    return waiting, gate_ids
 
 
 def _schema(path: str) -> dict[str, str | None]:
@@ -145,13 +146,13 @@ def _read_again(run: Invocation, waiting: set[str], structure_passed: bool) -> N
         run.settle("config-invalid", about=[_schema(schema)])
 
 
-def _run_gates(run: Invocation, args: "argparse.Namespace") -> "tuple[CheckResult, list[tuple[str, str]]]":
-    """Run the gates on the state as it is now: every check judges afresh, nothing is replayed."""
+def _run_gates(run: Invocation, args: "argparse.Namespace",
+               gate_ids: list[str]) -> "tuple[CheckResult, list[tuple[str, str]]]":
+    """Run the chosen gates on the state as it is now: every check judges afresh, nothing is replayed."""
     from gates.checks import runner as check
     from gates.domain import changes
 
     repo, config = run.repo(), run.config()
-    gate_ids = check.select(config, args.only, args.skip)
     files = [os.path.abspath(f) for f in args.files]
     for given, path in zip(args.files, files, strict=True):  # a slip of the hand: said now, nothing to flag
         if not os.path.lexists(path):
