@@ -233,12 +233,81 @@ def repo(tmp_path: Path, _repo_template: Path) -> Path:
     return Path(shutil.copytree(_repo_template, tmp_path / "repo", symlinks=True))
 
 
-def run_gate(cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """The installed `gate` command as a separate process."""
-    assert GATE_BIN, "the gate console script is not installed"
-    return subprocess.run(
-        [GATE_BIN, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=timeout, stdin=subprocess.DEVNULL
-    )
+def run_gate(cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float | None = None,
+             process: bool = False) -> subprocess.CompletedProcess[str]:
+    """`gate ARGS` in `cwd`, as the installed command would run it with stdin from /dev/null: its exit code and
+    outputs. It runs in this process (gates.main.main, as a fresh process would meet it: see `_gate_in_process`)
+    unless the test is about the process: `process=True`, an `env` of its own (PATH's git, HOME, a variable the
+    start reads) or a `timeout` (a run that might hang), and always when GATE_TESTS_PROCESS=1 (a whole run through
+    the console script, for a doubt about the in-process way)."""
+    if process or env is not None or timeout is not None or os.environ.get("GATE_TESTS_PROCESS") == "1":
+        assert GATE_BIN, "the gate console script is not installed"
+        return subprocess.run([GATE_BIN, *args], cwd=cwd, capture_output=True, text=True, env=env,
+                              timeout=60 if timeout is None else timeout, stdin=subprocess.DEVNULL)
+    return _gate_in_process(cwd, list(args))
+
+
+# What a `gate` process keeps for its life, by module: emptied before each run in this process, as a new process
+# starts without it. The rest of the package's module-level containers are emptied by the run's own end
+# (RUN_END) or belong to the tests (TEST_OWNED); tests/test_code_quality.py finds each one in one of the three.
+PROCESS_STATE = {"gates.infra.git": ("_GIT", "_OURS_ONLY"), "gates.infra.cache": ("_SECRETS", "_KEY_DIRS"),
+                 "gates.infra.schemas": ("_READ", "_LOADED"), "gates.infra.gitnet": ("_SCRATCH", "_SIGNALLED")}
+RUN_END = {"gates.infra.gitnet": ("_LIVE", "_FOLDERS")}  # gitnet.cleanup(), at exit: _gate_in_process calls it
+TEST_OWNED = {"gates.infra.git": ("_CHILDREN",),  # every one reaped by the run's end: no_git_left_running holds it
+              "gates.infra.fsio": ("RACE_HOOKS",)}  # a test's own hooks into the atomic writer
+
+
+def _gate_in_process(cwd: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
+    """`gate ARGS` through gates.main.main in this process, a few milliseconds instead of a process's 30: what a new
+    process starts with is set up, and what its end does is done. What the package keeps for a process's life
+    starts empty (PROCESS_STATE); the working folder is `cwd`; descriptors 0, 1 and 2 are /dev/null and two files
+    (so none is a terminal, and whatever a child writes there is kept); sys.argv names the console script; the
+    signal handlers and the scratch folders a run leaves are put back and removed, as its exit would."""
+    import io
+    import signal
+
+    for name, fields in PROCESS_STATE.items():
+        module = sys.modules.get(name)
+        for field in fields if module is not None else ():
+            getattr(module, field).clear()
+    handlers = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP,
+                                                                  signal.SIGALRM, signal.SIGPIPE)}
+    streams, argv, here = (sys.stdin, sys.stdout, sys.stderr), sys.argv, os.getcwd()
+    saved = [os.dup(fd) for fd in (0, 1, 2)]
+    files = [open(os.devnull, "rb"), tempfile.TemporaryFile(), tempfile.TemporaryFile()]
+    out, err = io.BytesIO(), io.BytesIO()
+    wrappers = (io.TextIOWrapper(open(os.devnull, "rb"), encoding="utf-8"),  # kept here: closing one closes its bytes
+                io.TextIOWrapper(out, encoding="utf-8", errors="surrogateescape", write_through=True),
+                io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True))
+    try:
+        for fd, handle in enumerate(files):
+            os.dup2(handle.fileno(), fd)
+        sys.stdin, sys.stdout, sys.stderr = wrappers
+        sys.argv = [GATE_BIN or "gate", *args]
+        os.chdir(cwd)
+        code = main(args)
+    finally:
+        wrappers[1].flush()
+        wrappers[2].flush()
+        sys.stdin, sys.stdout, sys.stderr = streams
+        sys.argv = argv
+        os.chdir(here)
+        for fd, copy in enumerate(saved):
+            os.dup2(copy, fd)
+            os.close(copy)
+        if "gates.infra.gitnet" in sys.modules:  # what the end of a process does for its remote work (RUN_END)
+            sys.modules["gates.infra.gitnet"].cleanup()
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+    wrappers[0].close()
+    left = []
+    for handle in files:
+        handle.seek(0)
+        left.append(handle.read())
+        handle.close()
+    text = [(stream.getvalue() + extra).decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+            for stream, extra in ((out, left[1]), (err, left[2]))]
+    return subprocess.CompletedProcess([GATE_BIN or "gate", *args], code, text[0], text[1])
 
 
 def call_gate(cwd: Path, *args: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:

@@ -13,7 +13,7 @@ from conftest import call_gate, flag_records, run_gate
 @pytest.mark.parametrize("args", [["check", "--only", "nope"], ["check", "--format", "xml"], ["frobnicate"], [],
                                   ["schema", "nope"], ["flags", "--ack", "a", "--ack-all"]])
 def test_usage_errors_are_exit_2_and_write_no_flag(repo: Path, args: list[str]) -> None:
-    proc = run_gate(repo, *args)
+    proc = run_gate(repo, *args, process=True)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr.strip()
     assert flag_records(repo / ".git") == []
@@ -59,7 +59,7 @@ def test_elsewhere_than_posix_the_command_fails_clearly(tmp_path: Path) -> None:
 
 def test_outside_a_repository_one_stderr_line(tmp_path: Path) -> None:
     for argv in (["check"], ["brief"], ["claim"], ["stamp"], ["flags"]):
-        proc = run_gate(tmp_path, *argv)
+        proc = run_gate(tmp_path, *argv, process=True)
         assert proc.returncode == 3, argv
         assert len(proc.stderr.splitlines()) == 1, (argv, proc.stderr)
         assert proc.stderr.startswith(f"gate: not inside a git work tree ({tmp_path}): "), proc.stderr
@@ -105,12 +105,12 @@ def test_every_option_and_positional_has_help() -> None:
     (["initt"], "did you mean 'init'?"),
 ])
 def test_a_near_miss_names_what_was_meant(repo: Path, argv: list[str], said: str) -> None:
-    proc = run_gate(repo, *argv)
+    proc = run_gate(repo, *argv, process=True)
     assert proc.returncode == 2 and said in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
 
 
 def test_init_help_says_it_never_overwrites(repo: Path) -> None:
-    assert "never overwrites" in " ".join(run_gate(repo, "init", "--help").stdout.split())
+    assert "never overwrites" in " ".join(run_gate(repo, "init", "--help", process=True).stdout.split())
 
 
 def test_one_boundary_two_policies_the_same_bug_in_the_cli_the_stop_hook_and_the_start_hook(

@@ -280,3 +280,36 @@ def test_the_annotation_check_sees_the_slip_it_is_for() -> None:
     fine = head + "else:\n    StrPath = str\ndef f(a: StrPath) -> 'D':\n    b: PathLike[str]\nclass D:\n    c: 'D'\n"
     assert evaluated_checker_names(fine) == []
     assert evaluated_checker_names("from __future__ import annotations\n") == [(1, "__future__")]
+
+
+def module_containers(source: str) -> list[str]:
+    """The names a module binds at its top level to an empty list, dict or set: state it keeps for a process's life."""
+    found = []
+    for node in ast.parse(source).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        value = getattr(node, "value", None)
+        empty = (isinstance(value, (ast.List, ast.Set, ast.Dict)) and not getattr(value, "elts", getattr(value, "keys", None))
+                 or isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("list", "dict", "set")
+                 and not value.args)
+        found += [target.id for target in targets if empty and isinstance(target, ast.Name)]
+    return found
+
+
+def test_every_state_a_process_keeps_is_known_to_the_in_process_runs() -> None:
+    """run_gate runs the gate in the test's process as a new process would meet it: what the package keeps for a
+    process's life must start empty there (conftest.PROCESS_STATE), or be emptied by the run's end or owned by the
+    tests. A container added to a module and to none of the three would carry one run's state into the next."""
+    import conftest
+
+    known = {(module, name) for table in (conftest.PROCESS_STATE, conftest.RUN_END, conftest.TEST_OWNED)
+             for module, names in table.items() for name in names}
+    found = set()
+    for path in sorted((ROOT / "gates").rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        found |= {(module, name) for name in module_containers(path.read_text())}
+    assert found == known
+
+
+def test_the_state_check_sees_the_slip_it_is_for() -> None:
+    assert module_containers('_SEEN: dict[str, int] = {}\n_A = _B = []\nC = set()\nD = [1]\nE = frozenset()\n') == \
+        ["_SEEN", "_A", "_B", "C"]

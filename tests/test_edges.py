@@ -70,7 +70,7 @@ def test_mailbox_take_to_a_closed_pipe_or_a_full_disk_keeps_the_package(repo: Pa
     [flag] = flag_records(repo / ".git")
     assert (flag["reason"], flag["exit_code"], flag["message"]) == ("io-error", 3, message)
     # The next take, to a working stdout, delivers it, clears the file and keeps a second copy.
-    taken = run_gate(repo, "mailbox", "take")
+    taken = run_gate(repo, "mailbox", "take", process=True)
     assert (taken.returncode, taken.stdout) == (0, PACKAGE.decode())
     assert box.read_bytes() == SENTINEL
     [second] = [n for n in _copies(repo) if n != name]
@@ -98,7 +98,7 @@ def test_sigkill_torture_the_package_is_always_in_the_file_the_output_or_a_copy(
     package, box = _big_package(), repo / "WORKPACKAGE.md"
     box.write_bytes(package)
     start = time.monotonic()
-    assert run_gate(repo, "mailbox", "take").stdout == package.decode()  # the whole run, unkilled
+    assert run_gate(repo, "mailbox", "take", process=True).stdout == package.decode()  # the whole run, unkilled
     span = (time.monotonic() - start) * 1.3
     rng = random.Random(20261201)
     tries, cleared, deadline = 0, 0, time.monotonic() + 45
@@ -188,7 +188,7 @@ def test_a_fifo_planted_as_the_journal_blocks_no_command(repo: Path) -> None:
     assert repaired.returncode == 0, repaired.stderr
     [moved] = (state / "lost+found").glob("*/journal.jsonl")
     assert stat.S_ISFIFO(os.lstat(moved).st_mode)  # kept as evidence, not deleted
-    assert run_gate(repo, "journal", "--verify").returncode == 0
+    assert run_gate(repo, "journal", "--verify", process=True).returncode == 0
 
 
 def test_stamp_on_a_full_state_disk_prints_the_new_hash_and_the_failed_step(repo: Path) -> None:
@@ -211,16 +211,16 @@ def test_stamp_on_a_full_state_disk_prints_the_new_hash_and_the_failed_step(repo
     assert "Traceback" not in proc.stderr
     assert (state / "journal.jsonl").read_bytes() == journal_before  # nothing torn, nothing half-written
     assert (state / "journal.head").read_bytes() == head_before
-    assert run_gate(repo, "journal", "--verify").returncode == 0
+    assert run_gate(repo, "journal", "--verify", process=True).returncode == 0
 
 
 @pytest.mark.parametrize("expect", ["nothex", "a" * 63, "g" * 64, "a" * 65, "", "A" * 64 + "\n"])
 def test_a_malformed_expect_is_a_usage_error_not_a_concurrent_change(repo: Path, expect: str) -> None:
     before = (repo / "HANDOFF.md").read_bytes()
-    proc = run_gate(repo, "stamp", "--expect", expect)
+    proc = run_gate(repo, "stamp", "--expect", expect, process=True)
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == f"gate: --expect takes the 64 hex digits of a sha256 (as `gate stamp` prints it), not {expect!r}\n"
     assert (repo / "HANDOFF.md").read_bytes() == before
     assert flag_records(repo / ".git") == []  # a usage error is not flagged
-    good = run_gate(repo, "stamp", "--expect", hashlib.sha256(before).hexdigest().upper())
+    good = run_gate(repo, "stamp", "--expect", hashlib.sha256(before).hexdigest().upper(), process=True)
     assert good.returncode == 0, good.stderr

@@ -3,6 +3,8 @@ nothing is left for that teardown to do; every answer is still written out in fu
 
 from __future__ import annotations
 
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -68,7 +70,7 @@ def test_a_closed_stdout_is_still_exit_3(repo: Path) -> None:
 
 
 def test_the_installed_command_and_python_dash_m_end_the_same_way(repo: Path) -> None:
-    first = run_gate(repo, "check")
+    first = run_gate(repo, "check", process=True)
     second = subprocess.run([sys.executable, "-I", "-m", "gates", "check"], cwd=repo, capture_output=True, text=True,
                             timeout=60)
     assert (first.returncode, first.stdout) == (second.returncode, second.stdout) == (0, first.stdout)
@@ -79,8 +81,6 @@ def test_the_installed_command_and_python_dash_m_end_the_same_way(repo: Path) ->
 
 def _vendored_copy(repo: Path, canary: Path) -> None:
     """A copy of this very package committed in the repository, one of its modules a canary."""
-    import shutil
-
     shutil.copytree(ROOT / "gates", repo / "gates", ignore=shutil.ignore_patterns("__pycache__"))
     main = repo / "gates" / "main.py"
     main.write_text(f"open({str(canary)!r}, 'w').write('ran')\n" + main.read_text())
@@ -106,7 +106,8 @@ def test_python_dash_i_dash_m_runs_the_installed_gate_not_the_repositorys(repo: 
     proc = subprocess.run([sys.executable, "-I", "-m", "gates", "check"], cwd=repo, capture_output=True, text=True,
                           timeout=60)
     assert not canary.exists(), proc.stderr
-    assert (proc.returncode, proc.stdout) == (run_gate(repo, "check").returncode, run_gate(repo, "check").stdout)
+    installed = run_gate(repo, "check", process=True)
+    assert (proc.returncode, proc.stdout) == (installed.returncode, installed.stdout)
     plain = subprocess.run([sys.executable, "-m", "gates", "check"], cwd=repo, capture_output=True, text=True, timeout=60)
     assert canary.exists(), plain.stderr  # what -I prevents: without it Python imports the folder (the test can fail)
 
@@ -129,3 +130,28 @@ def test_no_command_the_gate_writes_or_documents_runs_python_dash_m_gates_withou
             if (found := [line for line in text.splitlines() if command.search(line) and "-I" not in line])}
     assert bare == {}
     assert " -I " in texts["hook"] and " -I " in texts["harness"]
+
+
+def test_the_suites_in_process_runs_answer_as_the_installed_command_does(repo: Path, tmp_path: Path) -> None:
+    """Most tests run the gate in their own process (conftest.run_gate: 30 ms less a run). The same story told to the
+    installed command and in process, each in its own copy of one repository, gives the same exit codes and outputs
+    at every step: failing gates, the flags they leave, the brief and the stop that read them, a stamp, a claim."""
+    for n in range(4):
+        (repo / "work.txt").write_text(f"{n}\n")
+        git(repo, "add", "work.txt")
+        git(repo, "commit", "-q", "--no-verify", "-m", f"work {n}")
+    story = [["check"], ["check", "--format", "json"], ["flags"], ["brief"], ["closeout", "--format", "text"],
+             ["closeout", "--format", "claude"], ["stamp"], ["check"], ["claim", "--session", "s1"], ["claims"],
+             ["check", "--only", "nope"], ["nope"], ["locks"], ["doctor"]]
+    copies = {way: Path(shutil.copytree(repo, tmp_path / way, symlinks=True)) for way in ("process", "in-process")}
+    for argv in story:
+        answers = {way: run_gate(where, *argv, process=way == "process") for way, where in copies.items()}
+        process, inside = ((a.returncode, _plain(a.stdout, copies[way]), _plain(a.stderr, copies[way]))
+                           for way, a in answers.items())
+        assert inside == process, argv
+
+
+def _plain(text: str, where: Path) -> str:
+    """`text` with what differs between two runs of one story told twice: the folder, times, random ids."""
+    text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ|\d{8}T\d{6}Z", "TIME", text.replace(str(where), "REPO"))
+    return re.sub(r"\b[0-9a-f]{8,12}\b(?![0-9a-f])", "ID", text)

@@ -234,7 +234,7 @@ def test_no_gate_command_runs_a_program_named_by_the_repository(tmp_path: Path) 
     assert before == []
     ran, crashed = {}, {}
     for command in _commands(base):
-        proc = run_gate(repo, *command)
+        proc = run_gate(repo, *command, process=True)
         if proc.returncode == 4:
             crashed[" ".join(command)] = proc.stderr[-400:]
         ran[" ".join(command)] = canary.fired()
@@ -285,7 +285,7 @@ def test_a_clean_filter_named_by_the_repository_never_runs_on_a_stat_dirty_file(
     for argv in (["brief"], ["brief", "--format", "claude"], ["closeout", "--format", "text"],
                  ["closeout", "--format", "claude"], ["check"], ["doctor"]):
         touch()
-        run_gate(repo, *argv)
+        run_gate(repo, *argv, process=True)
         assert not canary.fired(), (argv, canary.fired())
 
 
@@ -302,12 +302,12 @@ def test_the_claim_gates_look_at_an_edited_state_file_runs_no_filter_the_reposit
     git(repo, "config", "filter.evil.clean", canary("filter-clean", drain=True))
     other = tmp_path / "other"
     git(repo, "worktree", "add", "-q", "-b", "other", str(other))
-    assert run_gate(other, "claim").returncode == 0
+    assert run_gate(other, "claim", process=True).returncode == 0
     with (repo / "HANDOFF.md").open("a") as out:
         out.write("- [ ] an edit under the other worktree's claim — next: x\n")
     _quietly(repo, "diff", "--quiet", "HEAD", "--", "HANDOFF.md")
     assert canary.fired()  # plain git runs it: the test can fail
     canary.clear()
-    proc = run_gate(repo, "check")
+    proc = run_gate(repo, "check", process=True)
     assert not canary.fired(), canary.fired()
     assert "[handoff-claim warning] HANDOFF.md has uncommitted changes" in proc.stdout, proc.stdout

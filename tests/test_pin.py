@@ -104,7 +104,7 @@ def test_python_dash_m_gates_imports_nothing_more_from_the_current_folder(repo: 
         proc = subprocess.run([sys.executable, "-m", "gates", command], cwd=repo, capture_output=True, text=True,
                               timeout=60)
         assert not canary.exists(), (command, canary.read_text(), proc.stderr[-600:])
-        assert "Traceback" not in proc.stderr and proc.returncode == run_gate(repo, command).returncode, proc.stderr
+        assert "Traceback" not in proc.stderr and proc.returncode == run_gate(repo, command, process=True).returncode, proc.stderr
 
 
 def _site_packages(venv: Path) -> Path:
