@@ -257,21 +257,30 @@ TEST_OWNED = {"gates.infra.git": ("_CHILDREN",),  # every one reaped by the run'
               "gates.infra.fsio": ("RACE_HOOKS",)}  # a test's own hooks into the atomic writer
 
 
+IN_PROCESS_BOUND = 120.0  # seconds: an in-process run still going then is interrupted (a process run has a timeout)
+
+
 def _gate_in_process(cwd: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
     """`gate ARGS` through gates.main.main in this process, a few milliseconds instead of a process's 30: what a new
     process starts with is set up, and what its end does is done. What the package keeps for a process's life
     starts empty (PROCESS_STATE); the working folder is `cwd`; descriptors 0, 1 and 2 are /dev/null and two files
     (so none is a terminal, and whatever a child writes there is kept); sys.argv names the console script; the
-    signal handlers and the scratch folders a run leaves are put back and removed, as its exit would."""
+    signal handlers and the scratch folders a run leaves are put back and removed, as its exit would. A run that
+    hangs is interrupted after IN_PROCESS_BOUND seconds with a TimeoutError (SIGUSR1 from a timer: it ends a
+    blocking call too), so a hang fails its test instead of stopping the suite."""
     import io
     import signal
+    import threading
+
+    def overrun(number: int, frame: object) -> None:
+        raise TimeoutError(f"gate {' '.join(args)} ran in process for more than {IN_PROCESS_BOUND:.0f} s")
 
     for name, fields in PROCESS_STATE.items():
         module = sys.modules.get(name)
         for field in fields if module is not None else ():
             getattr(module, field).clear()
     handlers = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP,
-                                                                  signal.SIGALRM, signal.SIGPIPE)}
+                                                                  signal.SIGALRM, signal.SIGPIPE, signal.SIGUSR1)}
     streams, argv, here = (sys.stdin, sys.stdout, sys.stderr), sys.argv, os.getcwd()
     saved = [os.dup(fd) for fd in (0, 1, 2)]
     files = [open(os.devnull, "rb"), tempfile.TemporaryFile(), tempfile.TemporaryFile()]
@@ -285,7 +294,14 @@ def _gate_in_process(cwd: Path, args: list[str]) -> subprocess.CompletedProcess[
         sys.stdin, sys.stdout, sys.stderr = wrappers
         sys.argv = [GATE_BIN or "gate", *args]
         os.chdir(cwd)
-        code = main(args)
+        signal.signal(signal.SIGUSR1, overrun)
+        watchdog = threading.Timer(IN_PROCESS_BOUND, os.kill, (os.getpid(), signal.SIGUSR1))
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            code = main(args)
+        finally:
+            watchdog.cancel()
     finally:
         wrappers[1].flush()
         wrappers[2].flush()

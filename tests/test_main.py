@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, git, run_gate
 
 
@@ -155,3 +156,21 @@ def _plain(text: str, where: Path) -> str:
     """`text` with what differs between two runs of one story told twice: the folder, times, random ids."""
     text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ|\d{8}T\d{6}Z", "TIME", text.replace(str(where), "REPO"))
     return re.sub(r"\b[0-9a-f]{8,12}\b(?![0-9a-f])", "ID", text)
+
+
+def test_a_run_in_process_that_hangs_fails_its_test_instead_of_stopping_the_suite(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process run has a timeout; an in-process run is interrupted at conftest.IN_PROCESS_BOUND, even while it waits
+    in a blocking call (here a sleep far longer than the bound)."""
+    import time
+
+    import conftest
+
+    import gates.cli
+
+    monkeypatch.setattr(conftest, "IN_PROCESS_BOUND", 0.5)
+    monkeypatch.setattr(gates.cli, "run", lambda argv, run: time.sleep(60))
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="ran in process for more than 0 s"):
+        run_gate(repo, "check")
+    assert time.monotonic() - started < 30
