@@ -244,6 +244,9 @@ class Changed(GateError):
 RACE_HOOKS: "list[Callable[[str, str], None]]" = []
 
 
+SETTLE = 0.05  # seconds between rewrite's rename and its last look at the old file: see rewrite
+
+
 def rewrite(path: "StrPath", expected: bytes | None, data: bytes, *, shown: str, who: str, code: int = CANNOT_RUN,
             reason: str = "io-error", parents: bool = False, executable: bool = False) -> None:
     """Replace the file at `path`, which held `expected` when it was read (None: it did not exist), with `data`:
@@ -251,9 +254,11 @@ def rewrite(path: "StrPath", expected: bytes | None, data: bytes, *, shown: str,
 
     The file is opened again under the same confined opens as write_atomic (no symlink followed on the way) and
     pinned; its content is compared with `expected` before the temp file is made and again right before the
-    rename (the path must still name the pinned file). After the rename the pinned old file is read once more: a
-    write that reached it in the instant between the comparison and the rename is put back (the old file's whole
-    content returns to `path` when `path` still holds `data`). Any difference raises Changed ("… changed while
+    rename (the path must still name the pinned file). SETTLE seconds after the rename the pinned old file is read
+    once more: a write that reached it after the comparison (in the instant before the rename, or from a writer that
+    had opened it before the rename and wrote a moment later) is put back (the old file's whole content returns to
+    `path` when `path` still holds `data`). A writer that keeps the old file open longer and writes to it later
+    is not seen: no portable call tells who holds a file open. Any difference raises Changed ("… changed while
     WHO was rewriting it; nothing was written — run it again"), with `code` and `reason`; an I/O error is a
     GateError naming the step, exit 3, `io-error`, as write_atomic's. `executable`: the new file has execute
     bits from its first instant (a hook git would otherwise skip).
@@ -291,6 +296,8 @@ def rewrite(path: "StrPath", expected: bytes | None, data: bytes, *, shown: str,
         tmp = None
         step = "fsync directory"
         os.fsync(dir_fd)
+        _race("renamed", path)
+        time.sleep(SETTLE)  # a writer that opened the old file before the rename may write to it a moment later
         late = _read_up_to(pin, os.fstat(pin).st_size + 1)  # the old file: did a write reach it after the comparison?
         if late != expected:
             step = "put back"

@@ -294,7 +294,12 @@ def test_anything_but_a_regular_file_at_a_lock_path_is_reported_ineligible_and_l
     os.symlink(elsewhere / "nothing", git_dir / "refs" / "heads" / "dangling.lock")
     sock = socket.socket(socket.AF_UNIX)
     try:
-        sock.bind(str(git_dir / "refs" / "tags" / "sock.lock"))
+        here = os.getcwd()
+        os.chdir(git_dir / "refs" / "tags")  # a relative name: a socket's path has a 107-byte cap, a long TMPDIR not
+        try:
+            sock.bind("sock.lock")
+        finally:
+            os.chdir(here)
         wedged = subprocess.run(["git", "branch", "x"], cwd=repo, capture_output=True, text=True)
         assert wedged.returncode != 0
         kinds = {p: (os.lstat(p).st_mode, os.lstat(p).st_ino) for p in [*git_dir.glob("*.lock"),
