@@ -112,6 +112,14 @@ def _race(monkeypatch: pytest.MonkeyPatch, stage: str, name: str, *also: Path) -
     return done
 
 
+def _ready(repo: Path, command: str) -> tuple[str, str]:
+    """The hand-over with work for `command` and an archive holding older entries: (hand-over, archive) as they are."""
+    _prepare(repo, command)
+    (repo / "ARCHIVE.md").write_text("# Archive\n\nolder entries\n")
+    _something_to_do(repo, command, 0)
+    return (repo / "HANDOFF.md").read_text(), (repo / "ARCHIVE.md").read_text()
+
+
 @pytest.mark.parametrize("stage", ["read", "swap", "rename"])
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_a_line_written_between_the_read_and_the_rename_stops_the_rewrite(
@@ -119,11 +127,7 @@ def test_a_line_written_between_the_read_and_the_rename_stops_the_rewrite(
     """Deterministic: the hook point edits the hand-over after the command read it, before its last comparison
     ("read", "swap") or right after it, in the instant before the rename ("rename": the line lands in the old file,
     and is put back). The command says so in one line and exits with its code; every line is kept."""
-    _prepare(repo, command)
-    (repo / "ARCHIVE.md").write_text("# Archive\n\nolder entries\n")
-    _something_to_do(repo, command, 0)
-    before = (repo / "HANDOFF.md").read_text()
-    archive = (repo / "ARCHIVE.md").read_text()
+    before, archive = _ready(repo, command)
     argv, code, who = COMMANDS[command]
     done = _race(monkeypatch, stage, "HANDOFF.md")
     got, out, err = call_gate(repo, *argv, capsys=capsys, monkeypatch=monkeypatch)
@@ -144,11 +148,7 @@ def test_a_writer_that_opened_the_file_before_the_rename_and_writes_a_moment_aft
     fsio.SETTLE (here the write comes 5 ms after the rename), and the line is put back: nothing written, no line lost."""
     import threading
 
-    _prepare(repo, command)
-    (repo / "ARCHIVE.md").write_text("# Archive\n\nolder entries\n")
-    _something_to_do(repo, command, 0)
-    before = (repo / "HANDOFF.md").read_text()
-    archive = (repo / "ARCHIVE.md").read_text()
+    before, archive = _ready(repo, command)
     argv, code, who = COMMANDS[command]
     line, handles, writers = "- written a moment after the rename", [], []
 
