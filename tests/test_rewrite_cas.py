@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TextIO
 
 import pytest
 from conftest import call_gate, git, handoff_text, run_gate
@@ -150,7 +151,13 @@ def test_a_writer_that_opened_the_file_before_the_rename_and_writes_a_moment_aft
 
     before, archive = _ready(repo, command)
     argv, code, who = COMMANDS[command]
-    line, handles, writers = "- written a moment after the rename", [], []
+    line = "- written a moment after the rename"
+    handles: list[TextIO] = []
+    writers: list[threading.Timer] = []
+
+    def write_late() -> None:
+        handles[0].write(line + "\n")
+        handles[0].close()
 
     def hook(at: str, path: str) -> None:
         if Path(path).name != "HANDOFF.md":
@@ -158,7 +165,7 @@ def test_a_writer_that_opened_the_file_before_the_rename_and_writes_a_moment_aft
         if at == "rename" and not handles:
             handles.append(open(path, "a"))  # the file the path names now: the old one, once renamed over
         elif at == "renamed" and handles and not writers:
-            writers.append(threading.Timer(0.005, lambda: (handles[0].write(line + "\n"), handles[0].close())))
+            writers.append(threading.Timer(0.005, write_late))
             writers[0].start()
 
     monkeypatch.setattr(fsio, "RACE_HOOKS", [hook])
