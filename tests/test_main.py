@@ -137,6 +137,8 @@ def test_the_suites_in_process_runs_answer_as_the_installed_command_does(repo: P
     """Most tests run the gate in their own process (conftest.run_gate: 30 ms less a run). The same story told to the
     installed command and in process, each in its own copy of one repository, gives the same exit codes and outputs
     at every step: failing gates, the flags they leave, the brief and the stop that read them, a stamp, a claim."""
+    import conftest
+
     for n in range(4):
         (repo / "work.txt").write_text(f"{n}\n")
         git(repo, "add", "work.txt")
@@ -146,7 +148,8 @@ def test_the_suites_in_process_runs_answer_as_the_installed_command_does(repo: P
              ["check", "--only", "nope"], ["nope"], ["locks"], ["doctor"]]
     copies = {way: Path(shutil.copytree(repo, tmp_path / way, symlinks=True)) for way in ("process", "in-process")}
     for argv in story:
-        answers = {way: run_gate(where, *argv, process=way == "process") for way, where in copies.items()}
+        answers = {"process": run_gate(copies["process"], *argv, process=True),  # the in-process way itself, always:
+                   "in-process": conftest._gate_in_process(copies["in-process"], argv)}  # GATE_TESTS_PROCESS or not
         process, inside = ((a.returncode, _plain(a.stdout, copies[way]), _plain(a.stderr, copies[way]))
                            for way, a in answers.items())
         assert inside == process, argv
