@@ -915,3 +915,44 @@ def test_a_commit_judged_under_a_push_stage_variable_is_still_asked_for_its_conf
     _checked_item_staged(repo)
     proc = run_gate(repo, "check", env={**os.environ, "PRE_COMMIT_TO_REF": "refs/heads/main"})
     assert proc.returncode == 3 and ".gate.yaml: changed without staging it" in proc.stderr, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("first", ["brief", "closeout"])
+def test_the_readme_close_out_after_a_failed_check_leaves_no_flag_behind(tmp_path: Path, first: str) -> None:
+    """A new user's finding: the README's close-out when the hand-over has fallen behind (`gate check` fails and
+    flags it, `gate stamp`, the commit, whose hook passes) left the failed check's flag of the work tree open, and
+    every later brief led with it while its own tripwire said current. The gates judge the state as it is now
+    wherever their flags are reported: the first brief, or the stop hook's close-out, resolves it."""
+    repo = _adopted(tmp_path)
+    assert _close_out(repo) == 0
+    for n in range(4):
+        _work(repo, n)
+        assert _commit(repo, f"work {n}", verify=False) == 0
+    failed = run_gate(repo, "check")
+    assert failed.returncode == 1 and "4 commits behind" in failed.stdout, failed.stdout
+    assert _open(repo) == ["handoff-fresh"]
+    assert _close_out(repo) == 0
+    said = run_gate(repo, "closeout", "--format", "text") if first == "closeout" else run_gate(repo, "brief")
+    assert said.returncode == 0, said.stdout + said.stderr
+    assert "resolved 1 open flag of handoff-fresh" in said.stderr
+    assert _open(repo) == []
+    brief = run_gate(repo, "brief").stdout
+    assert "No unacknowledged flags." in brief and "Verdict: current" in brief, brief
+    [resolved] = [f for f in json.loads(run_gate(repo, "flags", "--all", "--format", "json").stdout)["flags"]
+                  if f["reason"] == "handoff-fresh"]
+    assert resolved["status"] == "resolved", resolved
+
+
+def test_the_brief_leaves_a_flag_whose_gate_still_fails(tmp_path: Path) -> None:
+    """The brief's judgement resolves only what passes now: a hand-over still behind keeps its flag, and the brief
+    raises no flag of its own for it."""
+    repo = _adopted(tmp_path)
+    assert _close_out(repo) == 0
+    for n in range(4):
+        _work(repo, n)
+        assert _commit(repo, f"work {n}", verify=False) == 0
+    assert run_gate(repo, "check").returncode == 1
+    before = json.loads(run_gate(repo, "flags", "--format", "json").stdout)["flags"]
+    brief = run_gate(repo, "brief")
+    assert "[handoff-fresh] 1 flag seen 1 time" in brief.stdout, brief.stdout
+    assert json.loads(run_gate(repo, "flags", "--format", "json").stdout)["flags"] == before

@@ -164,7 +164,8 @@ def _judge(ctx: Context, name: str, state_rel: str, changing: list[Update], seen
                                  f"but remote {name} shows fence {seen.fence} for it: the remote lost or hides its "
                                  f"refs/gate/ refs, so its claim is unknown — refused; `gate doctor --remote` checks the "
                                  "remote, and `gate claim` then `gate stamp` records a fence it has"))
-        elif fence is None and seen.fence > 0:
-            found.append(Finding(state_rel, 1, ID, f"{state_rel} as pushed in {short} carries no Meta fence (the remote "
-                                 f"claim is at fence {seen.fence}): `gate stamp` under a claim writes it", WARNING))
+        elif fence is None and record is not None and not seen.problem and record.get("clone") == who.clone:
+            found.append(Finding(state_rel, 1, ID, f"{state_rel} as pushed in {short} carries no Meta fence, though "
+                                 f"this clone holds the claim on remote {name} (fence {seen.fence}): `gate stamp` "
+                                 "under the claim writes it", WARNING))
     return found

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
     from gates.infra.config import Config
+    from gates.infra.findings import CheckResult
 
 HIDDEN = "==SUPPRESS=="  # argparse.SUPPRESS, without importing argparse: an option left out of --help
 
@@ -207,13 +208,15 @@ class Invocation:
         return _resolving(lambda: flags.resolve_event(repo, reason, command=self.command, observed_ns=self.started_ns,
                                                       **which))
 
-    def write_flags(self, code: int) -> int:
-        """Resolve the flags of the gates that passed in this check, then flag this run's failures and events."""
+    def resolve_passed(self) -> None:
+        """Resolve now the open flags, in this worktree and the scope judged, of the gates that passed (`passes`),
+        and say so; write_flags does it at the end for what was reported since."""
         flagged = _open_here(self._repo, self) if self._passed and self._scope is not None and self._repo else []
+        passed, self._passed = self._passed, []
         if flagged:
             from gates.domain import flags
 
-            repo, passed, scope = self._repo, self._passed, self._scope
+            repo, scope = self._repo, self._scope
             assert repo is not None and scope is not None
             ended = _resolving(lambda: flags.resolve(repo, passed, scope, command=self.command,
                                                      observed_ns=self.started_ns))
@@ -221,6 +224,10 @@ class Invocation:
                 gates = sorted({flags.reason_of_id(flag_id) for flag_id in ended})  # a gate's flags: its id
                 say(f"gate: resolved {len(ended)} open flag{'s' if len(ended) > 1 else ''} of {', '.join(gates)}: "
                     f"{'it passes' if len(gates) == 1 else 'they pass'} now (`gate flags --all` lists them)")
+
+    def write_flags(self, code: int) -> int:
+        """Resolve the flags of the gates that passed in this check, then flag this run's failures and events."""
+        self.resolve_passed()
         pending = list(self._events)
         if code in (VIOLATION, CANNOT_RUN, INTERNAL):
             pending += self._reasons
@@ -249,6 +256,31 @@ class Invocation:
             except OSError as exc:
                 say(f"gate: could not write the {reason} flag: {exc}")
         return code
+
+
+def passing(result: "CheckResult", fixers: "set[str] | frozenset[str]" = frozenset()) -> list[str]:
+    """The gates of `result` that passed: ran, judged something, found no error (and mended nothing: `fixers`)."""
+    failed = {finding.gate for finding in result.errors}
+    return [gate for gate in result.gates if gate not in failed and gate not in result.unjudged and gate not in fixers]
+
+
+def judge_now(run: Invocation) -> "CheckResult":
+    """The enabled gates' judgement of the state as it is now, as a plain `gate check` makes it (the configuration a
+    commit would record verified first): what the close-out and the brief know of the gates. Recorded as a check's
+    is: what it judged, the gates that passed (their open flags here resolve: Invocation.resolve_passed, or at the
+    end), the events its gates raised. It raises what the check would (GitFailed, a GateError)."""
+    from gates.checks import runner
+    from gates.domain import changes
+
+    repo, config = run.repo(), run.config()
+    runner.verify_config(repo, config)  # what is staged is judged as CI will judge it
+    result = runner.run(repo, config, runner.select(config, [], []), [])
+    run.judged(changes.scope_of(repo, [], None, repo.path(config.section("handoff")["path"]), result.situation))
+    for gate in passing(result):
+        run.passes(gate)
+    for reason, message in result.events:
+        run.notice(reason, message)
+    return result
 
 
 def _resolving(resolve: "Callable[[], list[str]]") -> list[str] | None:

@@ -11,7 +11,7 @@ import os
 import sys
 import time
 
-from gates.commands import flag_reason, guarded
+from gates.commands import flag_reason, guarded, judge_now
 from gates.domain import claims, flags, handoff, harness, journal, lockscan, sessions
 from gates.domain.handoff import Loaded, load_handoff
 from gates.domain.sessions import plural
@@ -69,6 +69,7 @@ def _brief(run: "Invocation", fmt: str, hook: harness.HookInput, session: str | 
         elif fmt not in harness.HOOK_START_FORMATS:
             sys.stdout.write(f"# Session brief\n\n{said}\n")
         raise
+    _judge_flagged(run)
     now = clock.now()
     try:  # a later brief of a running harness session (a compaction, a resume): its start and its own commits
         own = sessions.own_work(repo, fmt, session)  # None without a session id, or for a person's format
@@ -106,6 +107,20 @@ def _brief(run: "Invocation", fmt: str, hook: harness.HookInput, session: str | 
     except journal.NotJournalled as exc:
         say(f"gate: the brief was delivered but not journalled: {exc.cause.render()}")
     return OK
+
+
+def _judge_flagged(run: "Invocation") -> None:
+    """With a gate's flag open anywhere in this clone, the gates judge the state as it is now, as `gate check` does,
+    and the flags in this worktree of those that pass resolve before the flags are listed: a flag speaks of what is
+    wrong now (a check of the work tree failed, then the fix was committed: the commit's check settled nothing
+    of the work tree's). It raises nothing new: a failure here is the check's to flag, and the brief goes on."""
+    try:
+        if not os.listdir(state.layout(run.repo()).flags_open):
+            return
+        judge_now(run)
+        run.resolve_passed()
+    except (GateError, OSError):
+        pass
 
 
 def add_arguments(parser: "argparse.ArgumentParser", name: str) -> None:
@@ -301,6 +316,9 @@ def _claim_and_locks(repo: Repo, config: Config, now: datetime) -> str:
         who = "this worktree" if mine else "ANOTHER worktree"
         status = "live" if live else f"abandoned: {why}; `gate claim` takes it over"
         out = [f"{state_rel} is claimed by {who} ({status}): {claims.describe(record)}"]
+    name = config.section("claims").get("remote")
+    if name:
+        out = _remote_claim(repo, config, now, state_rel, record, str(name), out)
     found = lockscan.find(repo, deep=False)
     if found:
         from gates.domain import locks  # judging a lock file: only when one is there
@@ -309,6 +327,46 @@ def _claim_and_locks(repo: Repo, config: Config, now: datetime) -> str:
         out += [f"Git lock {lock.shown}: {lock.verdict} — {lock.reason}{LOCK_STEPS.get(lock.verdict, '')}" for lock in found
                 if not lock.companion]
     return "\n".join(out)
+
+
+def _remote_claim(repo: Repo, config: Config, now: datetime, state_rel: str, local: "dict[str, Any] | None",
+                  name: str, out: list[str]) -> list[str]:
+    """The claim section's lines with claims.remote: the claim as the remote has it now, read as the push gate reads
+    it. This clone's own records cannot tell that another clone holds it, or broke this worktree's claim there."""
+    from gates.domain import remote
+
+    quoted = excerpt(name)
+    try:
+        target = remote.connect(repo, name, min(remote.timeout_of(config), 20.0))
+        seen = remote.read(target, remote.key_for(repo, state_rel))
+        who = remote.me(repo, None)
+    except (GateError, OSError) as exc:
+        why = exc.render() if isinstance(exc, GateError) else str(exc)
+        return [*out, f"On remote {quoted}: the claim cannot be read ({why}) — unknown, never free."]
+    record, mine = seen.record, local is not None and claims.held_here(local, repo)
+    if seen.problem:
+        return [*out, f"On remote {quoted}: the claim cannot be read ({seen.problem}) — unknown, never free; "
+                      "`gate release --force --reason TEXT` removes a broken record."]
+    if record is None:
+        if local is None:
+            return [f"Nobody holds the claim on {state_rel}, in this clone or on remote {quoted}: `gate claim` before "
+                    "you rewrite it."]
+        lost = " — this worktree's claim is not held there (released or broken from another clone, or taken " \
+               "offline): `gate claim` again takes it there" if mine else ""
+        return [*out, f"On remote {quoted}: nobody holds the claim{lost}."]
+    if (record.get("clone"), record.get("worktree")) == (who.clone, who.worktree):
+        return [*out, f"On remote {quoted}: held by this worktree too (fence {record.get('fence')})."]
+    live, why = remote.liveness(record, now, who)
+    other = "clone" if record.get("clone") != who.clone else "worktree of this clone"
+    if not live:
+        return [*out, f"On remote {quoted}: the claim by ANOTHER {other} is abandoned ({why}): `gate claim` takes it "
+                      f"over — {remote.describe(record)}."]
+    held = [f"{state_rel} is claimed on remote {quoted} by ANOTHER {other} ({why}): {remote.describe(record)} — "
+            f"leave {state_rel} to that session: `gate claim` is denied, and a push that changes it is refused."]
+    if mine:
+        held.append(f"This worktree's own claim on {state_rel} is no longer held on remote {quoted} (broken or taken "
+                    "over from another clone): fold your notes into a later session.")
+    return held + (out[1:] if local is None else out)  # "nobody holds the claim" is no longer true
 
 
 # The one command for a lock in the way (git itself dies before any hook runs, so no commit moves it).

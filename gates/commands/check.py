@@ -3,7 +3,7 @@
 import os
 import sys
 
-from gates.commands import CONFIGURATION, HIDDEN, Invocation, ids
+from gates.commands import CONFIGURATION, HIDDEN, Invocation, ids, passing
 from gates.infra import clock
 from gates.infra.errors import OK, USAGE, VIOLATION, GateError
 
@@ -57,15 +57,13 @@ def run(args: "argparse.Namespace", run: Invocation) -> int:
             run.fail("autofix-applied", line, gate=gate_id)
     from gates.checks import flag_reason
 
-    passed = []
     for gate_id in result.gates:
         lines = [f.render() for f in result.errors if f.gate == gate_id]
-        if lines:
-            if not watched:
-                run.fail(flag_reason(gate_id), "\n".join(lines), gate=gate_id)
-        elif gate_id not in result.unjudged and not any(fixer == gate_id for fixer, _ in fixed):
-            run.passes(gate_id)  # write_flags resolves its open flags in this worktree and scope
-            passed.append(gate_id)
+        if lines and not watched:
+            run.fail(flag_reason(gate_id), "\n".join(lines), gate=gate_id)
+    passed = passing(result, {fixer for fixer, _ in fixed})
+    for gate_id in passed:
+        run.passes(gate_id)  # write_flags resolves its open flags in this worktree and scope
     from gates.infra.findings import ENVIRONMENT
 
     lines = [f.render() for f in result.errors if f.gate == ENVIRONMENT]

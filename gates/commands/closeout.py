@@ -10,7 +10,7 @@ import os
 import sys
 import time
 
-from gates.commands import Invocation, guarded
+from gates.commands import Invocation, guarded, judge_now
 from gates.domain import ancestry, claims, handoff, harness, journal, sessions
 from gates.infra import fsio, jsonio, state
 from gates.infra.console import say
@@ -221,13 +221,10 @@ def _journal(repo: Repo, details: "dict[str, Any]", action: str = "closeout") ->
 # -- the command --
 
 def _errors(run: Invocation) -> list[str]:
-    """The gates' errors on the state as it is now: what the close-out must fix first."""
-    from gates.checks import runner
-
-    config = run.config()
+    """The gates' errors on the state as it is now: what the close-out must fix first. The close-out and `gate check`
+    judge alike: a gate that passes here ends its open flags in this worktree, as it would in a check."""
     try:
-        runner.verify_config(run.repo(), config)  # what is staged is judged as CI will judge it
-        result = runner.run(run.repo(), config, runner.select(config, [], []), [])
+        result = judge_now(run)  # as `gate check` judges it: the flags of the gates that pass resolve, as a check's
     except GitFailed as exc:  # a question git could not answer is a step that blocks the stop, not a pass
         return [f"the gates cannot judge the hand-over: {exc.message}"]
     except GateError as exc:  # the configuration the commit would record is not the one read

@@ -103,6 +103,9 @@ def _rewrite(source: handoff.Source, shown: str, meta_section: str, values: dict
              notes: list[str]) -> bytes:
     lines = list(source.lines)
     doc = handoff.parse(lines, shown)
+    if doc.conflict_markers:  # a stamp would call an unresolved merge closed out, and could drop a side's fence
+        raise _denied(f"{shown}:{doc.conflict_markers[0]}: a merge-conflict marker — resolve the conflict (keep "
+                      "what both sides describe), remove the markers, then `gate stamp`")
     sections = doc.section(meta_section)
     if not sections:
         raise _denied(f"{shown} has no '## {meta_section}' section to stamp (see `gate init`)")

@@ -225,7 +225,19 @@ def install(repo: Repo, kinds: list[str], everywhere: bool = False) -> list[str]
                      executable=True)
         os.chmod(path, os.stat(path).st_mode | 0o111 & ~fsio.umask())
         said.append(f"installed {path}" + (" (for every repository that has a .gate.yaml)" if everywhere else ""))
+    if _committable(repo, folder):
+        said.append(f"note: {excerpt(folder, 200)} is in the work tree (core.hooksPath), where a hook can be committed, "
+                    "and these hooks name this machine's Python: do not commit them (`.gitignore` them); each clone "
+                    "runs `gate install-hooks` itself")
     return said
+
+
+def _committable(repo: Repo, folder: str) -> bool:
+    """Whether the hooks folder lies in the work tree, outside every git directory: what is written there can be
+    committed, and a hook naming this machine's interpreter fails in every other clone."""
+    real = os.path.realpath(folder)
+    return paths.within(real, str(repo.toplevel)) and not any(
+        paths.within(real, str(root)) for root in (repo.common_dir, repo.git_dir))
 
 
 def uninstall(repo: Repo, kinds: list[str], everywhere: bool = False) -> list[str]:

@@ -237,7 +237,8 @@ def is_holder(record: "dict[str, Any]", who: Me) -> bool:
 
 
 def liveness(record: "dict[str, Any]", now: datetime, who: Me | None = None) -> tuple[bool, str]:
-    """(live, why). Only the TTL can end another clone's claim; doubt counts as live."""
+    """(live, why). Another clone's claim ends at its release, its TTL, or a `gate release --force`; doubt counts as
+    live."""
     if record.get("problem"):
         return True, f"its record cannot be read ({record['problem']}): `gate release --force --reason TEXT` removes it"
     expires = clock.parse_utc(record.get("expires"), zoned=True) if record.get("expires") else None
@@ -247,7 +248,8 @@ def liveness(record: "dict[str, Any]", now: datetime, who: Me | None = None) -> 
             and not os.path.isdir(str(record.get("worktree"))):
         return False, "its worktree (in this clone) no longer exists"
     if not expires:
-        return True, "held by another clone: only its TTL can end it"
+        return True, ("held by another clone, with no TTL: its release ends it, or `gate release --force --reason "
+                      "TEXT` once that session is gone")
     return True, f"live until {clock.shown(record['expires'])}"
 
 

@@ -106,3 +106,25 @@ def test_claims_require_refuses_a_push_without_a_remote_claim_and_offline_refuse
     offline = run_gate(a, "check", "--remote", "--only", "handoff-claim-remote")
     assert offline.returncode == 1 and "cannot be read" in offline.stdout
     assert "remote-unreachable" in [f["reason"] for f in flag_records(a / ".git")]
+
+
+def test_a_push_without_a_fence_while_no_clone_holds_the_claim_says_nothing(tmp_path: Path) -> None:
+    """A new user's finding: once any claim had been taken and released, every later push without a claim warned
+    that the hand-over "carries no Meta fence (the remote claim is at fence 1)", though no claim was held and none is
+    required: a warning on every push. It is said only while this clone holds the claim (its stamp writes the
+    fence); another clone's holding it is refused, as before."""
+    bare = seed_bare(tmp_path)
+    a, b = clone(f"file://{bare}", tmp_path / "a"), clone(f"file://{bare}", tmp_path / "b")
+    assert run_gate(b, "claim").returncode == 0 and run_gate(b, "release").returncode == 0
+    assert "refs/gate/fences/" in " ".join(refs(bare))  # the fence stays: it only ever grows
+    for tree in (a, b):
+        with open(tree / "HANDOFF.md", "a") as handle:
+            handle.write("- [ ] a later thread — next: write it\n")
+        assert run_gate(tree, "stamp").returncode == 0
+        git(tree, "commit", "-q", "--no-verify", "-am", "close-out without a claim")
+        quiet = run_gate(tree, "check", "--remote", "--only", "handoff-claim-remote")
+        assert quiet.returncode == 0 and "fence" not in quiet.stdout, quiet.stdout
+    assert run_gate(a, "claim").returncode == 0
+    git(a, "commit", "-q", "--no-verify", "--allow-empty", "-m", "work under the claim")
+    held = run_gate(a, "check", "--remote", "--only", "handoff-claim-remote")
+    assert held.returncode == 0 and "carries no Meta fence, though this clone holds the claim" in held.stdout, held.stdout

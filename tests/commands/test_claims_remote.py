@@ -49,6 +49,9 @@ def test_claim_deny_release_and_the_fence_across_clones(remote_url: str, tmp_pat
     assert ref not in refs(bare) and ref.replace("claims", "fences") in refs(bare)
     again = run_gate(b, "claim", "--session", "s-b")
     assert again.returncode == 0 and "fence 2" in again.stdout  # one higher than the previous holder's
+    # b holds the claim now: its denial is over (it stayed open in every brief), as a local denial's is
+    assert [f["reason"] for f in flag_records(b / ".git")] == ["release-denied"]
+    assert "claim-denied" in [f["reason"] for f in flag_records(b / ".git", "resolved")]
 
     listing = run_gate(a, "claims", "--remote")
     assert listing.returncode == 0 and f"clone {clone_id(b)}" in listing.stdout and "fence 2" in listing.stdout
@@ -343,3 +346,51 @@ def test_a_stamp_without_a_remote_claim_drops_the_fence_of_an_earlier_one(tmp_pa
     assert "fence" not in (a / "HANDOFF.md").read_text()
     again = run_gate(a, "stamp")
     assert again.returncode == 0 and "dropped" not in again.stdout  # nothing to drop: nothing said
+
+
+def _claim_section(tree: Path) -> str:
+    brief = run_gate(tree, "brief")
+    assert brief.returncode == 0, brief.stderr
+    return brief.stdout.split("## 3. Claim and locks\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_brief_says_who_holds_the_claim_on_the_remote(tmp_path: Path) -> None:
+    """A new user's finding: with claims.remote, the brief's claim section read only this clone's claims. It said
+    "Nobody holds the claim" while another clone held it on the remote, so a session wrote and committed the hand-over
+    and learnt at its push that it was refused; and a worktree whose remote claim another clone broke still read
+    "claimed by this worktree (live)". The section reads the claim from the remote, as the push gate does."""
+    bare = seed_bare(tmp_path)
+    a, b = clone(f"file://{bare}", tmp_path / "a"), clone(f"file://{bare}", tmp_path / "b")
+    assert _claim_section(a).startswith("Nobody holds the claim on HANDOFF.md, in this clone or on remote origin")
+    assert run_gate(b, "claim", "--session", "bee").returncode == 0
+    before = refs(bare)
+    section = _claim_section(a)
+    assert section.startswith("HANDOFF.md is claimed on remote origin by ANOTHER clone (held by another clone, with "
+                              "no TTL: its release ends it, or `gate release --force --reason TEXT` once that session "
+                              "is gone): worktree "), section
+    assert f"clone {clone_id(b)}" in section and "session bee" in section
+    assert "`gate claim` is denied, and a push that changes it is refused." in section
+    assert "Nobody holds" not in section
+    assert refs(bare) == before  # the brief only reads
+    assert "held by this worktree too (fence 1)" in _claim_section(b)
+    broken = run_gate(a, "release", "--force", "--reason", "b is gone")
+    assert broken.returncode == 0, broken.stdout + broken.stderr
+    victim = _claim_section(b)
+    assert victim.startswith("HANDOFF.md is claimed by this worktree (live)"), victim
+    assert ("On remote origin: nobody holds the claim — this worktree's claim is not held there (released or broken "
+            "from another clone, or taken offline): `gate claim` again takes it there.") in victim
+    assert run_gate(a, "claim").returncode == 0
+    victim = _claim_section(b)
+    assert victim.startswith("HANDOFF.md is claimed on remote origin by ANOTHER clone"), victim
+    assert "This worktree's own claim on HANDOFF.md is no longer held on remote origin" in victim
+    assert "HANDOFF.md is claimed by this worktree (live)" in victim
+
+
+def test_the_brief_says_an_unreachable_remote_claim_is_unknown(tmp_path: Path) -> None:
+    bare = seed_bare(tmp_path)
+    a = clone(f"file://{bare}", tmp_path / "a")
+    git(a, "remote", "set-url", "origin", f"file://{tmp_path / 'gone.git'}")
+    section = _claim_section(a)
+    assert section.startswith("Nobody holds the claim on HANDOFF.md: `gate claim` before you rewrite it.\n"
+                              "On remote origin: the claim cannot be read ("), section
+    assert section.split("\n")[1].endswith(") — unknown, never free."), section

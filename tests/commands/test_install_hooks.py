@@ -342,3 +342,20 @@ def test_an_agents_md_with_a_bom_keeps_it_through_install_and_uninstall(repo: Pa
     assert run_gate(repo, "install-hooks", "--agent", "agents-md", "--uninstall").returncode == 0
     left = (repo / "AGENTS.md").read_bytes()
     assert left.startswith(user) and b"gate brief" not in left and left.endswith(b"A later note.\n"), left
+
+
+def test_a_hooks_folder_in_the_work_tree_is_said_to_be_no_place_to_commit_the_hooks(repo: Path) -> None:
+    """A new user's finding: with `core.hooksPath .husky` (a folder projects commit), `gate install-hooks` wrote a hook
+    naming this machine's Python there and said nothing; once committed, every other clone's commits failed. The
+    hooks are still written (they work here), with a note that they must not be committed; the git dir's own
+    folder gets no note."""
+    plain = run_gate(repo, "install-hooks")
+    assert plain.returncode == 0 and "note:" not in plain.stdout, plain.stdout
+    git(repo, "config", "core.hooksPath", ".husky")
+    (repo / ".husky").mkdir()
+    proc = run_gate(repo, "install-hooks")
+    assert proc.returncode == 0, proc.stderr
+    assert (f"note: {repo}/.husky is in the work tree (core.hooksPath), where a hook can be committed, and these "
+            "hooks name this machine's Python: do not commit them (`.gitignore` them); each clone runs "
+            "`gate install-hooks` itself") in proc.stdout, proc.stdout
+    assert (repo / ".husky" / "pre-commit").is_file()

@@ -69,3 +69,25 @@ def test_a_stamp_before_the_first_commit_is_said_not_flagged(tmp_path: Path) -> 
     git(repo, "commit", "-q", "-m", "first")
     assert run_gate(repo, "stamp").returncode == 0
     assert "No unacknowledged flags." in run_gate(repo, "brief").stdout
+
+
+def test_a_hand_over_in_a_merge_conflict_is_not_stamped(repo: Path) -> None:
+    """A new user's finding: after a `git pull` that conflicted in the Meta block, `gate stamp` stamped the file,
+    markers and all, and dropped the other side's fence line from inside the conflict. A conflict is resolved
+    first: the stamp is refused in one line naming the marker's line, and the file is left as it was."""
+    head = git(repo, "rev-parse", "HEAD")
+    ours, theirs = handoff_text(head), handoff_text(head).replace("- ref:", "- fence: 1\n- ref:")
+    meta = ours.index("- ref:")
+    text = (ours[:meta] + "<<<<<<< HEAD\n" + ours[meta:ours.index("\n", meta) + 1] + "=======\n"
+            + theirs[meta:theirs.index("\n", theirs.index("- ref:")) + 1] + ">>>>>>> origin/main\n"
+            + ours[ours.index("\n", meta) + 1:])
+    path = repo / "HANDOFF.md"
+    path.write_text(text)
+    marker = text.splitlines().index("<<<<<<< HEAD") + 1
+    before = path.read_bytes()
+    proc = run_gate(repo, "stamp")
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr == (f"gate: HANDOFF.md:{marker}: a merge-conflict marker — resolve the conflict (keep what "
+                           "both sides describe), remove the markers, then `gate stamp`\n")
+    assert path.read_bytes() == before
+    assert "stamp-denied" in [r["reason"] for r in flag_records(repo / ".git")]
