@@ -165,6 +165,9 @@ def release(args: "argparse.Namespace", run: "Invocation", name: str, state_rel:
                      f"{remote.describe(outcome.record)}: {reason!r}; its record is kept in {kept}")
     for line in said:
         print(line)
+    denial = claims.release_denial(state_rel, holder, local)  # this clone's claim: another session's, or worktree's
+    if denial is not None and outcome.kind != "not-holder":
+        return run.deny("release-denied", denial)
     if outcome.kind == "not-holder":
         assert outcome.record is not None
         return run.deny("release-denied", f"not released on remote {name}: this worktree does not hold the claim on "
@@ -172,9 +175,9 @@ def release(args: "argparse.Namespace", run: "Invocation", name: str, state_rel:
                         "breaks it if that session is gone")
     if outcome.kind == "none" and local.kind == "none":
         print(f"nothing to release: nobody holds a claim on {state_rel} here or on remote {name}")
-    elif outcome.kind == "none" and local.kind == "not-holder":
-        return run.deny("release-denied", f"not released: this worktree does not hold the claim on {state_rel} in "
-                        f"this clone, and remote {name} has none")
+    elif outcome.kind == "none" and local.kind == "released":  # said: this worktree believed it held both
+        print(f"remote {name} held no claim on {state_rel}: this worktree's was released or broken there from another "
+              "clone (or taken offline)")
     return OK
 
 

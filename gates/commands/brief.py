@@ -297,12 +297,30 @@ def _tripwire(repo: Repo, loaded: Loaded, config: Config, work: sessions.Closure
         if work.found.kind != "current":
             lines.append("WARNING: the hand-over and git disagree. Anything read from a cache or from memory this "
                          "session is suspect: re-read the code and `git log` before trusting the hand-over.")
+    unhooked = _no_commit_hook(repo)
+    if unhooked:
+        lines.append(unhooked)
     if work.status_error is not None:
         lines.append(f"Work tree: unknown — {work.status_error} (see Salvage).")
     elif work.paths:
         said = ", ".join(f"{n} {kind}" for n, kind in zip(work.counts(), sessions.KINDS, strict=True) if n)
         lines.append(f"Work tree: NOT committed — {said} (paths in Salvage); the work is not closed out.")
     return "\n".join(lines)
+
+
+def _no_commit_hook(repo: Repo) -> str | None:
+    """A line when no pre-commit hook is there at all (a fresh clone: git clones no hooks), so nothing gates this
+    clone's commits; None when one is (whether it runs the gate is `gate doctor`'s to say)."""
+    from gates.domain import hooks
+
+    try:
+        path = os.path.join(hooks.hooks_dir(repo), "pre-commit")
+    except GateError as exc:
+        return f"Commit hook: unknown — {exc.render()} (`gate doctor` checks)."
+    if os.path.lexists(path):
+        return None
+    return (f"Commit hook: none in this clone ({path} is missing), so its commits are not gated: `gate install-hooks`, "
+            "or `pre-commit install` where .pre-commit-config.yaml runs the gate (`gate doctor` checks).")
 
 
 def _claim_and_locks(repo: Repo, config: Config, now: datetime) -> str:

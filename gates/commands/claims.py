@@ -94,19 +94,9 @@ def _release(args: "argparse.Namespace", run: Invocation) -> int:
         return OK
     assert outcome.record is not None
     holder_text = claims.describe(outcome.record)
-    if outcome.kind == "other-session":
-        held = outcome.record.get("session")
-        if held:
-            given = f"not session {holder.session}" if holder.session else "and no session was given"
-            message = (f"not released: the claim on {state_rel} is held by this worktree for session {held}, {given} — "
-                       f"pass --session {held} or set GATE_SESSION={held}")
-        else:
-            message = (f"not released: the claim on {state_rel} is held by this worktree without a session, not for "
-                       f"session {holder.session} — run `gate release` without --session and with GATE_SESSION unset")
-        return run.deny("release-denied", message)
-    if outcome.kind == "not-holder":
-        return run.deny("release-denied", f"not released: this worktree does not hold the claim on {state_rel}; "
-                        f"{holder_text} does — `gate release --force --reason TEXT` breaks it if that session is gone")
+    denial = claims.release_denial(state_rel, holder, outcome)
+    if denial is not None:
+        return run.deny("release-denied", denial)
     if outcome.kind == "broken":
         run.announce("claim-broken", f"broke the claim on {state_rel} by {holder_text}: {outcome.why!r}; its record "
                      f"is kept in {outcome.evidence}")

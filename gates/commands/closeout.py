@@ -12,7 +12,7 @@ import time
 
 from gates.commands import Invocation, guarded, judge_now
 from gates.domain import ancestry, claims, handoff, harness, journal, sessions
-from gates.infra import fsio, jsonio, state
+from gates.infra import clock, fsio, jsonio, state
 from gates.infra.console import say
 from gates.infra.digest import sha256
 from gates.infra.errors import OK, VIOLATION, GateError
@@ -35,9 +35,10 @@ MAX_PATHS = 5  # the uncommitted paths a step names
 def judge(run: Invocation, session: str | None) -> tuple[list[str], list[str]]:
     """The steps the close-out still needs (none: it is done), and one short line per unmet condition for the
     journal and the flag, from the gates run on the state as it is now."""
-    errors = _errors(run)
     repo, config = run.repo(), run.config()
     path = config.section("handoff")["path"]
+    holder = _claimed_elsewhere(repo, path)
+    errors = [line for gate, line in _errors(run) if not (holder and gate == "handoff-claim")]  # its step is below
     steps: list[str] = []
     summary: list[str] = []
     if errors:
@@ -46,7 +47,7 @@ def judge(run: Invocation, session: str | None) -> tuple[list[str], list[str]]:
         steps.append(f"Make {path} pass its gates: fix each finding below, then run `gate check` until it "
                      f"exits 0.\n{shown}{more}")
         summary.append(f"the hand-over fails {len(errors)} gate finding(s)")
-    _work_steps(repo, sessions.closure(repo, config, _meta_ref(repo, config)), path, steps, summary)
+    _work_steps(repo, sessions.closure(repo, config, _meta_ref(repo, config)), path, steps, summary, holder)
     if not steps:
         held = _held_claim(repo, path, session)
         if held:
@@ -65,8 +66,25 @@ def _is_handoff(listed: str, path: str) -> bool:
     return listed == path or (listed.endswith("/") and path.startswith(listed))
 
 
-def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str], summary: list[str]) -> None:
-    """The steps (and one summary line each) that close out the work, each worded from what was found."""
+def _claimed_elsewhere(repo: Repo, path: str) -> str | None:
+    """The live claim on the hand-over another worktree of this clone holds, described; None when there is none. A
+    commit of the hand-over is refused while it stands (handoff-claim), so this session cannot close out through it."""
+    try:
+        state_rel = claims.key(repo, path)
+        record = claims.read(state.layout(repo), state_rel)
+    except (GateError, OSError):
+        return None  # the gates say what cannot be read
+    if record is None or claims.held_here(record, repo) or not claims.liveness(record, clock.now())[0]:
+        return None
+    return claims.describe(record)
+
+
+def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str], summary: list[str],
+                holder: str | None = None) -> None:
+    """The steps (and one summary line each) that close out the work, each worded from what was found. While another
+    worktree holds the hand-over's claim (`holder`), the hand-over is that session's to write: this one commits its
+    work and leaves the hand-over as committed; the commits it made are the next writer's to describe (the brief's
+    Salvage lists them)."""
     ref, found = str(work.ref), work.found
     kind = found.kind if found is not None else None
     if work.history_error is not None:  # a failed question is never "nothing to close out": the stop is blocked
@@ -88,6 +106,27 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
                      "what belongs to the project, delete scratch files, or have git ignore them (`.gitignore`, or "
                      "`.git/info/exclude` for this clone only).")
         summary.append(f"{len(untracked)} untracked path(s)")
+    mine = [code for code, name in work.paths if _is_handoff(name, path)]
+    if holder is None:
+        _handoff_steps(repo, work, path, bool(changed or untracked), mine, steps, summary)
+    elif mine:
+        undo = f"`git restore --staged --worktree {shell_path(path)}`" if mine != ["??"] else f"remove {path}"
+        steps.append(f"Leave {path} to the session that holds its claim: a commit of it is refused while {holder} "
+                     f"holds it. Keep your notes elsewhere if you need them, then undo your edit: {undo}. The commits "
+                     "you made are for that session, or the next, to describe (its brief lists them).")
+        summary.append("the hand-over is edited, but another worktree holds its claim")
+    if work.status_error is not None:  # a failed question is never "nothing uncommitted": the stop is blocked
+        message = work.status_error
+        steps.append(f"{message[:1].upper()}{message[1:]}. Make `git status` work in this repository "
+                     f"(fix what it says), then commit what it lists.")
+        summary.append(message)
+
+
+def _handoff_steps(repo: Repo, work: sessions.Closure, path: str, uncommitted: bool, mine: list[str], steps: list[str],
+                   summary: list[str]) -> None:
+    """The steps that bring the hand-over up to date with the work and commit it. `uncommitted`: other paths are."""
+    ref, found = str(work.ref), work.found
+    kind = found.kind if found is not None else None
     if found is not None and kind == "behind":
         commits, total = sessions.work_after(repo, found)
         listed = "".join(f"\n   - {sha} {excerpt(subject, 80)}" for sha, subject, _ in commits[:5])
@@ -102,20 +141,14 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
     elif work.ref is None:
         steps.append(f"{path} names no commit in its Meta ref: describe the work in it.")
         summary.append("the hand-over names no Meta ref")
-    mine = [code for code, name in work.paths if _is_handoff(name, path)]
     how = (f"{path} is not committed yet" if mine == ["??"] else f"{path} has uncommitted changes") if mine else ""
-    if changed or untracked or work.ref is None or kind in ("behind", "elsewhere"):
+    if uncommitted or work.ref is None or kind in ("behind", "elsewhere"):
         steps.append(f"Close out: `gate stamp`, then `git add {shell_path(path)} && git commit -m \"close-out: …\"`"
                      + (f" ({how}: that commit takes them)." if mine else "."))
     elif mine:
         steps.append(f"Commit the hand-over: `git add {shell_path(path)} && git commit -m \"close-out: …\"` ({how}).")
     if mine:
         summary.append("the hand-over has uncommitted changes")
-    if work.status_error is not None:  # a failed question is never "nothing uncommitted": the stop is blocked
-        message = work.status_error
-        steps.append(f"{message[:1].upper()}{message[1:]}. Make `git status` work in this repository "
-                     f"(fix what it says), then commit what it lists.")
-        summary.append(message)
 
 
 def _meta_ref(repo: Repo, config: "Config") -> str | None:
@@ -220,16 +253,17 @@ def _journal(repo: Repo, details: "dict[str, Any]", action: str = "closeout") ->
 
 # -- the command --
 
-def _errors(run: Invocation) -> list[str]:
-    """The gates' errors on the state as it is now: what the close-out must fix first. The close-out and `gate check`
-    judge alike: a gate that passes here ends its open flags in this worktree, as it would in a check."""
+def _errors(run: Invocation) -> list[tuple[str, str]]:
+    """The gates' errors on the state as it is now, (gate, line) each: what the close-out must fix first. The
+    close-out and `gate check` judge alike: a gate that passes here ends its open flags in this worktree, as it
+    would in a check."""
     try:
         result = judge_now(run)  # as `gate check` judges it: the flags of the gates that pass resolve, as a check's
     except GitFailed as exc:  # a question git could not answer is a step that blocks the stop, not a pass
-        return [f"the gates cannot judge the hand-over: {exc.message}"]
+        return [("", f"the gates cannot judge the hand-over: {exc.message}")]
     except GateError as exc:  # the configuration the commit would record is not the one read
-        return [exc.render()]
-    return [f.render() for f in result.errors]
+        return [("", exc.render())]
+    return [(f.gate, f.render()) for f in result.errors]
 
 
 def run(args: "argparse.Namespace", run: Invocation) -> int:
@@ -324,7 +358,11 @@ def _text(run: Invocation, session: str | None) -> int:
                     "head": repo.head}, "closeout-preview")
     if not steps:  # closed out: this worktree's earlier `closeout-missing` flags have no cause left
         run.settle(sessions.CLOSEOUT_MISSING)
-        print("close-out done: the hand-over passes its gates and describes every commit, and nothing is left uncommitted")
+        path = run.config().section("handoff")["path"]
+        holder = _claimed_elsewhere(repo, path)
+        print(f"close-out done: the work is committed, and {path} is left to the session that holds its claim ({holder}): "
+              "the commits after its Meta ref are for that session, or the next, to describe" if holder else
+              "close-out done: the hand-over passes its gates and describes every commit, and nothing is left uncommitted")
         return OK
     print(reason_text(steps))
     return VIOLATION

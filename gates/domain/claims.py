@@ -452,3 +452,21 @@ def list_all(repo: Repo, now: datetime) -> "list[dict[str, Any]]":
         out.append({**record, "age_seconds": int((now - since).total_seconds()) if since else None,
                     "live": live, "liveness": why})
     return out
+
+
+def release_denial(state_rel: str, holder: Holder, outcome: "Outcome") -> str | None:
+    """Why this clone's claim was not released (`outcome` of claims.release: held for another session of this
+    worktree, or by another worktree), or None when it was not refused."""
+    record = outcome.record
+    if outcome.kind not in ("other-session", "not-holder") or record is None:
+        return None
+    if outcome.kind == "not-holder":
+        return (f"not released: this worktree does not hold the claim on {state_rel}; {describe(record)} does — "
+                "`gate release --force --reason TEXT` breaks it if that session is gone")
+    held = record.get("session")
+    if held:
+        given = f"not session {holder.session}" if holder.session else "and no session was given"
+        return (f"not released: the claim on {state_rel} is held by this worktree for session {held}, {given} — "
+                f"pass --session {held} or set GATE_SESSION={held}")
+    return (f"not released: the claim on {state_rel} is held by this worktree without a session, not for "
+            f"session {holder.session} — run `gate release` without --session and with GATE_SESSION unset")

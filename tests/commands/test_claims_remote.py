@@ -384,6 +384,14 @@ def test_the_brief_says_who_holds_the_claim_on_the_remote(tmp_path: Path) -> Non
     assert victim.startswith("HANDOFF.md is claimed on remote origin by ANOTHER clone"), victim
     assert "This worktree's own claim on HANDOFF.md is no longer held on remote origin" in victim
     assert "HANDOFF.md is claimed by this worktree (live)" in victim
+    assert run_gate(a, "release").returncode == 0
+    wrong = run_gate(b, "release")  # not its session: refused as a release of this clone alone is (it said nothing)
+    assert wrong.returncode == 1 and wrong.stdout == ("not released: the claim on HANDOFF.md is held by this worktree "
+                                                      "for session bee, and no session was given — pass --session bee "
+                                                      "or set GATE_SESSION=bee\n"), wrong.stdout
+    gone = run_gate(b, "release", "--session", "bee")  # the victim gives up its local claim, told its remote one was gone
+    assert gone.returncode == 0 and ("remote origin held no claim on HANDOFF.md: this worktree's was released or "
+                                     "broken there from another clone (or taken offline)") in gone.stdout, gone.stdout
 
 
 def test_the_brief_says_an_unreachable_remote_claim_is_unknown(tmp_path: Path) -> None:

@@ -474,3 +474,37 @@ def test_a_stop_whose_configuration_git_cannot_be_asked_about_is_blocked(repo: P
     stop = _hook(repo, "closeout", "claude", {"session_id": "s-1", "stop_hook_active": False})
     assert json.loads(stop.stdout)["decision"] == "block", stop.stdout
     assert "the gates cannot judge the hand-over" in json.loads(stop.stdout)["reason"], stop.stdout
+
+
+def test_a_session_whose_hand_over_another_worktree_claimed_is_asked_only_what_it_can_do(repo: Path, tmp_path: Path) -> None:
+    """A new user's finding: in a worktree whose hand-over another worktree had claimed, the stop hook asked the session
+    to commit the hand-over, which the claim refuses, and then listed both "unstage it" and "commit the hand-over":
+    no step could end the loop. The session commits its work and leaves the hand-over to the claim's holder: those
+    are its steps, and then its close-out is done, saying whose the hand-over is."""
+    assert run_gate(repo, "claim", "--note", "the holder").returncode == 0
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(linked))
+    (linked / "code.py").write_text("print(1)\n")
+    git(linked, "add", "code.py")
+    git(linked, "commit", "-q", "--no-verify", "-m", "work in the linked worktree")
+    with open(linked / "HANDOFF.md", "a") as handle:
+        handle.write("- [ ] my notes — next: fold them in\n")
+    assert run_gate(linked, "stamp").returncode == 0
+    git(linked, "add", "HANDOFF.md")
+    preview = run_gate(linked, "closeout", "--format", "text")
+    assert preview.returncode == 1
+    steps = [line for line in preview.stdout.splitlines() if line[:1].isdigit()]
+    assert len(steps) == 1 and steps[0].startswith("1. Leave HANDOFF.md to the session that holds its claim: a commit "
+                                                  "of it is refused while worktree "), preview.stdout
+    assert "`git restore --staged --worktree HANDOFF.md`" in steps[0] and "note: 'the holder'" in steps[0]
+    assert "Commit the hand-over" not in preview.stdout and "gate stamp" not in preview.stdout
+    git(linked, "restore", "--staged", "--worktree", "HANDOFF.md")
+    done = run_gate(linked, "closeout", "--format", "text")
+    assert done.returncode == 0, done.stdout
+    assert done.stdout.startswith("close-out done: the work is committed, and HANDOFF.md is left to the session that "
+                                  "holds its claim (worktree "), done.stdout
+    stop = _hook(linked, "closeout", "claude", {"session_id": "s-linked", "stop_hook_active": False})
+    assert stop.returncode == 0 and stop.stdout == "", stop.stdout  # let through: done
+    assert run_gate(repo, "release").returncode == 0
+    after = run_gate(linked, "closeout", "--format", "text")  # the claim is gone: the hand-over is this session's again
+    assert after.returncode == 1 and "Describe the work in HANDOFF.md: 1 commit(s)" in after.stdout, after.stdout
