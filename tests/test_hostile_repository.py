@@ -11,6 +11,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import GATE_BIN, git, run_gate
 from remote_helpers import clone, seed_bare
 from test_confinement import snapshot
@@ -124,3 +125,74 @@ def test_a_flood_of_flags_from_other_clones_is_capped(tmp_path: Path) -> None:
     brief = run_gate(fresh, "brief", timeout=60)
     assert brief.returncode == 0 and len(brief.stdout) < 40_000, len(brief.stdout)
     assert "more clones' flags" in brief.stdout
+
+
+# ---- adversarial review adv1: YAML the gate reads must come out as one line, or as data Python can print ----------
+
+RECORD_NAME = "decisions/D-20260101T000000Z-0123456789ab-use-x.md"
+
+
+def _record_and_table(repo: Path, title: str) -> None:
+    """A committed record with `title` in its front matter, and a table region in HANDOFF.md that renders it."""
+    record = repo / RECORD_NAME
+    record.parent.mkdir()
+    record.write_text(f"---\nid: D-20260101T000000Z-0123456789ab\ntitle: {title}\nstatus: open\ndate: 2026-01-01\n"
+                      "---\n\n# Use X\n")
+    handoff = repo / "HANDOFF.md"
+    handoff.write_text(handoff.read_text().replace("## Decisions\n", "## Decisions\n<!-- gate:table decisions -->\n"
+                                                   "<!-- /gate:table -->\n"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--no-verify", "-m", "a record")
+
+
+def _flag_messages(repo: Path) -> list[str]:
+    return [json.loads(path.read_text())["message"] for path in (repo / ".git" / "gate" / "flags").glob("*.json")]
+
+
+@pytest.mark.parametrize("place", ["record", "sentinel", "title"])
+def test_a_lone_surrogate_escape_in_yaml_is_refused_with_its_line(repo: Path, tmp_path: Path, place: str) -> None:
+    """The attack (adv1, 05): YAML's `"\\ud800"` decodes to no character. It got through the YAML reader and crashed
+    `gate check` and `gate render` at an encode (a committed record: the close-out gate then let the stop through as
+    an internal error), `gate mailbox take` after delivering the package (so it delivered it on every take) and
+    `gate init`. It is refused where it is read, in one line naming the file and line, as JSON refuses it."""
+    if place == "record":
+        _record_and_table(repo, '"Use \\ud800 X"')
+        runs = [("check",), ("closeout", "--format", "claude")]
+        shown = f"{RECORD_NAME}:3"
+    elif place == "sentinel":
+        (repo / ".gate.yaml").write_text('mailbox:\n  sentinel: "No \\ud800 package."\n')
+        (repo / "WORKPACKAGE.md").write_text("# Work package\n\n## Goal\ng\n\n## Plan\np\n\n## Done when\nd\n")
+        runs, shown = [("mailbox", "take")], ".gate.yaml:2"
+    else:
+        (repo / "HANDOFF.md").unlink()
+        (repo / ".gate.yaml").write_text('handoff:\n  title: "\\ud800"\n')
+        runs, shown = [("init",)], ".gate.yaml:2"
+    before = snapshot(tmp_path, [repo / ".git"])
+    for argv in runs:
+        proc = run_gate(repo, *argv, process=True)
+        both = proc.stdout + proc.stderr
+        assert "Traceback" not in both and "internal error" not in both and "UnicodeEncodeError" not in both, both
+        assert "lone surrogate" in both and shown in both, (argv, both)
+        if argv[0] != "closeout":
+            assert proc.returncode in (1, 3), (argv, proc.returncode)
+    assert snapshot(tmp_path, [repo / ".git"]) == before  # the package is still there, nothing was written
+    if place == "record":  # the table is rendered from the records the gate can read, as for any unreadable one
+        proc = run_gate(repo, "render", process=True)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("character", ["\x7f", "\x85\x80", "\ufffe"])
+def test_a_character_yaml_forbids_is_one_line_naming_the_file_and_line(repo: Path, character: str) -> None:
+    """The attack (adv1, 03): a character YAML allows nowhere in a stream (DEL, a C1 control, U+FFFE) made the
+    reader's error two lines (`in "<unicode string>", position N`): on stderr, in the flag and in the finding."""
+    (repo / ".gate.yaml").write_text(f"# a config\nhandoff:\n  title: a{character}b\n")
+    proc = run_gate(repo, "check", process=True)
+    assert proc.returncode == 3 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("gate: .gate.yaml:3: invalid YAML: the character \\u00"[:34]), proc.stderr
+    assert all("\n" not in message and "<unicode string>" not in message for message in _flag_messages(repo))
+    (repo / ".gate.yaml").unlink()
+    _record_and_table(repo, f"Use {character} X")
+    proc = run_gate(repo, "check", process=True)
+    assert proc.returncode == 1 and "<unicode string>" not in proc.stdout + proc.stderr, proc.stdout
+    [finding] = [line for line in proc.stdout.splitlines() if RECORD_NAME in line]
+    assert f"{RECORD_NAME}:3" in finding and "invalid YAML: the character" in finding, finding

@@ -64,12 +64,12 @@ def new_record(repo: "Repo", config: "Config", title: str, now: "datetime") -> s
     """`gate record new TITLE`: an open record in records.path, made with an exclusive create (ids never collide)."""
     from gates.domain import journal, records
     from gates.infra import fsio
-    from gates.infra.text import unsafe
+    from gates.infra.text import not_plain
 
     title = " ".join(title.split())
-    if not title or len(title) > 200 or unsafe(title):
-        raise GateError("a record title is 1-200 characters of plain text (no control, NUL or bidi characters)",
-                        code=USAGE, reason="usage")
+    if not title or len(title) > 200 or not_plain(title):
+        raise GateError("a record title is 1-200 characters of plain text (no control, NUL, bidi or noncharacter "
+                        "code points)", code=USAGE, reason="usage")
     directory, _ = records.folder(repo, config)
     prefix = config.section("records")["prefix"]
     for _ in range(10):

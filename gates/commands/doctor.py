@@ -250,9 +250,9 @@ def _claude(repo: Repo) -> list[Check]:
             data = fsio.read_bytes_capped(paths.confined(repo, path, shown), SETTINGS_CAP, shown)
             if isinstance(data, int):
                 raise GateError(f"{data:,} bytes, over the {SETTINGS_CAP:,}-byte cap", reason="input-unreadable")
-            settings = jsonio.loads(fsio.decode_text(data, shown))
-        except (GateError, ValueError) as exc:
-            detail = exc.message if isinstance(exc, GateError) else exc
+            settings = jsonio.load_json(fsio.decode_text(data, shown))
+        except (GateError, jsonio.DataError) as exc:
+            detail = exc.message
             broken.append(Check(FIX, f"{shown} cannot be read as JSON ({detail}): Claude Code ignores it too"))
             continue
         if not isinstance(settings, dict):

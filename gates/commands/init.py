@@ -191,15 +191,19 @@ def _adopt(args: "argparse.Namespace", run: Invocation) -> int:
     source = handoff.Source.decode(data, relative)
     lines = list(source.lines)
     done: list[str] = []
-    title = _title(handoff.parse(lines, relative), lines, done)
+    first = handoff.parse(lines, relative)
+    _plain_headings(first, relative)
+    title = _title(first, lines, done)
     meta = _meta(handoff.parse(lines, relative), lines, repo.head, done)
     doc = handoff.parse(lines, relative)
     _unique(doc, relative)
     names = [section.name for section in doc.sections]
     target = _target(names, meta)
+    config = _config(relative, title, names, meta, target).encode("utf-8")
+    _read_back(config)
     if lines != source.lines:
         fsio.rewrite(real, data, source.encode(lines), shown=relative, who="gate adopt")
-    fsio.write_atomic(config_path, _config(relative, title, names, meta, target).encode("utf-8"), exclusive=True)
+    fsio.write_atomic(config_path, config, exclusive=True)
     for line in done:
         print(f"{relative}: {line}")
     print(f"wrote {CONFIG_NAME}: handoff.path {relative}, title '{title}', {len(names)} sections "
@@ -239,6 +243,31 @@ def _meta(doc: "Document", lines: list[str], head: str | None, done: list[str]) 
     return section.name
 
 
+def _plain_headings(doc: "Document", shown: str) -> None:
+    """The title and the section names go into .gate.yaml as they are: one holding a control, format, separator or
+    noncharacter code point is refused, naming its line (the gate would refuse the .gate.yaml it made)."""
+    from gates.infra.text import escape_of, excerpt, not_plain
+
+    for text, line in [*doc.titles[:1], *((section.name, section.line) for section in doc.sections)]:
+        bad = not_plain(text)
+        if bad is not None:
+            raise GateError(f"the heading '{excerpt(text)}' holds {escape_of(ord(bad))} (a control, format or "
+                            "noncharacter code point): a title or section name is plain text — remove it, then adopt",
+                            code=USAGE, reason="usage", path=shown, line=line)
+
+
+def _read_back(config: bytes) -> None:
+    """The .gate.yaml adopt is about to write, read as every command will read it: one the gate would refuse is not
+    written."""
+    from gates.infra import config as config_module
+
+    try:
+        config_module.parse_and_validate(config, CONFIG_NAME)
+    except GateError as exc:
+        raise GateError(f"gate adopt would write a {CONFIG_NAME} the gate refuses ({exc.render()}): nothing written",
+                        code=USAGE, reason="usage") from None
+
+
 def _unique(doc: "Document", shown: str) -> None:
     first: dict[str, int] = {}
     for section in doc.sections:
@@ -266,6 +295,7 @@ def _config(relative: str, title: str, names: list[str], meta: str, target: str)
     def quoted(text: str) -> str:  # a JSON string is a YAML double-quoted scalar
         return jsonio.dumps(text, ensure_ascii=False)
 
+    quoted_after = [f"    - {quoted(name)}" for name in names if name not in (meta, target)]
     return "\n".join([
         "# handoff-gate configuration, written by `gate adopt` from the hand-over as it was.",
         "# Every other key keeps its default: `gate schema config` and docs/configuration.md list them.",
@@ -276,7 +306,7 @@ def _config(relative: str, title: str, names: list[str], meta: str, target: str)
         *(f"    - {quoted(name)}" for name in names),
         f"  meta_section: {quoted(meta)}",
         f"  target_section: {quoted(target)}",
-        "  brief_sections:  # what the session brief quotes after the target section",
-        *(f"    - {quoted(name)}" for name in names if name not in (meta, target)),
+        f"  brief_sections:{'' if quoted_after else ' []'}  # what the session brief quotes after the target section",
+        *quoted_after,
         "",
     ])

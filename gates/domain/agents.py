@@ -394,6 +394,8 @@ def _record_path(repo: Repo, shown: str) -> str:
 
 
 def _read_record(repo: Repo, shown: str) -> "dict[str, Any] | None":
+    """The gate's record of what it wrote at `shown`, or None: none, or one it cannot use (the git dir is hostile
+    input: a record planted or edited there, with a field of another type, is unreadable, so no record)."""
     data = fsio.read_state_file(_record_path(repo, shown), MAX_BYTES * 2)
     if not data:
         return None
@@ -401,7 +403,26 @@ def _read_record(repo: Repo, shown: str) -> "dict[str, Any] | None":
         record = jsonio.load_json(data.decode("utf-8"))
     except (jsonio.DataError, UnicodeDecodeError):
         return None
-    return record if isinstance(record, dict) and record.get("path") == shown else None
+    return record if isinstance(record, dict) and record.get("path") == shown and _record_fields(record) else None
+
+
+def _record_fields(record: "dict[str, Any]") -> bool:
+    """Whether each field the gate computes with has its type: `written` null or a SHA-256 in hex, `original` null
+    or base64, `created_dirs` absent, null or a list of strings."""
+    import base64
+
+    written, original, dirs = record.get("written"), record.get("original"), record.get("created_dirs")
+    if written is not None and not (isinstance(written, str) and len(written) == 64
+                                    and all(c in "0123456789abcdef" for c in written)):
+        return False
+    if dirs is not None and not (isinstance(dirs, list) and all(isinstance(d, str) for d in dirs)):
+        return False
+    if original is None:
+        return True
+    try:
+        return isinstance(original, str) and base64.b64decode(original, validate=True) is not None
+    except ValueError:  # binascii.Error, or a character that is not ASCII
+        return False
 
 
 def _wrote(record: "dict[str, Any] | None", data: bytes | None) -> "TypeGuard[dict[str, Any]]":

@@ -104,7 +104,7 @@ def read_stdin(stream: "Any" = None, limit: int = MAX_INPUT, seconds: float = IN
         return HookInput({}, "no input arrived within the time limit" if timed_out else None)
     try:
         data = jsonio.load_json(raw.decode("utf-8", "replace").lstrip("\ufeff"))  # Cursor's has been seen with a BOM
-    except (jsonio.DataError, RecursionError) as exc:
+    except jsonio.DataError as exc:
         cut = " (cut off: the sender did not finish within the time limit)" if timed_out else ""
         return HookInput({}, f"the input is not JSON{cut}: {excerpt(str(exc), 120)}", True)
     if not isinstance(data, dict):
@@ -141,10 +141,11 @@ def _read_bounded(fd: int, limit: int, seconds: float) -> tuple[bytes, bool, str
 
 
 def _complete(raw: bytes) -> bool:
+    """Whether `raw` is a whole JSON document (read_stdin then says whether it is one the gate takes)."""
     try:
-        jsonio.loads(raw.decode("utf-8", "replace").lstrip("\ufeff"))
-    except ValueError:
-        return False
+        jsonio.load_json(raw.decode("utf-8", "replace").lstrip("\ufeff"))
+    except jsonio.DataError as exc:
+        return exc.message != jsonio.INVALID_JSON  # parsed to its end, and refused for what it holds
     return True
 
 

@@ -309,33 +309,85 @@ def restore(repo: Repo, evidence_id: str) -> list[str]:
             raise GateError(f"manifest of {evidence_id} is not one the gate wrote", reason="state-unsafe")
         if manifest.get("action") == "restored":
             raise _denied(f"quarantine {evidence_id} was already restored: nothing to put back ({where})")
-        restored = []
-        for item in items:
-            # Where the lock goes back is judged through every symlink of its folder, and what comes back must be
-            # in this quarantine: a manifest is a file in the git dir, which whoever shaped the repository can write.
-            parent, name = os.path.split(os.path.normpath(item["original"]))
-            original = os.path.join(os.path.realpath(parent), name)
-            source = os.path.join(folder, item["moved_to"])
-            inside = original != repo.common_dir and paths.within(original, repo.common_dir)
-            if not inside or name in ("", os.curdir, os.pardir) or ".." in item["moved_to"].split("/") \
-                    or os.path.isabs(item["moved_to"]):
-                raise GateError(f"manifest of {evidence_id} names a path outside the repository", reason="state-unsafe")
-            try:
-                os.link(source, original)
-            except FileExistsError:
-                raise _denied(f"{original} exists: quarantine {evidence_id} not restored (its place is taken)") from None
-            except FileNotFoundError:
-                if os.path.lexists(source):
-                    raise _denied(f"{os.path.dirname(original)} is gone: quarantine {evidence_id} not restored") from None
-                raise _denied(f"quarantine {evidence_id} no longer holds {item['moved_to']}: not restored") from None
-            os.unlink(source)
-            restored.append(original)
+        # Every path of every item is resolved and confined, and what comes back pinned, before anything is moved.
+        plan: list[_Restorable] = []
+        try:
+            for item in items:
+                plan.append(_restorable(repo, folder, evidence_id, item))
+            restored = [_restore_one(each, evidence_id) for each in plan]
+        finally:
+            for each in plan:
+                os.close(each.pin)
         manifest["action"] = "restored"
         state.write(repo, manifest_path, (jsonio.dumps(manifest, indent=2) + "\n").encode())
     from gates.domain import journal
 
     journal.append(repo, "lock-restored", {"quarantine": evidence_id, "paths": restored})
     return restored
+
+
+class _Restorable(NamedTuple):
+    original: str  # where it goes back: its folder resolved through every symlink, inside the common dir
+    source: str  # where it is, in the quarantine folder, reached without following a link
+    pin: int  # the file itself, held open: a regular file with one name
+
+
+def _restorable(repo: Repo, folder: str, evidence_id: str, item: "dict[str, Any]") -> _Restorable:
+    """One item of a manifest, judged: a manifest is a file in the git dir, which whoever shaped the repository can
+    write. Where the lock goes back is judged through every symlink of its folder; what comes back must be a file of
+    this quarantine, reached without following a link (a folder linked out of it would bring any file of the user's
+    in, and the move would take it from its place), with no other name."""
+    parent, name = os.path.split(os.path.normpath(item["original"]))
+    original = os.path.join(os.path.realpath(parent), name)
+    parts = item["moved_to"].split("/")
+    inside = original != repo.common_dir and paths.within(original, repo.common_dir)
+    if not inside or name in ("", os.curdir, os.pardir) or os.path.isabs(item["moved_to"]) \
+            or any(part in ("", os.curdir, os.pardir) for part in parts):
+        raise GateError(f"manifest of {evidence_id} names a path outside the repository", reason="state-unsafe")
+    source = os.path.join(folder, *parts)
+    try:
+        pin = fsio.open_state_fd(source, os.O_RDONLY)  # no link followed on the way; a regular file with one name
+    except FileNotFoundError:
+        raise _denied(f"quarantine {evidence_id} no longer holds {item['moved_to']}: not restored") from None
+    except GateError as exc:
+        raise GateError(f"manifest of {evidence_id} names a path outside the quarantine: {exc.message}",
+                        reason="state-unsafe") from None
+    except OSError as exc:
+        raise GateError(f"manifest of {evidence_id}: {source}: {exc.strerror}", reason="state-unsafe") from None
+    return _Restorable(original, source, pin)
+
+
+def _restore_one(item: _Restorable, evidence_id: str) -> str:
+    """Link the pinned file back at its place, through folders opened without following a link, then drop its
+    quarantine name: a move that never deletes (a file that is not the pinned one keeps its quarantine name)."""
+    pinned = os.fstat(item.pin)
+    source_dir, name = os.path.split(item.source)
+    target_dir, target = os.path.split(item.original)
+    opened: list[int] = []
+    try:
+        opened.append(fsio.open_dir(source_dir))
+        try:
+            opened.append(fsio.open_dir(target_dir))
+        except FileNotFoundError:
+            raise _denied(f"{target_dir} is gone: quarantine {evidence_id} not restored") from None
+        except OSError:  # a link swapped in since it was resolved
+            raise GateError(f"manifest of {evidence_id} names a path outside the repository",
+                            reason="state-unsafe") from None
+        src_fd, dst_fd = opened
+        try:
+            os.link(name, target, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)
+        except FileExistsError:
+            raise _denied(f"{item.original} exists: quarantine {evidence_id} not restored (its place is taken)") from None
+        except FileNotFoundError:
+            raise _denied(f"quarantine {evidence_id} no longer holds {item.source}: not restored") from None
+        if not os.path.samestat(os.stat(target, dir_fd=dst_fd, follow_symlinks=False), pinned):
+            os.unlink(target, dir_fd=dst_fd)  # the second name of a file swapped in meanwhile: it keeps its first
+            raise _denied(f"{item.source} changed while being restored: quarantine {evidence_id} not restored")
+        os.unlink(name, dir_fd=src_fd)
+    finally:
+        for fd in opened:
+            os.close(fd)
+    return item.original
 
 
 def _denied(message: str) -> GateError:

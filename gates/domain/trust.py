@@ -203,13 +203,13 @@ def _config(path: str, roots: list[str], invalid: str = "is not a JSON object",
 
 def _toml(data: bytes) -> "dict[str, Any] | str":
     try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        return "cannot be read: this Python has no TOML reader (3.11 or newer has one)"
-    try:
-        return tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return "is not valid TOML (Codex cannot read it either)"
+        return jsonio.load_toml(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        pass
+    except jsonio.DataError as exc:
+        if "no TOML reader" in exc.message:
+            return exc.message
+    return "is not valid TOML (Codex cannot read it either)"
 
 
 def _folder_trust(parsed: "dict[str, Any]", tops: list[str]) -> str:

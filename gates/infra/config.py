@@ -241,7 +241,7 @@ def _read(repo: Repo, config: Config, data: bytes | int) -> None:
     if isinstance(hit, dict):  # this very file was parsed and validated before
         _overlay(config, hit)
         return
-    parsed = _parse_and_validate(data, shown)
+    parsed = parse_and_validate(data, shown)
     _overlay(config, parsed[0])
     _check_sections(config, parsed[1], shown)
     _check_durations(config, parsed[1], shown)
@@ -296,7 +296,7 @@ def _line_of(config: Config, where: tuple[object, ...]) -> int | None:
     return lines.get(where) or lines.get(where[:2]) or lines.get(where[:1])
 
 
-def _parse_and_validate(data: bytes, shown: str) -> "tuple[dict[str, Any], dict[tuple[object, ...], int]]":
+def parse_and_validate(data: bytes, shown: str) -> "tuple[dict[str, Any], dict[tuple[object, ...], int]]":
     from gates.infra import dataio, validation
 
     try:

@@ -2,12 +2,13 @@
 
 YAML is read as ruamel.yaml's parser events and turned into plain data here, so no
 constructor ever runs: tags outside YAML's core schema, aliases, merge keys, duplicate keys,
-NaN and deep nesting are refused with the line where they stand.
+NaN, deep nesting and lone surrogate escapes (`"\\ud800"`: no character, as jsonio refuses them) are
+refused with the line where they stand, and every error of the parser is one line naming its line.
 """
 
 from gates.infra.jsonio import DataError as DataError  # the one error of both readers: YAML's callers catch it here
-from gates.infra.jsonio import bounded
-from gates.infra.text import excerpt
+from gates.infra.jsonio import bounded, guard
+from gates.infra.text import escape_of, excerpt
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,20 +28,46 @@ def load_yaml(text: str) -> "tuple[Any, dict[Path_, int]]":
     """
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    from ruamel.yaml.reader import ReaderError
 
     yaml = YAML(typ="safe", pure=True)
     builder = _Builder(yaml.resolver)
-    try:
+
+    def parse() -> None:
         for event in yaml.parse(text):
             builder.feed(event)
+
+    try:
+        guard("YAML", parse)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         # the end of the stream past a last newline is a line the file does not have: its last line is named
         line = min(mark.line + 1, text.count("\n") + (not text.endswith("\n"))) if mark is not None else 0
-        raise DataError(f"invalid YAML: {exc.problem or exc.context}", line) from None
+        raise DataError(f"invalid YAML: {_one_line(exc.problem or exc.context)}", line) from None
+    except ReaderError as exc:  # a character YAML allows nowhere in a stream: its position is in characters
+        position = exc.position if isinstance(exc.position, int) else 0
+        code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+        raise DataError(f"invalid YAML: the character {escape_of(code)} is not allowed in YAML (write it "
+                        "as an escape in a double-quoted string)", text.count("\n", 0, position) + 1) from None
     except YAMLError as exc:
-        raise DataError(f"invalid YAML: {exc}") from None
+        raise DataError(f"invalid YAML: {_one_line(exc)}") from None
     return builder.root, builder.lines
+
+
+def _one_line(message: object) -> str:
+    """A parser's message on one line (its own words can span several)."""
+    return " ".join(str(message).split())
+
+
+def _surrogate(value: str) -> bool:
+    """Whether `value` holds a lone surrogate, which only an escape (`\\ud800`) can put there."""
+    if value.isascii():
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 class _Frame:
@@ -74,6 +101,8 @@ class _Builder:
             tag = str(event.tag) if event.tag else str(self.resolver.resolve(ScalarNode, event.value, event.implicit))
             if tag not in _SCALAR_TAGS:
                 raise DataError(_tag_message(tag), line)
+            if _surrogate(event.value):
+                raise DataError("a string holds a lone surrogate (an escape like \\ud800 that is no character)", line)
             self._add(_scalar(tag.removeprefix(_CORE), event.value, line), event.value, tag, line)
         elif isinstance(event, (events.MappingStartEvent, events.SequenceStartEvent)):
             mapping = isinstance(event, events.MappingStartEvent)

@@ -10,6 +10,10 @@ exact result or error.
 
 `load_json` is the strict reader of every JSON file the gate reads (a claim, a flag, a manifest, a harness's
 input): duplicate keys, NaN, Infinity and numbers beyond 2**63 are refused as a DataError, in our own words.
+`load_toml` reads TOML (a harness's config) the same way, and `guard` is what both readers and the YAML reader
+(gates/infra/dataio.py) run their parser under: nesting that overflows the stack, or a document that exhausts
+memory, is a DataError like any other malformed input, never a RecursionError. `loads` is for the gate's own
+documents only (shipped schemas, its own caches and envelopes): tests/infra/test_jsonio_guarded.py holds that.
 """
 
 from gates.infra.plain import Namespace
@@ -17,7 +21,9 @@ from gates.infra.plain import Namespace
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 try:
     from _json import encode_basestring, encode_basestring_ascii, make_encoder, make_scanner
@@ -92,6 +98,33 @@ def bounded(value: int, line: int = 0) -> int:
     return value
 
 
+def guard(kind: str, parse: "Callable[[], T]") -> "T":
+    """`parse()`, with a parser's overflow turned into the DataError of any malformed input: `kind` names the format
+    (JSON, TOML, YAML). The one guard of every reader of hostile or external input."""
+    try:
+        return parse()
+    except RecursionError:
+        raise DataError(f"invalid {kind}: nested too deeply") from None
+    except MemoryError:
+        raise DataError(f"invalid {kind}: too large to parse") from None
+
+
+def load_toml(text: str) -> "dict[str, Any]":
+    """TOML as data (a harness's config file), any failure of its parser a DataError."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        raise DataError("cannot be read: this Python has no TOML reader (3.11 or newer has one)") from None
+
+    def parse() -> "dict[str, Any]":
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            raise DataError("invalid TOML") from None
+
+    return guard("TOML", parse)
+
+
 INVALID_JSON = "invalid JSON: a comma, colon, quote or bracket is missing or out of place"
 
 
@@ -121,16 +154,18 @@ def load_json(text: str) -> "Any":
             raise DataError("a number beyond 2**63 is not allowed")
         return bounded(int(raw))
 
-    try:
+    def parse() -> "Any":
         data = loads(text, object_pairs_hook=pairs, parse_constant=constant, parse_float=number, parse_int=integer)
         if "\\ud" in text or "\\uD" in text:  # a lone surrogate escape (`"\ud800"`) decodes to no character
             dumps(data, ensure_ascii=False).encode("utf-8")
+        return data
+
+    try:
+        data = guard("JSON", parse)
     except ValueError as exc:  # json.JSONDecodeError: named by its fields, so `json` is imported only on this path
         # Our own words, not the stdlib's (they change between Python versions: 3.13 says "Illegal trailing comma"
         # where 3.12 says "Expecting property name"); the line is where the parser stopped.
         raise DataError(INVALID_JSON, getattr(exc, "lineno", 0)) from None
-    except RecursionError:
-        raise DataError("invalid JSON: nested too deeply") from None
     except UnicodeEncodeError:
         raise DataError("invalid JSON: a string holds a lone surrogate (an escape like \\ud800 that is no character)") from None
     return data

@@ -74,6 +74,19 @@ def unsafe(text: str) -> bool:
     return not text.isprintable() and text.translate(_ONE_LINE) != text
 
 
+def not_plain(text: str) -> str | None:
+    """The first character of `text` that a name or title the gate writes into YAML may not hold, or None: an unsafe
+    one (`unsafe`), or one of Unicode's 66 noncharacters (U+FDD0-U+FDEF and the last two of each plane), which YAML
+    refuses in a file (U+FFFE, U+FFFF) or which are no text to anyone."""
+    if text.isprintable() and text.isascii():
+        return None
+    for char in text:
+        code = ord(char)
+        if 0xFDD0 <= code <= 0xFDEF or code & 0xFFFE == 0xFFFE or unsafe(char):
+            return char
+    return None
+
+
 def clean(text: str) -> str:
     """`text` with every unsafe character shown as its escape; tabs and newlines kept. Applied twice, the same."""
     return text if text.isprintable() else text.translate(_LINES)

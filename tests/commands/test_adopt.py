@@ -131,3 +131,40 @@ def test_brief_sections_must_name_configured_sections(repo: Path) -> None:
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert proc.stderr.strip() == ("gate: .gate.yaml:4: handoff.brief_sections[1] 'Nowhere' is not one of "
                                    "handoff.sections")
+
+
+# ---- adversarial review adv1, 02: the gate's own writer never writes what the gate then refuses ------------------
+
+def test_a_hand_over_with_no_section_to_brief_is_adopted_into_a_config_every_command_reads(tmp_path: Path) -> None:
+    """The attack: `# Handoff / ## Meta / ## Now`. Adopt wrote `brief_sections:` with no item (null) and exited 0;
+    from then on every command exited 3. It writes `brief_sections: []`, and reads back what it writes."""
+    repo = tmp_path / "theirs"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "HANDOFF.md").write_text("# Handoff\n\n## Meta\n\n## Now\nBuild it.\n")
+    assert run_gate(repo, "adopt", process=True).returncode == 0
+    assert "  brief_sections: []" in (repo / ".gate.yaml").read_text()
+    for argv in (["config"], ["brief"]):
+        proc = run_gate(repo, *argv, process=True)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, (argv, proc.stderr)
+
+
+@pytest.mark.parametrize("where", ["title", "section"])
+@pytest.mark.parametrize("character", ["\x7f", "\x85", "\x9b", "\u2028", "\u202e", "\ufffe", "\ufdd0"])
+def test_a_heading_yaml_cannot_hold_as_written_is_refused_in_one_line_and_nothing_is_written(
+        tmp_path: Path, where: str, character: str) -> None:
+    """The attack: a title or section name with DEL, a C1 control, a line separator, a bidi override or a
+    noncharacter. Adopt put it raw into a quoted scalar and exited 0, leaving a .gate.yaml every command refused
+    (or one whose title no longer matched). Our choice: refused, as `gate record new` refuses such a title (a title
+    is plain text; the gate shows these characters escaped everywhere): one line naming the file and line."""
+    repo = tmp_path / "theirs"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    title, section = ("Hand" + character + "over", "Now") if where == "title" else ("Handoff", "N" + character + "ow")
+    (repo / "HANDOFF.md").write_text(f"# {title}\n\n## Meta\n\n## {section}\nBuild it.\n\n## Later\n- x\n")
+    before = _snapshot(tmp_path)
+    proc = run_gate(repo, "adopt", process=True)
+    line = 1 if where == "title" else 5
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(f"gate: HANDOFF.md:{line}: the heading "), proc.stderr
+    assert _snapshot(tmp_path) == before  # no .gate.yaml, the hand-over untouched (no Meta added)

@@ -119,3 +119,14 @@ def test_a_thousand_records_created_concurrently_never_collide_and_render(repo: 
     assert run_gate(repo, "render").stdout == "rendered 1 table(s): decisions\n"
     assert (repo / "HANDOFF.md").read_text().count("| open |") == 1000
     assert run_gate(repo, "check", "--only", "handoff-tables,records-immutable").returncode == 0
+
+
+@pytest.mark.parametrize("character", ["\ufffe", "\uffff", "\ufdd0", "\U0001fffe"])
+def test_a_record_title_with_a_noncharacter_is_refused_and_nothing_is_written(repo: Path, character: str) -> None:
+    """The attack (adversarial review adv1, 02): `gate record new "Use <U+FFFE> here"` wrote a record whose front
+    matter YAML refuses, so the next `gate check` found "not a record" (exit 1). A noncharacter is refused with the
+    control and bidi characters, in one line, before anything is written."""
+    proc = run_gate(repo, "record", "new", f"Use {character} here", process=True)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and "noncharacter" in proc.stderr, proc.stderr
+    assert not (repo / "decisions").exists()
+    assert run_gate(repo, "check", process=True).returncode == 0

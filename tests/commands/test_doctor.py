@@ -68,6 +68,21 @@ def _pre_commit(repo: Path, *args: str) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_a_committed_claude_settings_nested_deeply_is_one_fix_line_never_a_traceback(repo: Path) -> None:
+    """The attack of adversarial review adv1, 07: a committed `.claude/settings.json` of `[` 100,000 deep. The
+    doctor's own reader was the raw parser: a RecursionError, a traceback, exit 4. It reads the file as every other
+    reader of the gate does (jsonio.load_json), and says what is wrong in one line; the file is left as it was."""
+    (repo / ".claude").mkdir()
+    settings = repo / ".claude" / "settings.json"
+    settings.write_text("[" * 100_000)
+    before = settings.read_bytes()
+    proc = run_gate(repo, "doctor", process=True)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    assert "FIX   .claude/settings.json cannot be read as JSON (invalid JSON: nested too deeply): Claude Code " \
+           "ignores it too" in proc.stdout.splitlines(), proc.stdout
+    assert settings.read_bytes() == before
+
+
 def test_a_clean_doctor_ends_the_doctor_flags_of_the_doctors_before_it(repo: Path) -> None:
     """A new user's story: `gate doctor` found something to fix (a broken .gate.yaml, no commit hook) and raised its
     `doctor` flag; they fixed both and the doctor came back clean, but every brief still counted the flag (an event

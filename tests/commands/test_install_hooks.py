@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import GATE_BIN, git, run_gate
 from helpers import break_with_punctuation, entries
+from test_confinement import snapshot
 
 from gates.domain import agents, harness
 from gates.infra import validation
@@ -96,6 +97,29 @@ def test_uninstall_without_the_record_removes_exactly_ours(repo: Path, agent: st
         assert path.read_text() == EXISTING[agent]
     else:
         assert json.loads(path.read_text()) == json.loads(EXISTING[agent])
+
+
+@pytest.mark.parametrize("forged", [{"created_dirs": [7]}, {"original": 12}, {"original": "not base64!"},
+                                    {"original": ["a"]}])
+def test_a_forged_install_record_is_no_record_never_a_traceback(repo: Path, tmp_path: Path,
+                                                                forged: dict[str, object]) -> None:
+    """The attack (adversarial review adv1, 06): the records under .git/gate/agents/ are files in the git dir, which
+    whoever shaped the repository can write. One whose `written` matches the file (anyone can compute it) and whose
+    `created_dirs` or `original` has another type made `--uninstall` a TypeError (exit 4). A record with a field
+    of another type is unreadable at its one reader: no record, so uninstall removes exactly the gate's hooks."""
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.json").write_text('{"x": 1}\n')
+    assert run_gate(repo, "install-hooks", "--agent", "claude").returncode == 0
+    for path in (repo / ".git" / "gate" / "agents").glob("*.json"):
+        record = json.loads(path.read_text())
+        wanted = "original" in forged and record["original"] is not None or "original" not in forged
+        path.write_text(json.dumps({**record, **forged} if wanted else record))
+    outside = snapshot(tmp_path, [repo])
+    proc = run_gate(repo, "install-hooks", "--agent", "claude", "--uninstall", process=True)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    assert json.loads((repo / ".claude" / "settings.json").read_text()) == {"x": 1}  # the user's key kept
+    assert not (repo / ".claude" / "hooks" / "handoff-gate.sh").exists()
+    assert snapshot(tmp_path, [repo]) == outside
 
 
 def test_new_files_are_created_and_removed_with_their_folders(repo: Path) -> None:

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import git
+from conftest import GATE_BIN, git
 
 from gates.domain import agents, harness
 from gates.infra import validation
@@ -78,6 +78,41 @@ def test_stdin_is_read_without_blocking() -> None:
     assert "not an object" in str(_stdin(b"[1]").problem)
     assert "cap" in str(_stdin(b" " * 70 + b"{}", limit=64).problem)
     assert _stdin(b'{"sessionId": "cop\\u202eilot"}').session == "cop\\u202eilot"  # Copilot's key, escaped
+
+
+DEEP = b'{"a":' + b"[" * 20_000 + b"]" * 20_000 + b"}"  # past any parser's stack, and ending in `}`
+
+
+def test_deeply_nested_input_is_not_json_whether_the_pipe_is_closed_or_kept_open() -> None:
+    """The attack of adversarial review adv1, 08, at its reader: nesting that overflows the JSON parser was a
+    RecursionError out of the probe that asks whether the input is complete, outside every guard."""
+    assert "not JSON: invalid JSON: nested too deeply" in str(_stdin(DEEP).problem)
+    read, write = os.pipe()
+    os.write(write, DEEP)  # and the harness keeps the pipe open: the probe ends the read, not the time limit
+    started = time.monotonic()
+    try:
+        with os.fdopen(read, "rb") as stream:
+            kept_open = harness.read_stdin(stream, seconds=10)
+    finally:
+        os.close(write)
+    assert time.monotonic() - started < 5 and "nested too deeply" in str(kept_open.problem), kept_open
+
+
+@pytest.mark.parametrize("command", ["brief", "closeout"])
+def test_deeply_nested_hook_input_still_exits_0_and_says_why(repo: Path, command: str) -> None:
+    """The attack of adversarial review adv1, 08, end to end: the installed command exited 4 with a traceback and
+    nothing on stdout. A harness format exits 0, hands over its envelope and flags why the input was unreadable."""
+    before = (repo / "HANDOFF.md").read_bytes()
+    proc = subprocess.run([str(GATE_BIN), command, "--format", "claude"], cwd=repo,
+                          input=DEEP, capture_output=True, timeout=60)
+    assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr
+    assert proc.stdout == b"" or isinstance(json.loads(proc.stdout), dict)
+    if command == "brief":
+        context = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert "input could not be read: the input is not JSON: invalid JSON: nested too deeply" in context, context
+    flagged = [json.loads(path.read_text()) for path in (repo / ".git" / "gate" / "flags").glob("*.json")]
+    assert any(flag["reason"] == "input-unreadable" and "nested too deeply" in flag["message"] for flag in flagged)
+    assert (repo / "HANDOFF.md").read_bytes() == before
 
 
 def test_one_event_time_from_both_of_copilots_inputs() -> None:

@@ -581,6 +581,53 @@ def test_a_forged_quarantine_manifest_restores_nothing_and_touches_nothing(repo:
     assert victim.read_text() == "the user's file\n" and list(outside.iterdir()) == []
 
 
+@pytest.mark.parametrize("attack", ["folder-link", "file-link", "hard-link", "second-item"])
+def test_a_planted_quarantine_never_brings_a_file_of_the_users_in_nor_moves_anything(repo: Path, tmp_path: Path,
+                                                                                     attack: str) -> None:
+    """The attack (adversarial review adv1, 01): a planted quarantine whose `moved_to` passes every textual check but
+    leads out of it: through a folder linked to ~/.ssh, a file linked to the user's key, or a hard link to it (the
+    move would take the user's file into .git and out of its folder). A manifest whose second item is such a path
+    moves nothing, not even its genuine first item: every item is judged before anything is moved."""
+    home = tmp_path / "home" / ".ssh"
+    home.mkdir(parents=True)
+    key = home / "id_rsa"
+    key.write_text("SECRET-KEY\n")
+    git_dir = (repo / ".git").resolve()
+    evidence_id = "20260101T120000Z-0123456789ab"
+    folder = git_dir / "gate" / "lost+found" / evidence_id
+    folder.mkdir(parents=True)
+    items = []
+    if attack == "folder-link":
+        (folder / "x").symlink_to(home)
+        items.append({"original": f"{git_dir}/stolen", "moved_to": "x/id_rsa"})
+    elif attack == "file-link":
+        (folder / "index.lock").symlink_to(key)
+        items.append({"original": f"{git_dir}/index.lock", "moved_to": "index.lock"})
+    elif attack == "hard-link":
+        os.link(key, folder / "index.lock")
+        items.append({"original": f"{git_dir}/index.lock", "moved_to": "index.lock"})
+    else:
+        (folder / "index.lock").write_text("")
+        (folder / "x").symlink_to(home)
+        items += [{"original": f"{git_dir}/index.lock", "moved_to": "index.lock"},
+                  {"original": f"{git_dir}/stolen", "moved_to": "x/id_rsa"}]
+    manifest = {"version": 1, "kind": "git-lock", "action": "quarantined", "when": "2026-01-01T12:00:00Z",
+                "items": items}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    key_links = key.stat().st_nlink
+    before = entries(tmp_path)
+    proc = run_gate(repo, "locks", "--restore", evidence_id, process=True)
+    assert proc.returncode == 3 and "Traceback" not in proc.stderr, proc.stderr
+    assert len(proc.stderr.splitlines()) == 1 and evidence_id in proc.stderr, proc.stderr
+    after = entries(tmp_path)
+    def kept(snap: dict[str, tuple[int, bytes | str]]) -> dict[str, tuple[int, bytes | str]]:
+        return {k: v for k, v in snap.items() if "/gate/" not in k or f"/{evidence_id}" in k}
+
+    assert kept(after) == kept(before)  # outside the gate's state, and the quarantine itself: nothing changed
+    assert key.read_text() == "SECRET-KEY\n" and key.stat().st_nlink == key_links
+    assert not (git_dir / "stolen").exists() and not (git_dir / "index.lock").exists()
+
+
 # ---- what the repository plants where the judging reads: never waited on -------------------------------------
 TIMEOUT = 30  # a FIFO waited on never returns: the run is killed and the test fails instead of hanging
 

@@ -149,8 +149,11 @@ def test_a_config_link_out_of_home_is_not_followed_and_one_inside_is(repo: Path,
     assert TOO in line, line
 
 
-@pytest.mark.parametrize("kind", ["fifo", pytest.param("not-toml", marks=TOML), "huge"])
+@pytest.mark.parametrize("kind", ["fifo", pytest.param("not-toml", marks=TOML), "huge",
+                                  pytest.param("deep", marks=TOML)])
 def test_a_config_that_cannot_be_read_is_cannot_tell(repo: Path, home: Path, kind: str) -> None:
+    """`deep` is the attack of adversarial review adv1, 04: TOML nested 100,000 deep overflowed tomllib's stack (a
+    RecursionError, a traceback, exit 4); it is invalid TOML like any other, and the file is left as it was."""
     _wire(repo, "codex")
     config = home / ".codex" / "config.toml"
     config.parent.mkdir()
@@ -158,13 +161,17 @@ def test_a_config_that_cannot_be_read_is_cannot_tell(repo: Path, home: Path, kin
         os.mkfifo(config)  # a reader that opened it would wait forever
     elif kind == "not-toml":
         config.write_text("[projects\nthis is = = not toml\n")
+    elif kind == "deep":
+        config.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
     else:
         with open(config, "wb") as handle:
             handle.truncate(2 << 20)
+    before = config.read_bytes() if kind == "deep" else None
     [line] = _about(_doctor(repo), "Codex")
     assert line.startswith("warn  Codex: cannot tell whether it trusts this folder and its hooks: ~/.codex/config.toml ")
     assert {"fifo": "cannot be read (a FIFO, not a regular file)", "not-toml": "is not valid TOML",
-            "huge": "is over 1,048,576 bytes: not read"}[kind] in line, line
+            "huge": "is over 1,048,576 bytes: not read", "deep": "is not valid TOML"}[kind] in line, line
+    assert before is None or config.read_bytes() == before
 
 
 @pytest.mark.parametrize("agent, variable", [("gemini", "GEMINI_CLI_TRUST_WORKSPACE"), ("copilot", "COPILOT_ALLOW_ALL")])
