@@ -382,6 +382,7 @@ def test_the_doctor_says_what_the_cli_does_with_the_folders_trust(tmp_path: Path
     when the user's config trusts the folder, and `gate doctor` reads that config to the same verdict."""
     b = fresh_clone(configured(tmp_path, agent), tmp_path / "b")
     home = _home(tmp_path, agent, "http://127.0.0.1:9")  # the session's home (no URL in these two CLIs' files)
+    (home / f".{agent}").mkdir(exist_ok=True)  # a user who has run the CLI here (else the doctor says: not used yet)
     if recorded:
         _trust_recorded(agent, home, b)
     env = {key: value for key, value in os.environ.items() if key not in ("GEMINI_CLI_TRUST_WORKSPACE",

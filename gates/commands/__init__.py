@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
+    from gates.domain.harness import HookInput
     from gates.infra.config import Config
     from gates.infra.findings import CheckResult
 
@@ -352,6 +353,18 @@ def guarded(body: "Callable[[], T]", timeout: float | None = None) -> "tuple[T |
 
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+
+
+def hook_input() -> "HookInput":
+    """A harness's hook input, read inside the boundary: whatever the reader raises, the hook is judged without its
+    input (the `problem` says why), never stopped: a start or stop hook must never wedge a session."""
+    from gates.domain import harness
+
+    hook, failure = guarded(harness.read_stdin)
+    if hook is not None:
+        return hook
+    assert failure is not None
+    return harness.HookInput({}, f"stdin could not be read: {failure.message}")
 
 
 def fail(failure: Failure, run: Invocation) -> int:

@@ -11,7 +11,7 @@ import os
 import sys
 import time
 
-from gates.commands import flag_reason, guarded, judge_now
+from gates.commands import flag_reason, guarded, hook_input, judge_now
 from gates.domain import claims, flags, handoff, harness, journal, lockscan, sessions
 from gates.domain.handoff import Loaded, load_handoff
 from gates.domain.sessions import plural
@@ -40,7 +40,7 @@ def run(args: "argparse.Namespace", run: "Invocation") -> int:
     (the command line's policy). A harness format runs inside the boundary under the let-through policy: it exits 0
     even then, with the reason in the envelope, and flags it (a harness ignores a failed start hook)."""
     fmt = args.format
-    hook = harness.read_stdin() if fmt in harness.HOOK_START_FORMATS else harness.HookInput({})
+    hook = hook_input() if fmt in harness.HOOK_START_FORMATS else harness.HookInput({})
     session = hook.session or os.environ.get("GATE_SESSION") or None
     if fmt not in harness.HOOK_START_FORMATS:
         return _brief(run, fmt, hook, session, [])

@@ -10,7 +10,7 @@ import os
 import sys
 import time
 
-from gates.commands import Invocation, guarded, judge_now
+from gates.commands import Invocation, guarded, hook_input, judge_now
 from gates.domain import ancestry, claims, handoff, harness, journal, sessions
 from gates.infra import clock, fsio, jsonio, state
 from gates.infra.console import say
@@ -268,7 +268,7 @@ def _errors(run: Invocation) -> list[tuple[str, str]]:
 
 def run(args: "argparse.Namespace", run: Invocation) -> int:
     fmt = args.format
-    hook = harness.read_stdin() if fmt != "text" else harness.HookInput({})
+    hook = hook_input() if fmt != "text" else harness.HookInput({})
     session = hook.session or os.environ.get("GATE_SESSION") or None
     if fmt == "text":
         return _text(run, session)

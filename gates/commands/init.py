@@ -39,11 +39,18 @@ def run(args: "argparse.Namespace", run: Invocation) -> int:
 
 def _init(args: "argparse.Namespace", run: Invocation) -> int:
     repo = run.repo()
+    path = run.config().section("handoff")["path"]
+    fresh = False  # whether the hand-over is the one written now, with its placeholder target
     for shown, written in write_missing(repo, run.config(), clock.now()):
         print(f"wrote {shown}" if written else f"skipped {shown}: it exists, left unchanged")
+        fresh = fresh or (written and shown == path)
     if repo.head is None:
         print(f"note: no commit yet, so Meta ref is the placeholder {UNBORN_REF}: "
               "after the first commit, set it to that commit")
+    if fresh:
+        target = run.config().section("handoff")["target_section"]
+        print(f"next: write the real {target} in {path} (a commit that carries the placeholder is refused), "
+              "`gate stamp`, commit the files; `gate install-hooks` (or the pre-commit framework) judges every commit")
     return OK
 
 

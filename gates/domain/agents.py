@@ -597,8 +597,8 @@ def _notes(repo: Repo, agent: str, local: bool = False) -> list[str]:
                      "~/.codex/config.toml, which the gate does not edit)")
     if agent in ("copilot", "claude") and _ours_in(repo, "claude") and _ours_in(repo, "copilot"):
         notes.append("note: Copilot CLI also runs the hooks in .claude/settings.json; a stop judged by one of them is "
-                     "not judged again by the other within seconds, so a session is blocked once per stop, but a "
-                     "Copilot session may be given the brief twice (once by each file)")
+                     "not judged again by the other within seconds, so a session is blocked once per stop; the brief "
+                     "runs twice, but the model reads it once (Copilot CLI takes only its own hook's document)")
     if agent == "cursor":
         notes.append(f"note: {agent}'s session-start hook cannot hand the brief to the model: "
                      "`gate install-hooks --agent agents-md` tells it to run `gate brief` first")
@@ -658,6 +658,9 @@ def run(repo: Repo, agents: list[str], uninstall_them: bool, local: bool = False
         except GateError as exc:
             raise GateError(f"{agent}: {exc.render()}", code=exc.code if exc.code == USAGE else CANNOT_RUN,
                             reason=exc.reason) from None
+    if not uninstall_them and not local:  # the committed form is written to be committed: say so
+        files = [name for agent in dict.fromkeys(agents) for name in (FILES[agent], SCRIPTS.get(agent)) if name]
+        said.append(f"next: commit {', '.join(files)}: every clone then runs these hooks, where `gate` is on its PATH")
     return said
 
 
@@ -705,6 +708,10 @@ def _judged(repo: Repo, agent: str, local: bool, shown: str, commands: list[str]
         if len(run_script) < len(commands) - len(fixed):  # some hooks hold the program itself
             return ("warn", f"{shown}: the hooks hold the whole hook program, which Claude Code quotes to the model on "
                             f"every blocked stop: `{again}` writes the short form that runs {SCRIPTS[agent]}")
+    if fixed and local and _tracked(repo, shown):
+        return ("warn", f"{shown} is committed, though it is a per-user file: its hooks name this machine's interpreter "
+                        f"({interpreter_of(fixed[0])}), which no other clone has — `git rm --cached {shown}` and add it "
+                        f"to .gitignore; `gate install-hooks --agent {agent}` writes the portable form every clone runs")
     if fixed and not local:
         return ("warn", f"{shown}: the hooks name this machine's interpreter ({interpreter_of(fixed[0])}), which no other "
                         f"clone has: `{again}` writes the portable form every clone runs (or `--local` for yours alone)")
@@ -719,6 +726,12 @@ def _judged(repo: Repo, agent: str, local: bool, shown: str, commands: list[str]
                             f"({INSTALL_LINE.removeprefix('install it ')})")
         return ("ok", f"{shown}: {_what(agent)} (the `gate` on PATH: {found})")
     return ("ok", f"{shown}: {_what(agent)}")
+
+
+def _tracked(repo: Repo, shown: str) -> bool:
+    """Whether git tracks `shown` (the index holds it): a per-user file committed goes to every clone."""
+    proc = repo.git("ls-files", "-z", "--", shown)
+    return proc.returncode == 0 and bool(proc.stdout)
 
 
 def _script_wrong(repo: Repo, agent: str, shown: str, again: str) -> str | None:

@@ -37,15 +37,41 @@ def checks(repo: Repo, environ: "Mapping[str, str]", cwd: str) -> list[tuple[str
         if below and agent in ("claude", "gemini"):
             out.append((WARN, f"{name} started here ({below}/) reads no project settings, so none of its hooks runs: "
                               f"start it at the top of the work tree ({top})"))
-        if agent == "claude":
+        decided = _by_variable(agent, environ) if agent in BY_VARIABLE else []
+        unused = None if decided else _unused(agent, environ)
+        if decided or unused is not None:  # the environment decides, or this user never ran it here: no file asked
+            out += decided or [(OK, str(unused))]
+        elif agent == "claude":
             out.append((WARN, "Claude Code: started at the top of the work tree it runs these hooks (`claude -p` asks "
                               "nothing); an interactive session runs them only after its folder-trust prompt was "
                               "accepted, and whether it was here cannot be told"))
         elif agent == "codex":
             out += _codex(repo, environ, positions)
         else:
-            out += _by_variable(agent, environ) or (_gemini(repo, environ) if agent == "gemini" else _copilot(repo, environ))
+            out += _gemini(repo, environ) if agent == "gemini" else _copilot(repo, environ)
     return out
+
+
+# Where each harness keeps its user's state: (the variable that moves it, the folder in $HOME); Gemini CLI's variable
+# names the home that holds its folder. A harness that has run as this user has made it.
+HOMES = {"claude": ("CLAUDE_CONFIG_DIR", ".claude"), "codex": ("CODEX_HOME", ".codex"),
+         "gemini": ("GEMINI_CLI_HOME", ".gemini"), "copilot": ("COPILOT_HOME", ".copilot")}
+
+
+def _unused(agent: str, environ: "Mapping[str, str]") -> str | None:
+    """A line saying `agent` has never run as this user on this machine (its state folder is not there), or None.
+    A teammate who uses one harness is not warned about the others on every doctor."""
+    variable, folder = HOMES[agent]
+    own = environ.get(variable)
+    home = environ.get("HOME") or os.path.expanduser("~")
+    if own and agent != "gemini":
+        where, shown = own, f"${variable}"
+    else:
+        where, shown = os.path.join(own or home, folder), f"${variable}/{folder}" if own else f"~/{folder}"
+    if os.path.lexists(where):
+        return None
+    return (f"{NAMES[agent]}: not used on this machine yet (no {shown}); once it has run, the doctor says whether it "
+            "runs this project's hooks")
 
 
 # Gemini CLI and Copilot CLI: the variable that trusts the folder for a session started from this environment

@@ -392,6 +392,21 @@ def test_local_writes_this_machines_form_in_the_per_user_file_only(repo: Path) -
     assert other.returncode == 2 and "no per-user project file" in other.stderr and not (repo / ".codex").exists()
 
 
+def test_a_committed_per_user_file_is_said_to_name_this_machines_interpreter(repo: Path) -> None:
+    """A new user's finding: `.claude/settings.local.json` (this machine's interpreter, by absolute path) committed
+    went unremarked by `gate doctor`, though docs/agents.md promises a warning for hooks that name one machine's
+    interpreter in a committed file. Untracked, it is as meant: ok."""
+    assert run_gate(repo, "install-hooks", "--agent", "claude", "--local").returncode == 0
+    shown = agents.LOCAL_FILES["claude"]
+    [line] = [line for line in run_gate(repo, "doctor").stdout.splitlines() if line[6:].startswith(shown)]
+    assert line.startswith("ok    "), line
+    git(repo, "add", "-f", shown)
+    git(repo, "commit", "-q", "--no-verify", "-m", "commit the per-user file by mistake")
+    [line] = [line for line in run_gate(repo, "doctor").stdout.splitlines() if line[6:].startswith(shown)]
+    assert line.startswith(f"warn  {shown} is committed, though it is a per-user file: its hooks name this machine's "
+                           f"interpreter ({sys.executable}), which no other clone has — `git rm --cached {shown}`"), line
+
+
 def test_doctor_says_when_the_committed_hooks_will_not_find_the_gate(repo: Path, tmp_path: Path) -> None:
     assert run_gate(repo, "install-hooks", "--agent", "gemini").returncode == 0
     bare = {**os.environ, "PATH": _system_path()}

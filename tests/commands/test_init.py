@@ -15,7 +15,7 @@ def test_init_then_check_passes(tmp_path: Path) -> None:
     sub.mkdir(parents=True)
     proc = run_gate(sub, "init")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == ["wrote HANDOFF.md", "wrote ARCHIVE.md", "wrote .gate.yaml"]
+    assert proc.stdout.splitlines()[:-1] == ["wrote HANDOFF.md", "wrote ARCHIVE.md", "wrote .gate.yaml"]
     text = (repo / "HANDOFF.md").read_text()
     assert f"- ref: {head}\n" in text
     assert text.startswith("# Handoff\n")
@@ -49,7 +49,9 @@ def test_init_follows_the_configured_names(tmp_path: Path) -> None:
     commit_all(repo)
     proc = run_gate(repo, "init")
     assert proc.stdout.splitlines() == [
-        "wrote docs/STATE.md", "wrote docs/OLD.md", "skipped .gate.yaml: it exists, left unchanged"]
+        "wrote docs/STATE.md", "wrote docs/OLD.md", "skipped .gate.yaml: it exists, left unchanged",
+        "next: write the real Now in docs/STATE.md (a commit that carries the placeholder is refused), `gate stamp`, "
+        "commit the files; `gate install-hooks` (or the pre-commit framework) judges every commit"]
     text = (repo / "docs" / "STATE.md").read_text()
     assert "# State\n" in text and "## Now\n" in text and "## Log\n" in text and "## Decisions" not in text
     assert run_gate(repo, "check").returncode == 0
@@ -69,3 +71,29 @@ def test_init_before_the_first_commit(tmp_path: Path) -> None:
     assert after.returncode == 1
     assert "Meta ref 0000000 does not name a commit in this repository" in after.stdout
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_init_says_what_comes_next_once_it_wrote_the_hand_over(tmp_path: Path) -> None:
+    """A new user's finding: `gate adopt` ends with a next step and `gate init` said nothing after its file list. It
+    says the next steps when it wrote the hand-over (with its placeholder target), and nothing more when it wrote none."""
+    repo = init_repo(tmp_path / "p")
+    (repo / "README").write_text("x\n")
+    commit_all(repo, "first")
+    first = run_gate(repo, "init")
+    assert first.returncode == 0 and first.stdout.splitlines()[-1] == (
+        "next: write the real Current Target in HANDOFF.md (a commit that carries the placeholder is refused), "
+        "`gate stamp`, commit the files; `gate install-hooks` (or the pre-commit framework) judges every commit")
+    again = run_gate(repo, "init")
+    assert again.returncode == 0 and "next:" not in again.stdout, again.stdout
+
+
+def test_an_agent_install_says_to_commit_what_it_wrote(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "p")
+    (repo / "README").write_text("x\n")
+    commit_all(repo, "first")
+    said = run_gate(repo, "install-hooks", "--agent", "claude", "--agent", "codex")
+    assert said.returncode == 0 and said.stdout.splitlines()[-1] == (
+        "next: commit .claude/settings.json, .claude/hooks/handoff-gate.sh, .codex/hooks.json: every clone then runs "
+        "these hooks, where `gate` is on its PATH"), said.stdout
+    local = run_gate(repo, "install-hooks", "--agent", "claude", "--uninstall")
+    assert local.returncode == 0 and "next:" not in local.stdout

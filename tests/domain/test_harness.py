@@ -115,6 +115,29 @@ def test_deeply_nested_hook_input_still_exits_0_and_says_why(repo: Path, command
     assert (repo / "HANDOFF.md").read_bytes() == before
 
 
+@pytest.mark.parametrize("command", ["brief", "closeout"])
+def test_a_hook_input_reader_that_raises_never_stops_the_hook(repo: Path, command: str,
+                                                               capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second half of adv1 08: the harness's input was read before the hook's boundary, so a reader that raised
+    (any bug in it, whatever the input) ended the hook with a traceback, exit 4. It is read inside: the hook exits 0,
+    hands over its envelope, and flags why its input could not be read."""
+    from conftest import call_gate
+
+    def broken(*args: object, **kwargs: object) -> harness.HookInput:
+        raise RuntimeError("a reader's bug")
+
+    monkeypatch.setattr(harness, "read_stdin", broken)
+    code, out, err = call_gate(repo, command, "--format", "claude", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0 and "Traceback" not in err, err
+    if command == "brief":
+        context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+        assert ("input could not be read: stdin could not be read: internal error: RuntimeError: a reader's bug"
+                in context), context
+    flagged = [json.loads(path.read_text()) for path in (repo / ".git" / "gate" / "flags").glob("*.json")]
+    assert any(flag["reason"] == "input-unreadable" and "a reader's bug" in flag["message"] for flag in flagged)
+
+
 def test_one_event_time_from_both_of_copilots_inputs() -> None:
     """Copilot CLI gives its own hook the event time as milliseconds and the `.claude/settings.json` hook of the same
     stop as UTC text (both captured from 1.0.102): the two are one time; anything else is none."""

@@ -60,6 +60,7 @@ def home() -> Path:
 @TOML
 def test_codex_untrusted_folder_and_no_config_are_said_to_skip_the_hooks(repo: Path, home: Path) -> None:
     _wire(repo, "codex")
+    (home / ".codex").mkdir()  # Codex has run here
     [line] = _about(_doctor(repo), "Codex")
     assert line.startswith("warn  Codex will skip this project's hooks: there is no ~/.codex/config.toml"), line
     _codex_config(home, repo, folder=None, entries=())
@@ -176,8 +177,9 @@ def test_a_config_that_cannot_be_read_is_cannot_tell(repo: Path, home: Path, kin
 
 @pytest.mark.parametrize("agent, variable", [("gemini", "GEMINI_CLI_TRUST_WORKSPACE"), ("copilot", "COPILOT_ALLOW_ALL")])
 def test_gemini_and_copilot_with_no_trust_recorded_are_said_to_skip_and_the_variable_trusts(
-        repo: Path, agent: str, variable: str) -> None:
+        repo: Path, home: Path, agent: str, variable: str) -> None:
     _wire(repo, agent)
+    (home / f".{agent}").mkdir()  # the harness has run here
     name = {"gemini": "Gemini CLI", "copilot": "GitHub Copilot CLI"}[agent]
     [line] = _about(_doctor(repo), name)
     assert line.startswith(f"warn  {name} will ") and ("skip" in line or "not load" in line), line
@@ -275,6 +277,7 @@ def test_claude_and_gemini_started_in_a_subdirectory_run_nothing(repo: Path, cap
                 f"runs: start it at the top of the work tree ({os.path.realpath(repo)})") in out.splitlines(), out
     assert "\x1b" not in out
     assert "started here" not in "\n".join(_doctor(repo))  # at the top: nothing to say of the launch folder
+    (Path(os.environ["HOME"]) / ".claude").mkdir()  # Claude Code has run here
     [line] = _about(_doctor(repo), "Claude Code:")
     assert line.startswith("warn  Claude Code: started at the top of the work tree it runs these hooks") and \
         "cannot be told" in line
@@ -312,3 +315,18 @@ def test_without_a_toml_reader_codex_trust_is_cannot_tell(repo: Path, home: Path
     _codex_config(home, repo)
     [line] = _about(_doctor(repo), "Codex")
     assert line.startswith("warn") and "cannot be read: this Python has no TOML reader (3.11 or newer has one)" in line
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini", "copilot"])
+def test_a_harness_never_run_here_is_said_once_as_not_used_never_warned(repo: Path, home: Path, agent: str) -> None:
+    """A new user's finding: with every harness wired, a teammate who uses one of them got a warning for each of the
+    others on every `gate doctor` (no trust recorded, where the harness had never run). A harness whose state folder
+    is not there has never run as this user: one ok line says so; once it has, its trust is judged as before."""
+    _wire(repo, agent)
+    name = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI", "copilot": "GitHub Copilot CLI"}[agent]
+    [line] = _about(_doctor(repo), name)
+    assert line == (f"ok    {name}: not used on this machine yet (no ~/.{agent}); once it has run, the doctor says "
+                    "whether it runs this project's hooks"), line
+    (home / f".{agent}").mkdir()
+    [line] = _about(_doctor(repo), name)
+    assert line.startswith("warn  "), line
