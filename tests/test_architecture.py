@@ -22,6 +22,8 @@ SHARED_COMMAND_HELPERS = {  # the modules of gates/commands that the commands sh
     "gates.commands": "the package: COMMANDS (the names), HIDDEN (argparse.SUPPRESS without argparse), Invocation (the "
                       "one invocation every command is given, its error boundary) and the gate-id list parser",
     "gates.commands._remote": "the remote half of claims, which `gate claim`/`release`/`claims` and `gate doctor` use",
+    "gates.commands._hooks": "what `gate brief` and `gate closeout` share: the hook input read in the boundary, the "
+                             "gates judged as a check judges them (off the check path)",
 }
 GATE_LOADER = ("gates.checks", "_Modules.__getitem__")  # where GATES imports a gate's module, by id, on first use
 

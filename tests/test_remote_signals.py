@@ -209,3 +209,22 @@ def test_a_flood_of_flag_refs_costs_the_brief_a_bounded_number_of_git_processes(
     assert "2968 more clones' flag refs were not read" in proc.stdout
     assert "clone 00000000000000000000000000000000 on host h" in proc.stdout
     assert len(count.read_text().splitlines()) < 40
+
+
+def test_a_silent_remote_costs_the_brief_one_time_bound_not_one_a_read(tmp_path: Path) -> None:
+    """The brief reads the remote twice (other clones' flags, then the claim), each bounded by
+    claims.remote_timeout: a remote that never answers made it wait out the bound twice, past a harness's hook
+    timeout (30 s for Claude Code's start hook as installed) at the default 20 s. A remote that gave no answer in time
+    is not asked again in the same run: both sections say why, and the brief takes one bound."""
+    bare = seed_bare(tmp_path, "claims:\n  remote: origin\n  remote_timeout: 3s\n")
+    tree = clone(f"file://{bare}", tmp_path / "a")
+    port, stop = _silent_remote()
+    try:
+        git(tree, "remote", "set-url", "origin", f"git://127.0.0.1:{port}/x.git")
+        brief = run_gate(tree, "brief", timeout=60)
+    finally:
+        stop.set()
+    assert brief.returncode == 0, brief.stderr
+    assert "Flags of other clones: remote origin could not be read (git ls-remote got no answer within 3s)" in brief.stdout
+    assert ("On remote origin: the claim cannot be read (git ls-remote got no answer within 3s (not asked again in "
+            "this run)) — unknown, never free.") in brief.stdout, brief.stdout  # no second wait: not asked

@@ -4,7 +4,7 @@
 COMMANDS maps a command's name to its module's name, its one-line help and whether it asks git where the repository
 is as it begins (`early`: beside the imports; only the commit's hot path, `gate check`, does), in the order
 `gate --help` lists them: only the selected command's module is imported (`gate check` on every commit builds one
-parser). The other shared module is `_remote` (the remote half of claims).
+parser). The other shared modules are `_remote` (the remote half of claims) and `_hooks` (what the harness hooks share).
 
 `Invocation` is one invocation of `gate`: the repository once found, the failure reasons and events to flag at the
 end. Every command's `run(args, run)` is given one; `gates.cli.main` makes it and writes its flags when it ends. A
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
-    from gates.domain.harness import HookInput
     from gates.infra.config import Config
     from gates.infra.findings import CheckResult
 
@@ -202,10 +201,20 @@ class Invocation:
 
     def settle(self, reason: str, **which: "Any") -> list[str] | None:
         """End this worktree's open `reason` event flags whose cause this run found gone (flags.resolve_event: those
-        raised before it began, narrowed by `which`): the ids ended, or None when they could not be moved."""
-        from gates.domain import flags
+        raised before it began, narrowed by `which`): the ids ended, or None when they could not be moved. One
+        listdir first: with no flag of `reason` in the folder, the flags module is not even loaded."""
+        import os
+
+        from gates.infra import state
 
         repo = self.repo()
+        try:
+            if not any(f"-{reason}-" in name for name in os.listdir(state.layout(repo).flags)):
+                return []
+        except OSError:
+            return []  # no flags folder: nothing to end
+        from gates.domain import flags
+
         return _resolving(lambda: flags.resolve_event(repo, reason, command=self.command, observed_ns=self.started_ns,
                                                       **which))
 
@@ -263,25 +272,6 @@ def passing(result: "CheckResult", fixers: "set[str] | frozenset[str]" = frozens
     """The gates of `result` that passed: ran, judged something, found no error (and mended nothing: `fixers`)."""
     failed = {finding.gate for finding in result.errors}
     return [gate for gate in result.gates if gate not in failed and gate not in result.unjudged and gate not in fixers]
-
-
-def judge_now(run: Invocation) -> "CheckResult":
-    """The enabled gates' judgement of the state as it is now, as a plain `gate check` makes it (the configuration a
-    commit would record verified first): what the close-out and the brief know of the gates. Recorded as a check's
-    is: what it judged, the gates that passed (their open flags here resolve: Invocation.resolve_passed, or at the
-    end), the events its gates raised. It raises what the check would (GitFailed, a GateError)."""
-    from gates.checks import runner
-    from gates.domain import changes
-
-    repo, config = run.repo(), run.config()
-    runner.verify_config(repo, config)  # what is staged is judged as CI will judge it
-    result = runner.run(repo, config, runner.select(config, [], []), [])
-    run.judged(changes.scope_of(repo, [], None, repo.path(config.section("handoff")["path"]), result.situation))
-    for gate in passing(result):
-        run.passes(gate)
-    for reason, message in result.events:
-        run.notice(reason, message)
-    return result
 
 
 def _resolving(resolve: "Callable[[], list[str]]") -> list[str] | None:
@@ -353,18 +343,6 @@ def guarded(body: "Callable[[], T]", timeout: float | None = None) -> "tuple[T |
 
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
-
-
-def hook_input() -> "HookInput":
-    """A harness's hook input, read inside the boundary: whatever the reader raises, the hook is judged without its
-    input (the `problem` says why), never stopped: a start or stop hook must never wedge a session."""
-    from gates.domain import harness
-
-    hook, failure = guarded(harness.read_stdin)
-    if hook is not None:
-        return hook
-    assert failure is not None
-    return harness.HookInput({}, f"stdin could not be read: {failure.message}")
 
 
 def fail(failure: Failure, run: Invocation) -> int:

@@ -97,6 +97,8 @@ def claim(args: "argparse.Namespace", run: "Invocation", name: str | None, state
                      f"{local.evidence}")
     verb = "renewed" if outcome.kind == "renewed" else "claimed"
     print(f"{verb} {state_rel} for {claims.describe(local.record)}; on remote {name}: fence {outcome.record['fence']}")
+    # This worktree holds the claim here and there: an earlier denial (untagged, as a remote's is) is over.
+    run.settle("claim-denied")
     return OK
 
 

@@ -11,7 +11,8 @@ import os
 import sys
 import time
 
-from gates.commands import flag_reason, guarded, hook_input, judge_now
+from gates.commands import flag_reason, guarded
+from gates.commands._hooks import hook_input, judge_now
 from gates.domain import claims, flags, handoff, harness, journal, lockscan, sessions
 from gates.domain.handoff import Loaded, load_handoff
 from gates.domain.sessions import plural
@@ -115,12 +116,24 @@ def _judge_flagged(run: "Invocation") -> None:
     wrong now (a check of the work tree failed, then the fix was committed: the commit's check settled nothing
     of the work tree's). It raises nothing new: a failure here is the check's to flag, and the brief goes on."""
     try:
-        if not os.listdir(state.layout(run.repo()).flags_open):
+        repo = run.repo()
+        if not os.listdir(state.layout(repo).flags_open) or not _open_here(repo, run.config()):
             return
         judge_now(run)
         run.resolve_passed()
     except (GateError, OSError):
         pass
+
+
+def _open_here(repo: Repo, config: Config) -> bool:
+    """Whether any gate has a flag open in this worktree in a plain check's scope, of either situation (one lstat a
+    gate and situation): flags open only in other worktrees are theirs to settle, and cost this brief no judgement."""
+    from gates.domain import changes
+    from gates.infra.catalog import CATALOG
+
+    handoff_path = repo.path(config.section("handoff")["path"])
+    return any(changes.open_markers(repo, list(CATALOG), changes.scope_of(repo, [], None, handoff_path, situation))
+               for situation in ("work tree", "commit"))
 
 
 def add_arguments(parser: "argparse.ArgumentParser", name: str) -> None:

@@ -40,8 +40,6 @@ def run(args: "argparse.Namespace", run: Invocation) -> int:
     code = {'claim': _claim, 'release': _release, 'claims': _claims}[args.command](args, run)
     if args.command == "release" and code == OK:  # the claim a denial was about is given up: the denial is over
         run.settle("release-denied")
-    if args.command == "claim" and code == OK:  # this worktree holds the claim now: an earlier denial is over
-        run.settle("claim-denied")
     return code
 
 

@@ -10,7 +10,8 @@ import os
 import sys
 import time
 
-from gates.commands import Invocation, guarded, hook_input, judge_now
+from gates.commands import Invocation, guarded
+from gates.commands._hooks import hook_input, judge_now
 from gates.domain import ancestry, claims, handoff, harness, journal, sessions
 from gates.infra import clock, fsio, jsonio, state
 from gates.infra.console import say

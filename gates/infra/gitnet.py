@@ -77,8 +77,17 @@ class Scratch:
         return self._call(args, stdin, max(self.timeout, 10.0), False, {**self.env, **(env or {})})
 
     def network(self, *args: str) -> "subprocess.CompletedProcess[bytes]":
-        """A call that talks to a remote, bounded in time; a timeout raises Unreachable."""
-        return self._call(args, None, self.timeout, True, self.env)
+        """A call that talks to a remote (the argument after `--end-of-options`), bounded in time; a timeout raises
+        Unreachable, and the remote is not asked again in this run: a second call would wait out the bound again
+        (a brief that reads the claim and the flags of a silent remote would outlast its harness's hook timeout)."""
+        url = args[args.index("--end-of-options") + 1]
+        if url in _SILENT:
+            raise Unreachable(f"{_SILENT[url]} (not asked again in this run)")
+        try:
+            return self._call(args, None, self.timeout, True, self.env)
+        except Unreachable as exc:
+            _SILENT[url] = exc.message
+            raise
 
     def _call(self, args: tuple[str, ...], stdin: bytes | None, timeout: float, network: bool,
               env: dict[str, str]) -> "subprocess.CompletedProcess[bytes]":
@@ -218,6 +227,7 @@ def _kill_group(proc: "subprocess.Popen[bytes]", reap: bool = True) -> None:
 
 
 _SCRATCH: dict[str, str] = {}  # this process's scratch repository per clone
+_SILENT: dict[str, str] = {}  # url -> why: a remote that gave no answer in time this run (Scratch.network)
 
 
 def scratch(repo: Repo, timeout: float = NETWORK_TIMEOUT) -> Scratch:
