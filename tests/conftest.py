@@ -251,7 +251,8 @@ def run_gate(cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: 
 # starts without it. The rest of the package's module-level containers are emptied by the run's own end
 # (RUN_END) or belong to the tests (TEST_OWNED); tests/test_code_quality.py finds each one in one of the three.
 PROCESS_STATE = {"gates.infra.git": ("_GIT", "_OURS_ONLY"), "gates.infra.cache": ("_SECRETS", "_KEY_DIRS"),
-                 "gates.infra.schemas": ("_READ", "_LOADED"), "gates.infra.gitnet": ("_SCRATCH", "_SIGNALLED", "_SILENT")}
+                 "gates.infra.schemas": ("_READ", "_LOADED"),
+                 "gates.infra.gitnet": ("_SCRATCH", "_SIGNALLED", "_SILENT", "_DEADLINE")}
 RUN_END = {"gates.infra.gitnet": ("_LIVE", "_FOLDERS")}  # gitnet.cleanup(), at exit: _gate_in_process calls it
 TEST_OWNED = {"gates.infra.git": ("_CHILDREN",),  # every one reaped by the run's end: no_git_left_running holds it
               "gates.infra.fsio": ("RACE_HOOKS",)}  # a test's own hooks into the atomic writer

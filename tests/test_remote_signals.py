@@ -18,32 +18,47 @@ from typing import Callable
 
 import pytest
 from conftest import GATE_BIN, REAL_GIT, git, run_gate
-from remote_helpers import clone, seed_bare
+from remote_helpers import Daemon, clone, daemon, seed_bare
+
+assert daemon  # a fixture, used by name
 
 CONFIG = "claims:\n  remote: origin\n  remote_timeout: 20s\n"
 
 
-def _silent_remote() -> tuple[int, threading.Event]:
-    """A TCP port on 127.0.0.1 that accepts connections and never answers (a remote that hangs)."""
+def _serve(take: Callable[[socket.socket], None]) -> tuple[int, threading.Event]:
+    """A TCP port on 127.0.0.1 whose every connection `take` is given, in a thread of its own, until the event is
+    set; then the port closes."""
     server = socket.socket()
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     server.bind(("127.0.0.1", 0))
     server.listen(16)
     server.settimeout(0.2)
-    stop, held = threading.Event(), []
+    stop = threading.Event()
 
     def serve() -> None:
         while not stop.is_set():
             try:
-                held.append(server.accept()[0])
+                conn = server.accept()[0]
             except OSError:
-                pass
-        for conn in held:
-            conn.close()
+                continue
+            threading.Thread(target=take, args=(conn,), daemon=True).start()
         server.close()
 
     threading.Thread(target=serve, daemon=True).start()
     return int(server.getsockname()[1]), stop
+
+
+def _silent_remote() -> tuple[int, threading.Event]:
+    """A TCP port on 127.0.0.1 that accepts connections and never answers (a remote that hangs)."""
+    stopped = threading.Event()
+
+    def hold(conn: socket.socket) -> None:
+        stopped.wait()
+        conn.close()
+
+    port, stop = _serve(hold)
+    threading.Thread(target=lambda: (stop.wait(), stopped.set()), daemon=True).start()
+    return port, stop
 
 
 def _gits_in(folder: Path) -> list[int]:
@@ -211,6 +226,17 @@ def test_a_flood_of_flag_refs_costs_the_brief_a_bounded_number_of_git_processes(
     assert len(count.read_text().splitlines()) < 40
 
 
+def _brief_through(tree: Path, url: str, stop: threading.Event) -> subprocess.CompletedProcess[str]:
+    """`gate brief` in `tree` with its origin at `url` (a test's own server, stopped after): it exits 0."""
+    try:
+        git(tree, "remote", "set-url", "origin", url)
+        brief = run_gate(tree, "brief", timeout=60)
+    finally:
+        stop.set()
+    assert brief.returncode == 0, brief.stderr
+    return brief
+
+
 def test_a_silent_remote_costs_the_brief_one_time_bound_not_one_a_read(tmp_path: Path) -> None:
     """The brief reads the remote twice (other clones' flags, then the claim), each bounded by
     claims.remote_timeout: a remote that never answers made it wait out the bound twice, past a harness's hook
@@ -219,12 +245,56 @@ def test_a_silent_remote_costs_the_brief_one_time_bound_not_one_a_read(tmp_path:
     bare = seed_bare(tmp_path, "claims:\n  remote: origin\n  remote_timeout: 3s\n")
     tree = clone(f"file://{bare}", tmp_path / "a")
     port, stop = _silent_remote()
-    try:
-        git(tree, "remote", "set-url", "origin", f"git://127.0.0.1:{port}/x.git")
-        brief = run_gate(tree, "brief", timeout=60)
-    finally:
-        stop.set()
-    assert brief.returncode == 0, brief.stderr
-    assert "Flags of other clones: remote origin could not be read (git ls-remote got no answer within 3s)" in brief.stdout
-    assert ("On remote origin: the claim cannot be read (git ls-remote got no answer within 3s (not asked again in "
-            "this run)) — unknown, never free.") in brief.stdout, brief.stdout  # no second wait: not asked
+    brief = _brief_through(tree, f"git://127.0.0.1:{port}/x.git", stop)
+    said = "git ls-remote got no answer within this run's 3s for the remote"  # its brief's one bound
+    assert f"Flags of other clones: remote origin could not be read ({said})" in brief.stdout, brief.stdout
+    assert (f"On remote origin: the claim cannot be read ({said} (not asked again in this run)) — unknown, never "
+            "free.") in brief.stdout, brief.stdout  # no second wait: not asked
+
+
+def _slow_proxy(target_port: int, delay: float) -> tuple[int, list[int], threading.Event]:
+    """A TCP port on 127.0.0.1 that forwards each connection to `target_port` after `delay` seconds (a remote that
+    answers every call, each slowly); the list counts the connections it took."""
+    taken: list[int] = []
+    stopped = threading.Event()
+
+    def pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                try:
+                    end.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def forward(conn: socket.socket) -> None:
+        taken.append(1)
+        if stopped.wait(delay):
+            conn.close()
+            return
+        far = socket.create_connection(("127.0.0.1", target_port))
+        threading.Thread(target=pipe, args=(conn, far), daemon=True).start()
+        pipe(far, conn)
+
+    port, stop = _serve(forward)
+    threading.Thread(target=lambda: (stop.wait(), stopped.set()), daemon=True).start()
+    return port, taken, stop
+
+
+def test_a_slow_remote_costs_the_brief_one_bound_for_all_its_reads(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """An adversarial review: a remote that answers every call, each within its own bound but slowly, made the brief
+    (the other clones' flags, then the claim: three calls) take three times that, past a harness's 30 s start-hook
+    timeout at the default bound. The brief's network work shares one bound (claims.remote_timeout, at most 20 s):
+    with calls 3 s apart and a 4 s bound, no third call is ever started, and the claim is said unknown."""
+    seed_bare(tmp_path, "claims:\n  remote: origin\n  remote_timeout: 4s\n")
+    served: Daemon = request.getfixturevalue("daemon")
+    tree = clone(served.url("remote.git"), tmp_path / "a")
+    port, taken, stop = _slow_proxy(served.port, 3.0)
+    brief = _brief_through(tree, f"git://127.0.0.1:{port}/remote.git", stop)
+    assert len(taken) <= 2, len(taken)  # three or more without the shared bound
+    section = brief.stdout.split("## 3. Claim and locks\n", 1)[1]
+    assert "On remote origin: the claim cannot be read (" in section and "unknown, never free" in section, section

@@ -21,17 +21,18 @@ def hook_input() -> "HookInput":
     return harness.HookInput({}, f"stdin could not be read: {failure.message}")
 
 
-def judge_now(run: Invocation) -> "CheckResult":
+def judge_now(run: Invocation, skip: tuple[str, ...] = ()) -> "CheckResult":
     """The enabled gates' judgement of the state as it is now, as a plain `gate check` makes it (the configuration a
     commit would record verified first): what the close-out and the brief know of the gates. Recorded as a check's
     is: what it judged, the gates that passed (their open flags here resolve: Invocation.resolve_passed, or at the
-    end), the events its gates raised. It raises what the check would (GitFailed, a GateError)."""
+    end), the events its gates raised. It raises what the check would (GitFailed, a GateError). `skip`: gates not
+    run (the brief leaves git-stale-locks, which moves a stale lock aside, to its own section: it only reads)."""
     from gates.checks import runner
     from gates.domain import changes
 
     repo, config = run.repo(), run.config()
     runner.verify_config(repo, config)  # what is staged is judged as CI will judge it
-    result = runner.run(repo, config, runner.select(config, [], []), [])
+    result = runner.run(repo, config, runner.select(config, [], list(skip)), [])
     run.judged(changes.scope_of(repo, [], None, repo.path(config.section("handoff")["path"]), result.situation))
     for gate in passing(result):
         run.passes(gate)

@@ -151,8 +151,8 @@ def release(args: "argparse.Namespace", run: "Invocation", name: str, state_rel:
         for line in said:
             print(line)
         what = exc.message if isinstance(exc, gitnet.Unwritten) else f"remote {name!r} cannot be reached ({exc.message})"
-        raise GateError(f"{what} — its claim on {state_rel} is still there until its TTL runs out: run `gate release` "
-                        "again once it can be written", reason="remote-unreachable") from None
+        raise GateError(f"{what} — its claim on {state_rel} is still there (until its TTL runs out, if it has one): run "
+                        "`gate release` again once it can be written", reason="remote-unreachable") from None
     if outcome.kind == "released":
         assert outcome.record is not None
         remote.remember(repo, key, name, who, None, None)

@@ -114,12 +114,13 @@ def _judge_flagged(run: "Invocation") -> None:
     """With a gate's flag open anywhere in this clone, the gates judge the state as it is now, as `gate check` does,
     and the flags in this worktree of those that pass resolve before the flags are listed: a flag speaks of what is
     wrong now (a check of the work tree failed, then the fix was committed: the commit's check settled nothing
-    of the work tree's). It raises nothing new: a failure here is the check's to flag, and the brief goes on."""
+    of the work tree's). It raises no flag for a gate that fails, changes nothing (the lock gate, which moves a
+    stale lock aside, is left to the claim and locks section, which only reads), and the brief goes on."""
     try:
         repo = run.repo()
         if not os.listdir(state.layout(repo).flags_open) or not _open_here(repo, run.config()):
             return
-        judge_now(run)
+        judge_now(run, skip=("git-stale-locks",))  # it would move a stale lock aside: the brief only reads
         run.resolve_passed()
     except (GateError, OSError):
         pass
@@ -180,6 +181,11 @@ def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None
         return read[0]
 
     work = _closure(repo, config, handoff_file)  # for the tripwire, the salvage and the hand-over section
+    if config.section("claims").get("remote"):  # the flags of other clones and the claim: read within one bound
+        from gates.domain import remote
+        from gates.infra import gitnet
+
+        gitnet.bound_run(min(remote.timeout_of(config), REMOTE_SECONDS))
     parts = [
         _guard(FLAGS, lambda: _flags(repo, config, now) + _other_clones(repo, config), _flag_details),
         _guard("2. Tripwire: does the hand-over agree with git?", lambda: _tripwire(repo, handoff_file(), config, work)),
@@ -192,6 +198,7 @@ def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None
 
 
 FLAGS, SALVAGE, HANDOFF = "1. Flags", "3a. Salvage: the last session did not close out", "4. Hand-over"
+REMOTE_SECONDS = 20.0  # the brief's whole network work (a harness's start hook is given 30 s as installed)
 
 
 def _closure(repo: Repo, config: Config, handoff_file: "Callable[[], Loaded]") -> sessions.Closure:
@@ -368,7 +375,7 @@ def _remote_claim(repo: Repo, config: Config, now: datetime, state_rel: str, loc
 
     quoted = excerpt(name)
     try:
-        target = remote.connect(repo, name, min(remote.timeout_of(config), 20.0))
+        target = remote.connect(repo, name, min(remote.timeout_of(config), REMOTE_SECONDS))
         seen = remote.read(target, remote.key_for(repo, state_rel))
         who = remote.me(repo, None)
     except (GateError, OSError) as exc:
@@ -386,14 +393,19 @@ def _remote_claim(repo: Repo, config: Config, now: datetime, state_rel: str, loc
                "offline): `gate claim` again takes it there" if mine else ""
         return [*out, f"On remote {quoted}: nobody holds the claim{lost}."]
     if (record.get("clone"), record.get("worktree")) == (who.clone, who.worktree):
-        return [*out, f"On remote {quoted}: held by this worktree too (fence {record.get('fence')})."]
+        if mine:
+            return [*out, f"On remote {quoted}: held by this worktree too (fence {record.get('fence')})."]
+        return [f"{state_rel} is claimed on remote {quoted} by this worktree (fence {record.get('fence')}), but not in "
+                "this clone: a release that could not reach the remote left it there — `gate release` ends it, "
+                "`gate claim` takes the local claim back.", *out[1:]]
     live, why = remote.liveness(record, now, who)
     other = "clone" if record.get("clone") != who.clone else "worktree of this clone"
     if not live:
         return [*out, f"On remote {quoted}: the claim by ANOTHER {other} is abandoned ({why}): `gate claim` takes it "
                       f"over — {remote.describe(record)}."]
     held = [f"{state_rel} is claimed on remote {quoted} by ANOTHER {other} ({why}): {remote.describe(record)} — "
-            f"leave {state_rel} to that session: `gate claim` is denied, and a push that changes it is refused."]
+            f"leave {state_rel} to that session: `gate claim` is denied, and the pre-push gate refuses a push that "
+            "changes it (where it runs: `gate doctor` says)."]
     if mine:
         held.append(f"This worktree's own claim on {state_rel} is no longer held on remote {quoted} (broken or taken "
                     "over from another clone): fold your notes into a later session.")

@@ -45,8 +45,11 @@ def judge(run: Invocation, session: str | None) -> tuple[list[str], list[str]]:
     if errors:
         shown = "\n".join(f"   {excerpt(line, 300)}" for line in errors[:MAX_FINDINGS])
         more = f"\n   (+{len(errors) - MAX_FINDINGS} more: `gate check`)" if len(errors) > MAX_FINDINGS else ""
-        steps.append(f"Make {path} pass its gates: fix each finding below, then run `gate check` until it "
-                     f"exits 0.\n{shown}{more}")
+        what = (f"Make {path} pass its gates: fix each finding below" if holder is None else
+                f"The gates fail here: fix each finding below that is yours to fix. {path} itself is for the session "
+                f"that holds its claim ({holder}) to change: a finding only a change of it mends (its Meta ref too far "
+                "behind, say) needs that session, or its release (`gate release --force --reason TEXT` if it is gone)")
+        steps.append(f"{what}, then run `gate check` until it exits 0.\n{shown}{more}")
         summary.append(f"the hand-over fails {len(errors)} gate finding(s)")
     _work_steps(repo, sessions.closure(repo, config, _meta_ref(repo, config)), path, steps, summary, holder)
     if not steps:

@@ -83,11 +83,20 @@ class Scratch:
         url = args[args.index("--end-of-options") + 1]
         if url in _SILENT:
             raise Unreachable(f"{_SILENT[url]} (not asked again in this run)")
+        timeout, shared = self.timeout, ""
+        if _DEADLINE:  # the run's network work has one bound (bound_run): this call gets what is left of it
+            import time
+
+            left = _DEADLINE[0] - time.monotonic()
+            shared = f"git {args[0]} got no answer within this run's {_DEADLINE[1]:g}s for the remote"
+            if left <= 0:
+                raise Unreachable(shared)
+            timeout, shared = (left, shared) if left < timeout else (timeout, "")
         try:
-            return self._call(args, None, self.timeout, True, self.env)
+            return self._call(args, None, timeout, True, self.env)
         except Unreachable as exc:
-            _SILENT[url] = exc.message
-            raise
+            _SILENT[url] = shared or exc.message
+            raise Unreachable(_SILENT[url]) from None
 
     def _call(self, args: tuple[str, ...], stdin: bytes | None, timeout: float, network: bool,
               env: dict[str, str]) -> "subprocess.CompletedProcess[bytes]":
@@ -228,6 +237,16 @@ def _kill_group(proc: "subprocess.Popen[bytes]", reap: bool = True) -> None:
 
 _SCRATCH: dict[str, str] = {}  # this process's scratch repository per clone
 _SILENT: dict[str, str] = {}  # url -> why: a remote that gave no answer in time this run (Scratch.network)
+_DEADLINE: list[float] = []  # [monotonic end, seconds]: every network call of this run ends by then (bound_run)
+
+
+def bound_run(seconds: float) -> None:
+    """From now on this run's network calls end within `seconds`, together: a remote that answers each call slowly
+    cannot make a run that asks it several things (the brief: the other clones' flags, the claim) outlast a hook's
+    timeout. Each call still has its own bound too."""
+    import time
+
+    _DEADLINE[:] = [time.monotonic() + seconds, seconds]
 
 
 def scratch(repo: Repo, timeout: float = NETWORK_TIMEOUT) -> Scratch:

@@ -403,8 +403,10 @@ def test_a_committed_per_user_file_is_said_to_name_this_machines_interpreter(rep
     git(repo, "add", "-f", shown)
     git(repo, "commit", "-q", "--no-verify", "-m", "commit the per-user file by mistake")
     [line] = [line for line in run_gate(repo, "doctor").stdout.splitlines() if line[6:].startswith(shown)]
+    command = [c for _, _, _, c in agents._our_hooks("claude", json.loads((repo / shown).read_text()))][0]
     assert line.startswith(f"warn  {shown} is committed, though it is a per-user file: its hooks name this machine's "
-                           f"interpreter ({sys.executable}), which no other clone has — `git rm --cached {shown}`"), line
+                           f"interpreter ({agents.interpreter_of(command)}), which no other clone has — `git rm "
+                           f"--cached {shown}`"), line
 
 
 def test_doctor_says_when_the_committed_hooks_will_not_find_the_gate(repo: Path, tmp_path: Path) -> None:

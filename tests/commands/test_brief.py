@@ -326,3 +326,27 @@ def test_a_clone_with_no_commit_hook_is_told_so_and_one_with_a_hook_is_not(repo:
     git(clone, "config", "core.hooksPath", "/nonexistent-elsewhere")
     said = run_gate(clone, "brief").stdout
     assert "Commit hook: unknown — core.hooksPath from the repository's own config leads outside it" in said, said
+
+
+def test_the_brief_that_judges_open_flags_moves_no_lock(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An adversarial review of the brief's judgement: with a gate's flag open in this worktree the brief ran every
+    gate, and git-stale-locks moved a stale index.lock into lost+found from the session-start hook, silently (the
+    lock was gone from the claim section, its flag only in the next brief). The brief reads: the lock stays where it
+    is, named with the command that moves it, and lost+found is untouched."""
+    from locks_helpers import aged, fast, later
+
+    fast(repo)
+    with open(repo / "HANDOFF.md", "a") as handle:
+        handle.write("- [x] done already\n")
+    assert run_gate(repo, "check").returncode == 1  # a flag of handoff-no-checked-items, open in this worktree
+    later(monkeypatch)
+    lock = aged(repo / ".git" / "index.lock")
+    lost = repo / ".git" / "lost+found"
+    before = sorted(p.relative_to(repo) for p in lost.rglob("*")) if lost.exists() else []
+    code, out, _ = call_gate(repo, "brief", capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0 and lock.exists(), out
+    [line] = [line for line in out.splitlines() if line.startswith("Git lock index.lock:")]
+    assert line.startswith("Git lock index.lock: stale"), line
+    assert (sorted(p.relative_to(repo) for p in lost.rglob("*")) if lost.exists() else []) == before
+    assert "[handoff-no-checked-items]" in out  # still failing: still flagged

@@ -369,7 +369,8 @@ def test_the_brief_says_who_holds_the_claim_on_the_remote(tmp_path: Path) -> Non
                               "no TTL: its release ends it, or `gate release --force --reason TEXT` once that session "
                               "is gone): worktree "), section
     assert f"clone {clone_id(b)}" in section and "session bee" in section
-    assert "`gate claim` is denied, and a push that changes it is refused." in section
+    assert ("`gate claim` is denied, and the pre-push gate refuses a push that changes it (where it runs: `gate doctor` "
+            "says).") in section
     assert "Nobody holds" not in section
     assert refs(bare) == before  # the brief only reads
     assert "held by this worktree too (fence 1)" in _claim_section(b)
@@ -392,6 +393,25 @@ def test_the_brief_says_who_holds_the_claim_on_the_remote(tmp_path: Path) -> Non
     gone = run_gate(b, "release", "--session", "bee")  # the victim gives up its local claim, told its remote one was gone
     assert gone.returncode == 0 and ("remote origin held no claim on HANDOFF.md: this worktree's was released or "
                                      "broken there from another clone (or taken offline)") in gone.stdout, gone.stdout
+
+
+def test_the_brief_says_a_remote_claim_a_failed_release_left_behind(tmp_path: Path) -> None:
+    """An adversarial review: after a `gate release` whose remote step could not reach the remote (the local claim
+    released, the remote one left), the brief said both "Nobody holds the claim" and "held by this worktree too"; and
+    the release said the claim stays "until its TTL runs out" of a claim with none."""
+    bare = seed_bare(tmp_path)
+    a = clone(f"file://{bare}", tmp_path / "a")
+    assert run_gate(a, "claim").returncode == 0
+    git(a, "remote", "set-url", "origin", f"file://{tmp_path / 'gone.git'}")
+    failed = run_gate(a, "release")
+    assert failed.returncode == 3 and "is still there (until its TTL runs out, if it has one)" in failed.stderr, failed.stderr
+    git(a, "remote", "set-url", "origin", f"file://{bare}")
+    section = _claim_section(a).rstrip("\n")
+    assert section == ("HANDOFF.md is claimed on remote origin by this worktree (fence 1), but not in this clone: a "
+                       "release that could not reach the remote left it there — `gate release` ends it, `gate claim` "
+                       "takes the local claim back."), section
+    assert run_gate(a, "release").returncode == 0
+    assert _claim_section(a).startswith("Nobody holds the claim on HANDOFF.md, in this clone or on remote origin")
 
 
 def test_the_brief_says_an_unreachable_remote_claim_is_unknown(tmp_path: Path) -> None:

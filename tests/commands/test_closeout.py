@@ -508,3 +508,24 @@ def test_a_session_whose_hand_over_another_worktree_claimed_is_asked_only_what_i
     assert run_gate(repo, "release").returncode == 0
     after = run_gate(linked, "closeout", "--format", "text")  # the claim is gone: the hand-over is this session's again
     assert after.returncode == 1 and "Describe the work in HANDOFF.md: 1 commit(s)" in after.stdout, after.stdout
+
+
+def test_a_session_whose_hand_over_another_worktree_claimed_is_not_told_to_change_it(repo: Path, tmp_path: Path) -> None:
+    """An adversarial review: in the claimed-elsewhere close-out, a gate finding (the hand-over four commits behind,
+    which only a change of it mends) was step 1, "Make HANDOFF.md pass its gates", beside step 2, "leave HANDOFF.md
+    to the session that holds its claim". The findings are said to be this session's only where it can mend them."""
+    assert run_gate(repo, "claim").returncode == 0
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(linked))
+    for n in range(4):
+        (linked / "code.py").write_text(f"print({n})\n")
+        git(linked, "add", "code.py")
+        git(linked, "commit", "-q", "--no-verify", "-m", f"work {n}")
+    preview = run_gate(linked, "closeout", "--format", "text")
+    assert preview.returncode == 1
+    steps = [line for line in preview.stdout.splitlines() if line[:1].isdigit()]
+    assert len(steps) == 1 and steps[0].startswith("1. The gates fail here: fix each finding below that is yours to "
+                                                  "fix. HANDOFF.md itself is for the session that holds its claim "
+                                                  "(worktree "), preview.stdout
+    assert "[handoff-fresh]" in preview.stdout and "Make HANDOFF.md pass its gates" not in preview.stdout
+    assert "Close out:" not in preview.stdout and "Describe the work" not in preview.stdout
