@@ -48,6 +48,16 @@ def _serve(take: Callable[[socket.socket], None]) -> tuple[int, threading.Event]
     return int(server.getsockname()[1]), stop
 
 
+def _relay(stop: threading.Event, stopped: threading.Event) -> None:
+    """Set `stopped` once `stop` is set (the connections' threads wait on it)."""
+
+    def wait() -> None:
+        stop.wait()
+        stopped.set()
+
+    threading.Thread(target=wait, daemon=True).start()
+
+
 def _silent_remote() -> tuple[int, threading.Event]:
     """A TCP port on 127.0.0.1 that accepts connections and never answers (a remote that hangs)."""
     stopped = threading.Event()
@@ -57,7 +67,7 @@ def _silent_remote() -> tuple[int, threading.Event]:
         conn.close()
 
     port, stop = _serve(hold)
-    threading.Thread(target=lambda: (stop.wait(), stopped.set()), daemon=True).start()
+    _relay(stop, stopped)
     return port, stop
 
 
@@ -281,7 +291,7 @@ def _slow_proxy(target_port: int, delay: float) -> tuple[int, list[int], threadi
         pipe(far, conn)
 
     port, stop = _serve(forward)
-    threading.Thread(target=lambda: (stop.wait(), stopped.set()), daemon=True).start()
+    _relay(stop, stopped)
     return port, taken, stop
 
 

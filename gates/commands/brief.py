@@ -111,8 +111,8 @@ def _brief(run: "Invocation", fmt: str, hook: harness.HookInput, session: str | 
 
 
 def _judge_flagged(run: "Invocation") -> None:
-    """With a gate's flag open anywhere in this clone, the gates judge the state as it is now, as `gate check` does,
-    and the flags in this worktree of those that pass resolve before the flags are listed: a flag speaks of what is
+    """With a gate's flag open in this worktree, the gates judge the state as it is now, as `gate check` does, and
+    the flags here of those that pass resolve before the flags are listed: a flag speaks of what is
     wrong now (a check of the work tree failed, then the fix was committed: the commit's check settled nothing
     of the work tree's). It raises no flag for a gate that fails, changes nothing (the lock gate, which moves a
     stale lock aside, is left to the claim and locks section, which only reads), and the brief goes on."""
