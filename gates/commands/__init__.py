@@ -18,6 +18,7 @@ lets the stop through and says why, the start hook hands the model the reason in
 flag it).
 """
 
+import os
 import time
 
 from gates.infra.console import say
@@ -203,16 +204,9 @@ class Invocation:
         """End this worktree's open `reason` event flags whose cause this run found gone (flags.resolve_event: those
         raised before it began, narrowed by `which`): the ids ended, or None when they could not be moved. One
         listdir first: with no flag of `reason` in the folder, the flags module is not even loaded."""
-        import os
-
-        from gates.infra import state
-
         repo = self.repo()
-        try:
-            if not any(f"-{reason}-" in name for name in os.listdir(state.layout(repo).flags)):
-                return []
-        except OSError:
-            return []  # no flags folder: nothing to end
+        if not flagged(repo, (reason,)):
+            return []
         from gates.domain import flags
 
         return _resolving(lambda: flags.resolve_event(repo, reason, command=self.command, observed_ns=self.started_ns,
@@ -266,6 +260,18 @@ class Invocation:
             except OSError as exc:
                 say(f"gate: could not write the {reason} flag: {exc}")
         return code
+
+
+def flagged(repo: Repo, reasons: tuple[str, ...]) -> set[str]:
+    """Which of the event `reasons` have a flag file in the flags folder (named `…-REASON-…`): one listdir, and the
+    flags module not loaded; none when there is no folder."""
+    from gates.infra import state
+
+    try:
+        names = os.listdir(state.layout(repo).flags)
+    except OSError:
+        return set()
+    return {reason for reason in reasons if any(f"-{reason}-" in name for name in names)}
 
 
 def passing(result: "CheckResult", fixers: "set[str] | frozenset[str]" = frozenset()) -> list[str]:

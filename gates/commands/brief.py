@@ -118,7 +118,7 @@ def _judge_flagged(run: "Invocation") -> None:
     stale lock aside, is left to the claim and locks section, which only reads), and the brief goes on."""
     try:
         repo = run.repo()
-        if not os.listdir(state.layout(repo).flags_open) or not _open_here(repo, run.config()):
+        if not os.listdir(state.layout(repo).flags_open) or not _flag_open_here(repo, run.config()):
             return
         judge_now(run, skip=("git-stale-locks",))  # it would move a stale lock aside: the brief only reads
         run.resolve_passed()
@@ -126,7 +126,7 @@ def _judge_flagged(run: "Invocation") -> None:
         pass
 
 
-def _open_here(repo: Repo, config: Config) -> bool:
+def _flag_open_here(repo: Repo, config: Config) -> bool:
     """Whether any gate has a flag open in this worktree in a plain check's scope, of either situation (one lstat a
     gate and situation): flags open only in other worktrees are theirs to settle, and cost this brief no judgement."""
     from gates.domain import changes

@@ -3,7 +3,7 @@
 import os
 import sys
 
-from gates.commands import CONFIGURATION, HIDDEN, Invocation, ids, passing
+from gates.commands import CONFIGURATION, HIDDEN, Invocation, flagged, ids, passing
 from gates.infra import clock
 from gates.infra.errors import OK, USAGE, VIOLATION, GateError
 
@@ -113,14 +113,7 @@ def _configured(run: Invocation, args: "argparse.Namespace") -> "tuple[set[str],
             if exc.reason == "config-invalid":
                 exc.about = CONFIGURATION
             raise
-    from gates.infra import state
-
-    repo = run.repo()
-    try:
-        names = os.listdir(state.layout(repo).flags)
-    except OSError:
-        return set(), gate_ids
-    waiting = {reason for reason in SETTLED if any(f"-{reason}-" in name for name in names)}
+    waiting = flagged(run.repo(), SETTLED)
     if "config-invalid" in waiting:
         run.settle("config-invalid", about=[CONFIGURATION])
     return waiting, gate_ids

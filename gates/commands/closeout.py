@@ -33,9 +33,10 @@ MAX_FINDINGS = 8
 MAX_PATHS = 5  # the uncommitted paths a step names
 
 
-def judge(run: Invocation, session: str | None) -> tuple[list[str], list[str]]:
-    """The steps the close-out still needs (none: it is done), and one short line per unmet condition for the
-    journal and the flag, from the gates run on the state as it is now."""
+def judge(run: Invocation, session: str | None) -> tuple[list[str], list[str], str | None]:
+    """The steps the close-out still needs (none: it is done), one short line per unmet condition for the journal and
+    the flag, from the gates run on the state as it is now, and the live claim another worktree holds on the
+    hand-over, described (None: none), which the steps were worded for."""
     repo, config = run.repo(), run.config()
     path = config.section("handoff")["path"]
     holder = _claimed_elsewhere(repo, path)
@@ -57,7 +58,7 @@ def judge(run: Invocation, session: str | None) -> tuple[list[str], list[str]]:
         if held:
             steps.append(f"Release the claim: `gate release` ({held}).")
             summary.append("the claim is still held after the close-out")
-    return steps, summary
+    return steps, summary, holder
 
 
 def _shown(paths: list[tuple[str, str]]) -> str:
@@ -289,7 +290,7 @@ def _hook(run: Invocation, fmt: str, hook: harness.HookInput, session: str | Non
     repo, config = run.repo(), run.config()
     if hook.problem:
         run.notice("input-unreadable", harness.unreadable_input("closeout", fmt, hook.problem, "judged without it"))
-    steps, summary = judge(run, session)
+    steps, summary, _ = judge(run, session)
     configured = int(config.section("closeout")["max_blocks"])
     bound = harness.block_bound(fmt, configured)
     verdict, blocks = decide(repo, fmt, hook, session, not steps, bound)
@@ -356,14 +357,13 @@ def _let_through(run: Invocation, fmt: str, hook: harness.HookInput, session: st
 
 def _text(run: Invocation, session: str | None) -> int:
     """The preview (a model's own check, a script's): said and journalled as `closeout-preview`, never a stop."""
-    steps, summary = judge(run, session)
+    steps, summary, holder = judge(run, session)
     repo = run.repo()
     _journal(repo, {"session": session, "verdict": "not-done" if steps else "done", "reasons": summary,
                     "head": repo.head}, "closeout-preview")
     if not steps:  # closed out: this worktree's earlier `closeout-missing` flags have no cause left
         run.settle(sessions.CLOSEOUT_MISSING)
         path = run.config().section("handoff")["path"]
-        holder = _claimed_elsewhere(repo, path)
         print(f"close-out done: the work is committed, and {path} is left to the session that holds its claim ({holder}): "
               "the commits after its Meta ref are for that session, or the next, to describe" if holder else
               "close-out done: the hand-over passes its gates and describes every commit, and nothing is left uncommitted")

@@ -729,9 +729,9 @@ def _judged(repo: Repo, agent: str, local: bool, shown: str, commands: list[str]
 
 
 def _tracked(repo: Repo, shown: str) -> bool:
-    """Whether git tracks `shown` (the index holds it): a per-user file committed goes to every clone."""
-    proc = repo.git("ls-files", "-z", "--", shown)
-    return proc.returncode == 0 and bool(proc.stdout)
+    """Whether git tracks `shown` (the index holds it): a per-user file committed goes to every clone. A git that
+    cannot answer raises (the doctor says so), never reads as "not tracked"."""
+    return bool(repo.ask("ls-files", "-z", "--", shown).stdout)
 
 
 def _script_wrong(repo: Repo, agent: str, shown: str, again: str) -> str | None:

@@ -230,11 +230,11 @@ def _config(path: str, roots: list[str], invalid: str = "is not a JSON object",
 def _toml(data: bytes) -> "dict[str, Any] | str":
     try:
         return jsonio.load_toml(data.decode("utf-8"))
+    except jsonio.DataError as exc:
+        if exc.message == jsonio.NO_TOML:
+            return exc.message
     except UnicodeDecodeError:
         pass
-    except jsonio.DataError as exc:
-        if "no TOML reader" in exc.message:
-            return exc.message
     return "is not valid TOML (Codex cannot read it either)"
 
 

@@ -8,6 +8,7 @@ gates/infra/git.py; nothing else runs git.
 """
 
 import os
+import time
 
 from gates.infra import fsio
 from gates.infra.errors import USAGE, GateError
@@ -83,15 +84,12 @@ class Scratch:
         url = args[args.index("--end-of-options") + 1]
         if url in _SILENT:
             raise Unreachable(f"{_SILENT[url]} (not asked again in this run)")
-        timeout, shared = self.timeout, ""
-        if _DEADLINE:  # the run's network work has one bound (bound_run): this call gets what is left of it
-            import time
-
-            left = _DEADLINE[0] - time.monotonic()
-            shared = f"git {args[0]} got no answer within this run's {_DEADLINE[1]:g}s for the remote"
+        timeout, shared = self.timeout, None  # `shared`: why, when the run's one bound is what cuts this call short
+        left = _DEADLINE[0] - time.monotonic() if _DEADLINE else timeout  # bound_run: what is left of the run's bound
+        if left < timeout:
+            timeout, shared = left, f"git {args[0]} got no answer within this run's {_DEADLINE[1]:g}s for the remote"
             if left <= 0:
                 raise Unreachable(shared)
-            timeout, shared = (left, shared) if left < timeout else (timeout, "")
         try:
             return self._call(args, None, timeout, True, self.env)
         except Unreachable as exc:
@@ -244,8 +242,6 @@ def bound_run(seconds: float) -> None:
     """From now on this run's network calls end within `seconds`, together: a remote that answers each call slowly
     cannot make a run that asks it several things (the brief: the other clones' flags, the claim) outlast a hook's
     timeout. Each call still has its own bound too."""
-    import time
-
     _DEADLINE[:] = [time.monotonic() + seconds, seconds]
 
 

@@ -109,12 +109,15 @@ def guard(kind: str, parse: "Callable[[], T]") -> "T":
         raise DataError(f"invalid {kind}: too large to parse") from None
 
 
+NO_TOML = "cannot be read: this Python has no TOML reader (3.11 or newer has one)"
+
+
 def load_toml(text: str) -> "dict[str, Any]":
     """TOML as data (a harness's config file), any failure of its parser a DataError."""
     try:
         import tomllib
     except ImportError:  # Python 3.10
-        raise DataError("cannot be read: this Python has no TOML reader (3.11 or newer has one)") from None
+        raise DataError(NO_TOML) from None
 
     def parse() -> "dict[str, Any]":
         try:
