@@ -147,9 +147,12 @@ def _handoff_steps(repo: Repo, work: sessions.Closure, path: str, uncommitted: b
         steps.append(f"{path} names no commit in its Meta ref: describe the work in it.")
         summary.append("the hand-over names no Meta ref")
     how = (f"{path} is not committed yet" if mine == ["??"] else f"{path} has uncommitted changes") if mine else ""
-    if uncommitted or work.ref is None or kind in ("behind", "elsewhere"):
-        steps.append(f"Close out: `gate stamp`, then `git add {shell_path(path)} && git commit -m \"close-out: …\"`"
-                     + (f" ({how}: that commit takes them)." if mine else "."))
+    close = f"`gate stamp`, then `git add {shell_path(path)} && git commit -m \"close-out: …\"`"
+    if work.ref is None or kind in ("behind", "elsewhere") or (uncommitted and mine):
+        steps.append(f"Close out: {close}" + (f" ({how}: that commit takes them)." if mine else "."))
+    elif uncommitted:  # the hand-over is current: only a commit of that work puts it behind
+        steps.append(f"If you committed work in the steps above, close out: {close}. If you committed nothing, "
+                     f"{path} is already up to date.")
     elif mine:
         steps.append(f"Commit the hand-over: `git add {shell_path(path)} && git commit -m \"close-out: …\"` ({how}).")
     if mine:

@@ -283,7 +283,9 @@ def test_uncommitted_work_or_a_scratch_file_is_not_a_close_out(
         assert "`.git/info/exclude` for this clone only" in text.stdout
     else:
         assert f"1. Commit the work: 1 path(s) have uncommitted changes ({name})." in text.stdout
-    assert "2. Close out: `gate stamp`" in text.stdout
+    # The hand-over is current: only a commit of that work puts it behind, so the close-out is asked for only then.
+    assert "2. If you committed work in the steps above, close out: `gate stamp`" in text.stdout
+    assert "If you committed nothing, HANDOFF.md is already up to date." in text.stdout
     code, out, _ = call_gate(repo, "closeout", "--format", "text", capsys=capsys, monkeypatch=monkeypatch)
     assert code == 1 and name in out
     stop = _hook(repo, "closeout", "claude", {"session_id": "s-1", "stop_hook_active": False})
