@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from gates.infra.config import Config
 
 TIMEOUT = 20.0  # seconds; the installed hooks give the harness's own timeout as 60
+REMOTE_SECONDS = 8.0  # the stop's whole network work: a read of the remote claim, within TIMEOUT
 TWIN_SECONDS = 10.0  # without an event time: a verdict by another format, same session and HEAD, within this is the same stop
 MAX_FINDINGS = 8
 MAX_PATHS = 5  # the uncommitted paths a step names
@@ -39,8 +40,30 @@ def judge(run: Invocation, session: str | None) -> tuple[list[str], list[str], s
     hand-over, described (None: none), which the steps were worded for."""
     repo, config = run.repo(), run.config()
     path = config.section("handoff")["path"]
+    found = _errors(run)
+    work = sessions.closure(repo, config, _meta_ref(repo, config))
     holder = _claimed_elsewhere(repo, path)
-    errors = [line for gate, line in _errors(run) if not (holder and gate == "handoff-claim")]  # its step is below
+    steps, summary, asks = _steps(repo, path, found, work, holder)
+    if asks and holder is None and config.section("claims").get("remote"):  # only a stop that would write it asks
+        holder, unread = _claimed_remotely(run, path)
+        if holder is not None:
+            steps, summary, asks = _steps(repo, path, found, work, holder)
+        elif unread is not None:
+            steps.append(f"Before you push that commit: the claim on {path} could not be read from the remote "
+                         f"({unread}); if another clone holds it, its pre-push gate refuses the push.")
+    if not steps:
+        held = _held_claim(repo, path, session)
+        if held:
+            steps.append(f"Release the claim: `gate release` ({held}).")
+            summary.append("the claim is still held after the close-out")
+    return steps, summary, holder
+
+
+def _steps(repo: Repo, path: str, found: list[tuple[str, str]], work: sessions.Closure,
+           holder: str | None) -> tuple[list[str], list[str], bool]:
+    """The steps and summary lines for the gates' `found` errors and the `work`, worded for `holder` (the live claim
+    another worktree or clone holds, described; None: none), and whether they ask for a commit of the hand-over."""
+    errors = [line for gate, line in found if not (holder and gate == "handoff-claim")]  # its step is below
     steps: list[str] = []
     summary: list[str] = []
     if errors:
@@ -52,13 +75,8 @@ def judge(run: Invocation, session: str | None) -> tuple[list[str], list[str], s
                 "behind, say) needs that session, or its release (`gate release --force --reason TEXT` if it is gone)")
         steps.append(f"{what}, then run `gate check` until it exits 0.\n{shown}{more}")
         summary.append(f"the hand-over fails {len(errors)} gate finding(s)")
-    _work_steps(repo, sessions.closure(repo, config, _meta_ref(repo, config)), path, steps, summary, holder)
-    if not steps:
-        held = _held_claim(repo, path, session)
-        if held:
-            steps.append(f"Release the claim: `gate release` ({held}).")
-            summary.append("the claim is still held after the close-out")
-    return steps, summary, holder
+    asks = _work_steps(repo, work, path, steps, summary, holder)
+    return steps, summary, asks
 
 
 def _shown(paths: list[tuple[str, str]]) -> str:
@@ -85,7 +103,7 @@ def _claimed_elsewhere(repo: Repo, path: str) -> str | None:
 
 
 def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str], summary: list[str],
-                holder: str | None = None) -> None:
+                holder: str | None = None) -> bool:
     """The steps (and one summary line each) that close out the work, each worded from what was found. While another
     worktree holds the hand-over's claim (`holder`), the hand-over is that session's to write: this one commits its
     work and leaves the hand-over as committed; the commits it made are the next writer's to describe (the brief's
@@ -112,8 +130,9 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
                      "`.git/info/exclude` for this clone only).")
         summary.append(f"{len(untracked)} untracked path(s)")
     mine = [code for code, name in work.paths if _is_handoff(name, path)]
+    asks = False
     if holder is None:
-        _handoff_steps(repo, work, path, bool(changed or untracked), mine, steps, summary)
+        asks = _handoff_steps(repo, work, path, bool(changed or untracked), mine, steps, summary)
     elif mine:
         undo = f"`git restore --staged --worktree {shell_path(path)}`" if mine != ["??"] else f"remove {path}"
         steps.append(f"Leave {path} to the session that holds its claim: a commit of it is refused while {holder} "
@@ -125,11 +144,13 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
         steps.append(f"{message[:1].upper()}{message[1:]}. Make `git status` work in this repository "
                      f"(fix what it says), then commit what it lists.")
         summary.append(message)
+    return asks
 
 
 def _handoff_steps(repo: Repo, work: sessions.Closure, path: str, uncommitted: bool, mine: list[str], steps: list[str],
-                   summary: list[str]) -> None:
-    """The steps that bring the hand-over up to date with the work and commit it. `uncommitted`: other paths are."""
+                   summary: list[str]) -> bool:
+    """The steps that bring the hand-over up to date with the work and commit it (and whether there are any).
+    `uncommitted`: other paths are."""
     ref, found = str(work.ref), work.found
     kind = found.kind if found is not None else None
     if found is not None and kind == "behind":
@@ -155,8 +176,37 @@ def _handoff_steps(repo: Repo, work: sessions.Closure, path: str, uncommitted: b
                      f"{path} is already up to date.")
     elif mine:
         steps.append(f"Commit the hand-over: `git add {shell_path(path)} && git commit -m \"close-out: …\"` ({how}).")
+    else:
+        return False
     if mine:
         summary.append("the hand-over has uncommitted changes")
+    return True
+
+
+def _claimed_remotely(run: Invocation, path: str) -> tuple[str | None, str | None]:
+    """The live claim on the hand-over another clone (or worktree) holds on claims.remote, described, as the pre-push
+    gate reads it, and None; or None and why it could not be read (within REMOTE_SECONDS: the stop hook's bound)."""
+    from gates.domain import remote
+    from gates.infra import gitnet
+
+    repo, config = run.repo(), run.config()
+    name = run.remote_name(None)
+    assert name is not None
+    gitnet.bound_run(min(remote.timeout_of(config), REMOTE_SECONDS))
+    try:
+        target = remote.connect(repo, name, min(remote.timeout_of(config), REMOTE_SECONDS))
+        seen = remote.read(target, remote.key_for(repo, path))
+        who = remote.me(repo, None)
+    except (GateError, OSError) as exc:
+        return None, excerpt(exc.render() if isinstance(exc, GateError) else str(exc), 200)
+    record = seen.record
+    if seen.problem:
+        return None, excerpt(seen.problem, 200)
+    if record is None or (record.get("clone"), record.get("worktree")) == (who.clone, who.worktree):
+        return None, None
+    if not remote.liveness(record, clock.now(), who)[0]:
+        return None, None
+    return f"on remote {excerpt(name)}: {remote.describe(record)}", None
 
 
 def _meta_ref(repo: Repo, config: "Config") -> str | None:

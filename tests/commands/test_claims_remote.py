@@ -422,3 +422,41 @@ def test_the_brief_says_an_unreachable_remote_claim_is_unknown(tmp_path: Path) -
     assert section.startswith("Nobody holds the claim on HANDOFF.md: `gate claim` before you rewrite it.\n"
                               "On remote origin: the claim cannot be read ("), section
     assert section.split("\n")[1].endswith(") — unknown, never free."), section
+
+
+def test_the_stop_hook_leaves_the_hand_over_to_the_clone_that_holds_its_remote_claim(tmp_path: Path) -> None:
+    """Before: the close-out read only this clone's claims. With another clone holding the claim on the remote, it
+    asked this session to describe its commits in the hand-over, stamp and commit it: a commit the pre-push gate then
+    refuses, while the brief had said who holds the claim. The stop reads the remote claim, as the brief and the push
+    gate do, but only when it would ask for that commit; a remote that cannot be read is said, never taken as free."""
+    bare = seed_bare(tmp_path)
+    a, b = clone(f"file://{bare}", tmp_path / "a"), clone(f"file://{bare}", tmp_path / "b")
+    for tree in (a, b):
+        git(tree, "config", "user.name", "Gate Test")
+    assert run_gate(b, "claim", "--session", "bee").returncode == 0
+    (a / "feature.py").write_text("x = 1\n")
+    git(a, "add", "feature.py")
+    git(a, "commit", "-q", "--no-verify", "-m", "add the feature")
+    before = refs(bare)
+    done = run_gate(a, "closeout", "--format", "text")
+    assert done.returncode == 0, done.stdout
+    assert done.stdout.startswith("close-out done: the work is committed, and HANDOFF.md is left to the session that "
+                                  "holds its claim (on remote origin: "), done.stdout
+    assert "session bee" in done.stdout and "Describe the work" not in done.stdout
+    (a / "HANDOFF.md").write_text((a / "HANDOFF.md").read_text().replace("Build the thing.", "Ship it."))
+    edited = run_gate(a, "closeout", "--format", "text")
+    assert edited.returncode == 1 and "1. Leave HANDOFF.md to the session that holds its claim" in edited.stdout
+    assert "gate stamp" not in edited.stdout
+    git(a, "checkout", "--", "HANDOFF.md")
+    assert refs(bare) == before  # the stop only reads
+    # Released: the hand-over is this session's again, and the close-out asks for it.
+    assert run_gate(b, "release", "--session", "bee").returncode == 0
+    ask = run_gate(a, "closeout", "--format", "text")
+    assert ask.returncode == 1 and "1. Describe the work in HANDOFF.md: 1 commit(s)" in ask.stdout, ask.stdout
+    assert "2. Close out: `gate stamp`" in ask.stdout and "could not be read" not in ask.stdout
+    # A remote that cannot be read: the close-out asks as before, and says the claim there is unknown.
+    git(a, "remote", "set-url", "origin", f"file://{tmp_path / 'gone.git'}")
+    unread = run_gate(a, "closeout", "--format", "text")
+    assert unread.returncode == 1 and "2. Close out: `gate stamp`" in unread.stdout, unread.stdout
+    assert "3. Before you push that commit: the claim on HANDOFF.md could not be read from the remote (" in unread.stdout
+    assert "if another clone holds it, its pre-push gate refuses the push." in unread.stdout
