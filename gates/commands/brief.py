@@ -399,11 +399,16 @@ def _remote_claim(repo: Repo, config: Config, now: datetime, state_rel: str, loc
                 "this clone: a release that could not reach the remote left it there — `gate release` ends it, "
                 "`gate claim` takes the local claim back.", *out[1:]]
     live, why = remote.liveness(record, now, who)
+    if record.get("clone") == who.clone and live:  # the push gate passes this clone: its local claims govern here
+        kept = local is not None and local.get("worktree") == record.get("worktree")
+        left = "" if kept else (" — no claim of that worktree is in this clone: a release that could not reach the "
+                                "remote left it there; `gate release --force --reason TEXT` ends it")
+        return [*out, f"On remote {quoted}: held by another worktree of this clone: {remote.describe(record)}{left}."]
     other = "clone" if record.get("clone") != who.clone else "worktree of this clone"
     if not live:
         return [*out, f"On remote {quoted}: the claim by ANOTHER {other} is abandoned ({why}): `gate claim` takes it "
                       f"over — {remote.describe(record)}."]
-    held = [f"{state_rel} is claimed on remote {quoted} by ANOTHER {other} ({why}): {remote.describe(record)} — "
+    held = [f"{state_rel} is claimed on remote {quoted} by ANOTHER clone ({why}): {remote.describe(record)} — "
             f"leave {state_rel} to that session: `gate claim` is denied, and the pre-push gate refuses a push that "
             "changes it (where it runs: `gate doctor` says)."]
     if mine:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 TIMEOUT = 20.0  # seconds; the installed hooks give the harness's own timeout as 60
 REMOTE_SECONDS = 8.0  # the stop's whole network work: a read of the remote claim, within TIMEOUT
+MARGIN_SECONDS = 2.0  # of TIMEOUT, left after that read for the verdict and its record
 TWIN_SECONDS = 10.0  # without an event time: a verdict by another format, same session and HEAD, within this is the same stop
 MAX_FINDINGS = 8
 MAX_PATHS = 5  # the uncommitted paths a step names
@@ -44,11 +45,18 @@ def judge(run: Invocation, session: str | None) -> tuple[list[str], list[str], s
     work = sessions.closure(repo, config, _meta_ref(repo, config))
     holder = _claimed_elsewhere(repo, path)
     steps, summary, asks = _steps(repo, path, found, work, holder)
-    if asks and holder is None and config.section("claims").get("remote"):  # only a stop that would write it asks
+    # With claims.remote, the claim there is read only by a stop that asks for a commit of the hand-over or has one
+    # not pushed yet: another clone's claim refuses that push (handoff-claim-remote), so the stop is worded for it.
+    if holder is None and config.section("claims").get("remote") and (asks or _unpushed(repo, path)):
         holder, unread = _claimed_remotely(run, path)
         if holder is not None:
-            steps, summary, asks = _steps(repo, path, found, work, holder)
-        elif unread is not None:
+            steps, summary, asks = _steps(repo, path, found, work, holder, "push")
+            if _unpushed(repo, path):
+                steps.append(f"Commits of this branch not pushed yet change {path} (`git log @{{upstream}}.. -- "
+                             f"{shell_path(path)}` lists them), but {holder} holds its claim: the pre-push gate refuses "
+                             f"their push. Take the change of {path} out of them, or push once that claim is released.")
+                summary.append("unpushed commits change the hand-over another clone holds")
+        elif unread is not None and asks:
             steps.append(f"Before you push that commit: the claim on {path} could not be read from the remote "
                          f"({unread}); if another clone holds it, its pre-push gate refuses the push.")
     if not steps:
@@ -59,10 +67,11 @@ def judge(run: Invocation, session: str | None) -> tuple[list[str], list[str], s
     return steps, summary, holder
 
 
-def _steps(repo: Repo, path: str, found: list[tuple[str, str]], work: sessions.Closure,
-           holder: str | None) -> tuple[list[str], list[str], bool]:
+def _steps(repo: Repo, path: str, found: list[tuple[str, str]], work: sessions.Closure, holder: str | None,
+           refused: str = "commit") -> tuple[list[str], list[str], bool]:
     """The steps and summary lines for the gates' `found` errors and the `work`, worded for `holder` (the live claim
-    another worktree or clone holds, described; None: none), and whether they ask for a commit of the hand-over."""
+    another worktree or clone holds, described; None: none), whose claim refuses a `refused` (commit or push) of the
+    hand-over, and whether they ask for a commit of it."""
     errors = [line for gate, line in found if not (holder and gate == "handoff-claim")]  # its step is below
     steps: list[str] = []
     summary: list[str] = []
@@ -75,7 +84,7 @@ def _steps(repo: Repo, path: str, found: list[tuple[str, str]], work: sessions.C
                 "behind, say) needs that session, or its release (`gate release --force --reason TEXT` if it is gone)")
         steps.append(f"{what}, then run `gate check` until it exits 0.\n{shown}{more}")
         summary.append(f"the hand-over fails {len(errors)} gate finding(s)")
-    asks = _work_steps(repo, work, path, steps, summary, holder)
+    asks = _work_steps(repo, work, path, steps, summary, holder, refused)
     return steps, summary, asks
 
 
@@ -103,7 +112,7 @@ def _claimed_elsewhere(repo: Repo, path: str) -> str | None:
 
 
 def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str], summary: list[str],
-                holder: str | None = None) -> bool:
+                holder: str | None = None, refused: str = "commit") -> bool:
     """The steps (and one summary line each) that close out the work, each worded from what was found. While another
     worktree holds the hand-over's claim (`holder`), the hand-over is that session's to write: this one commits its
     work and leaves the hand-over as committed; the commits it made are the next writer's to describe (the brief's
@@ -135,7 +144,7 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
         asks = _handoff_steps(repo, work, path, bool(changed or untracked), mine, steps, summary)
     elif mine:
         undo = f"`git restore --staged --worktree {shell_path(path)}`" if mine != ["??"] else f"remove {path}"
-        steps.append(f"Leave {path} to the session that holds its claim: a commit of it is refused while {holder} "
+        steps.append(f"Leave {path} to the session that holds its claim: a {refused} of it is refused while {holder} "
                      f"holds it. Keep your notes elsewhere if you need them, then undo your edit: {undo}. The commits "
                      "you made are for that session, or the next, to describe (its brief lists them).")
         summary.append("the hand-over is edited, but another worktree holds its claim")
@@ -171,9 +180,10 @@ def _handoff_steps(repo: Repo, work: sessions.Closure, path: str, uncommitted: b
     close = f"`gate stamp`, then `git add {shell_path(path)} && git commit -m \"close-out: …\"`"
     if work.ref is None or kind in ("behind", "elsewhere") or (uncommitted and mine):
         steps.append(f"Close out: {close}" + (f" ({how}: that commit takes them)." if mine else "."))
-    elif uncommitted:  # the hand-over is current: only a commit of that work puts it behind
+    elif uncommitted:  # the hand-over is current: only a commit of that work puts it behind (the next stop asks)
         steps.append(f"If you committed work in the steps above, close out: {close}. If you committed nothing, "
                      f"{path} is already up to date.")
+        return False
     elif mine:
         steps.append(f"Commit the hand-over: `git add {shell_path(path)} && git commit -m \"close-out: …\"` ({how}).")
     else:
@@ -183,30 +193,49 @@ def _handoff_steps(repo: Repo, work: sessions.Closure, path: str, uncommitted: b
     return True
 
 
+def _unpushed(repo: Repo, path: str) -> bool:
+    """Whether commits of this branch that its upstream (as this clone last saw it) lacks change the hand-over; a
+    branch with no upstream has none to tell, and a git that cannot answer counts as yes (the remote then decides)."""
+    if repo.head is None:
+        return False
+    upstream = repo.git("rev-parse", "--verify", "--quiet", "--end-of-options", "@{upstream}^{commit}")
+    if upstream.returncode != 0 or not upstream.stdout.strip():
+        return False
+    try:
+        return bool(repo.changed(upstream.stdout.strip(), repo.head, [path]))
+    except GitFailed:
+        return True
+
+
 def _claimed_remotely(run: Invocation, path: str) -> tuple[str | None, str | None]:
-    """The live claim on the hand-over another clone (or worktree) holds on claims.remote, described, as the pre-push
-    gate reads it, and None; or None and why it could not be read (within REMOTE_SECONDS: the stop hook's bound)."""
+    """The claim on the hand-over another clone holds on claims.remote, described, as the pre-push gate reads it (live,
+    or a record that cannot be read: never free), and None; or None and why it could not be read. This clone's own
+    records there are not another's (its worktrees' claims are the local ones). Within REMOTE_SECONDS and what is left
+    of the stop's TIMEOUT."""
     from gates.domain import remote
     from gates.infra import gitnet
 
     repo, config = run.repo(), run.config()
     name = run.remote_name(None)
     assert name is not None
-    gitnet.bound_run(min(remote.timeout_of(config), REMOTE_SECONDS))
+    left = TIMEOUT - (time.time_ns() - run.started_ns) / 1e9 - MARGIN_SECONDS
+    if left < 1:
+        return None, f"no time was left of the stop's {TIMEOUT:.0f} s to ask it"
+    seconds = min(remote.timeout_of(config), REMOTE_SECONDS, left)
+    gitnet.bound_run(seconds)
     try:
-        target = remote.connect(repo, name, min(remote.timeout_of(config), REMOTE_SECONDS))
+        target = remote.connect(repo, name, seconds)
         seen = remote.read(target, remote.key_for(repo, path))
         who = remote.me(repo, None)
     except (GateError, OSError) as exc:
         return None, excerpt(exc.render() if isinstance(exc, GateError) else str(exc), 200)
-    record = seen.record
+    record, shown = seen.record, excerpt(name)
     if seen.problem:
-        return None, excerpt(seen.problem, 200)
-    if record is None or (record.get("clone"), record.get("worktree")) == (who.clone, who.worktree):
+        return (f"on remote {shown}: a record that cannot be read ({excerpt(seen.problem, 200)}), never taken as free; "
+                "`gate release --force --reason TEXT` removes it"), None
+    if record is None or record.get("clone") == who.clone or not remote.liveness(record, clock.now(), who)[0]:
         return None, None
-    if not remote.liveness(record, clock.now(), who)[0]:
-        return None, None
-    return f"on remote {excerpt(name)}: {remote.describe(record)}", None
+    return f"on remote {shown}: {remote.describe(record)}", None
 
 
 def _meta_ref(repo: Repo, config: "Config") -> str | None:

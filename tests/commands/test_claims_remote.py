@@ -460,3 +460,73 @@ def test_the_stop_hook_leaves_the_hand_over_to_the_clone_that_holds_its_remote_c
     assert unread.returncode == 1 and "2. Close out: `gate stamp`" in unread.stdout, unread.stdout
     assert "3. Before you push that commit: the claim on HANDOFF.md could not be read from the remote (" in unread.stdout
     assert "if another clone holds it, its pre-push gate refuses the push." in unread.stdout
+
+
+def _broken_record(bare: Path, ref: str) -> None:
+    """The claim ref on the remote, moved to a commit whose claim.json is not a record (not UTF-8)."""
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=bare, input=b"\xff not a record",
+                          capture_output=True, check=True).stdout.decode().strip()
+    tree = subprocess.run(["git", "mktree"], cwd=bare, input=f"100644 blob {blob}\tclaim.json\n".encode(),
+                          capture_output=True, check=True).stdout.decode().strip()
+    git(bare, "update-ref", ref, git(bare, "commit-tree", tree, "-m", "broken"))
+
+
+def test_the_stop_hook_reads_the_remote_claim_as_the_pre_push_gate_does(tmp_path: Path) -> None:
+    """A review of the stop hook's remote read found three verdicts the pre-push gate contradicted: a hand-over change
+    committed while another clone held the claim, then "close-out done" (the push is refused); a claim record on the
+    remote that cannot be read, taken as nobody's (the push gate never takes it as free); and a record another
+    worktree of this clone left there (its release could not reach the remote), taken as another's (the push gate lets
+    this clone through), which blocked every stop and made the brief say the push would be refused."""
+    bare = seed_bare(tmp_path)
+    a, b = clone(f"file://{bare}", tmp_path / "a"), clone(f"file://{bare}", tmp_path / "b")
+    assert run_gate(b, "claim", "--session", "bee").returncode == 0
+    (a / "HANDOFF.md").write_text((a / "HANDOFF.md").read_text().replace("Build the thing.", "Ship it."))
+    assert run_gate(a, "stamp").returncode == 0
+    git(a, "commit", "-q", "--no-verify", "-am", "close-out while b holds the claim")
+    unpushed = run_gate(a, "closeout", "--format", "text")
+    assert unpushed.returncode == 1, unpushed.stdout
+    assert "1. Commits of this branch not pushed yet change HANDOFF.md (`git log @{upstream}.. -- HANDOFF.md` lists " \
+           "them), but on remote origin: worktree " in unpushed.stdout
+    assert "holds its claim: the pre-push gate refuses their push." in unpushed.stdout
+    assert run_gate(a, "check", "--remote").returncode == 1  # as the push gate says
+    git(a, "reset", "-q", "--hard", "HEAD~1")
+    # A record on the remote that cannot be read: never free, for the stop as for the push gate and the brief.
+    _broken_record(bare, claim_ref(a))
+    (a / "feature.py").write_text("x = 1\n")
+    git(a, "add", "feature.py")
+    git(a, "commit", "-q", "--no-verify", "-m", "add the feature")
+    broken = run_gate(a, "closeout", "--format", "text")
+    assert broken.returncode == 0 and "Describe the work" not in broken.stdout, broken.stdout
+    assert "(on remote origin: a record that cannot be read (" in broken.stdout
+    assert "`gate release --force --reason TEXT` removes it)" in broken.stdout
+    assert run_gate(a, "release", "--force", "--reason", "a broken record").returncode == 0
+    # Another worktree of this clone whose release could not reach the remote: its record there is this clone's.
+    other = tmp_path / "a-side"
+    git(a, "worktree", "add", "-q", "-b", "side", str(other))
+    assert run_gate(other, "claim", "--session", "w2").returncode == 0
+    git(a, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    run_gate(other, "release", "--session", "w2")  # the local claim ends; the remote one stays
+    git(a, "remote", "set-url", "origin", f"file://{bare}")
+    assert claim_ref(a) in refs(bare)
+    mine = run_gate(a, "closeout", "--format", "text")
+    assert mine.returncode == 1 and "1. Describe the work in HANDOFF.md: 1 commit(s)" in mine.stdout, mine.stdout
+    assert "2. Close out: `gate stamp`" in mine.stdout and "Leave HANDOFF.md" not in mine.stdout
+    section = _claim_section(a)
+    assert "On remote origin: held by another worktree of this clone: worktree " in section, section
+    assert ("no claim of that worktree is in this clone: a release that could not reach the remote left it there; "
+            "`gate release --force --reason TEXT` ends it.") in section
+    assert "pre-push gate refuses" not in section and "ANOTHER" not in section
+    assert run_gate(a, "release", "--force", "--reason", "left behind").returncode == 0
+    assert claim_ref(a) not in refs(bare)
+
+
+def test_a_stop_that_asks_nothing_of_the_hand_over_asks_nothing_of_the_remote(tmp_path: Path) -> None:
+    """A scratch file left over asks only to deal with it (and to close out if that made a commit): no remote read,
+    so a remote that cannot be reached adds nothing to the stop (before: the read ran, and said it failed)."""
+    bare = seed_bare(tmp_path)
+    a = clone(f"file://{bare}", tmp_path / "a")
+    git(a, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    (a / "scratch.txt").write_text("left over\n")
+    stop = run_gate(a, "closeout", "--format", "text")
+    assert stop.returncode == 1 and "1. Deal with 1 untracked path(s)" in stop.stdout, stop.stdout
+    assert "could not be read" not in stop.stdout and "3." not in stop.stdout
