@@ -150,13 +150,15 @@ def parse_record(data: bytes | None) -> "tuple[dict[str, Any] | None, str | None
     return record, None
 
 
-def read(remote: Remote, key: str) -> Seen:
-    """The claim and fence on `key`, as the remote has them; Hidden when it hides them from fetches."""
+def read(remote: Remote, key: str, look: bool = True) -> Seen:
+    """The claim and fence on `key`, as the remote has them; Hidden when it hides them from fetches. `look` False
+    leaves out the look for a ref hidden from fetches (a conversation more): for a writer whose push is leased on
+    what it read, so that a hidden ref fails the lease, and the writer reads again with the look."""
     claim_ref, fence_ref = f"{CLAIMS}/{key}", f"{FENCES}/{key}"
     for _ in range(ATTEMPTS):
         refs = gitnet.ls_remote(remote.work, remote.url, [claim_ref, fence_ref])
         absent = [ref for ref in (claim_ref, fence_ref) if ref not in refs]
-        hidden = pushed_side_has(remote, absent) if absent else []
+        hidden = pushed_side_has(remote, absent) if absent and look else []
         if not hidden:
             break
         # Made between the two looks (a racing claimer), or hidden: a look again tells, and only a remote that
@@ -306,8 +308,10 @@ def acquire(remote: Remote, state_rel: str, who: Me, ttl: timedelta | None, note
             now: datetime) -> Outcome:
     """Take, renew or take over the remote claim; a denial names the holder (the winner, after a lost race)."""
     key = key_for(remote.repo, state_rel)
-    for _ in range(ATTEMPTS):
-        seen = read(remote, key)
+    for attempt in range(ATTEMPTS):
+        # The first read skips the look for refs hidden from fetches: a ref the push side has fails the push's lease
+        # (leased on "absent"), and the reads after a lost lease look, so a hiding remote is still unknown, never free.
+        seen = read(remote, key, look=attempt > 0)
         if seen.problem:
             raise unreadable(seen.problem, "the claim was not taken", "claim-denied")
         current = seen.record

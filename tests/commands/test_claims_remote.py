@@ -530,3 +530,26 @@ def test_a_stop_that_asks_nothing_of_the_hand_over_asks_nothing_of_the_remote(tm
     stop = run_gate(a, "closeout", "--format", "text")
     assert stop.returncode == 1 and "1. Deal with 1 untracked path(s)" in stop.stdout, stop.stdout
     assert "could not be read" not in stop.stdout and "3." not in stop.stdout
+
+
+@pytest.mark.slow  # an HTTP server as the remote, as the other transport variants
+def test_a_free_claim_is_taken_in_three_conversations_with_the_remote(tmp_path: Path) -> None:
+    """Before: `gate claim` of a free file asked the remote four times (its refs, a dry-run push looking for refs
+    hidden from fetches, the fence's objects, the push). The dry run is left to the reads after a lost lease: a ref the
+    push side has fails the push's lease (test_remote_records.py::test_a_remote_that_hides_refs_gate_from_fetches_is_
+    unknown_not_free holds that a hiding remote is still unknown, never free), so a free claim costs one round trip
+    fewer on a real remote."""
+    seed_bare(tmp_path)
+    server = HttpServer(tmp_path / "srv")
+    try:
+        a, b = clone(server.url("remote.git"), tmp_path / "a"), clone(server.url("remote.git"), tmp_path / "b")
+        assert run_gate(a, "claim").returncode == 0 and run_gate(a, "release").returncode == 0  # a fence to read
+        server.server.log.clear()
+        taken = run_gate(b, "claim", "--session", "B")
+        assert taken.returncode == 0, taken.stdout + taken.stderr
+        asked = [line for line in server.server.log if line.startswith('"GET ')]  # a conversation each
+        pushes = [line for line in asked if "service=git-receive-pack" in line]
+        fetches = [line for line in asked if "service=git-upload-pack" in line]
+        assert len(pushes) == 1 and len(fetches) == 2 and len(asked) == 3, asked  # the refs, the fence; the push
+    finally:
+        server.stop()
