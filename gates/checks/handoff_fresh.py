@@ -7,6 +7,11 @@ branch, an unknown object) is a violation. When the commit being made changes th
 must be HEAD itself (the new commit's parent). An `updated` older than `fresh.fresh_days` is a
 warning, or a violation with `fresh.strict`. In a shallow clone a ref that cannot be resolved
 is a warning that says how to fetch more history.
+
+While another live worktree of this clone holds the hand-over's claim, a Meta ref too far behind is a warning in
+this worktree: only the holder may commit the hand-over (handoff-claim), so refusing this session's work commits would
+wedge it; its commits are the holder's, or the next writer's, to describe (the close-out and the brief say so). CI
+and `--range` know no claims and judge it as ever.
 """
 
 from gates.checks import OVER_CAP, Context
@@ -14,6 +19,7 @@ from gates.domain import handoff
 from gates.domain.ancestry import meta_ref, not_in_shallow_clone, relation
 from gates.domain.changes import committing
 from gates.domain.handoff import Loaded
+from gates.infra import fsio, state
 from gates.infra.clock import datetime
 from gates.infra.errors import GateError
 from gates.infra.findings import WARNING, Finding
@@ -126,13 +132,35 @@ def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: "dict[str, Any
         yield Finding(shown, ref.line, ID, not_in_shallow_clone(ref.value), WARNING)
     elif found.kind == "behind" and found.behind > fresh["max_behind"]:
         made = (" once this amend replaces HEAD" if amends else " once this commit is made") if pending is not None else ""
-        yield Finding(shown, ref.line, ID, f"Meta ref {ref.value} is {_commits(found.behind)} behind {head}{made}, more "
-                      f"than fresh.max_behind ({fresh['max_behind']}): work was committed without updating the "
-                      f"hand-over — bring it up to date, then {stamp} and commit it (`git add {shell_path(shown)}`)")
+        behind = (f"Meta ref {ref.value} is {_commits(found.behind)} behind {head}{made}, more than fresh.max_behind "
+                  f"({fresh['max_behind']})")
+        holder = None if ctx.range_spec else _claimed_elsewhere(ctx)
+        if holder is not None:
+            yield Finding(shown, ref.line, ID, f"{behind}: {shown} is claimed by {holder}, so only that session may "
+                          "bring it up to date — your commits are for it, or the next writer, to describe", WARNING)
+        else:
+            yield Finding(shown, ref.line, ID, f"{behind}: work was committed without updating the hand-over — bring "
+                          f"it up to date, then {stamp} and commit it (`git add {shell_path(shown)}`)")
     if found.kind != "unborn" and not ctx.range_spec and ctx.staged(shown) and found.commit != ctx.repo.head:
         assert ctx.repo.head is not None
         yield Finding(shown, ref.line, ID, f"this {'amend' if amends else 'commit'} changes {shown}, so its Meta ref "
                       f"must be {head} ({ctx.repo.head[:12]}), not {ref.value} — run {stamp} and stage the file again")
+
+
+def _claimed_elsewhere(ctx: Context) -> str | None:
+    """The live claim another worktree of this clone holds on the hand-over, described; None when there is none (one
+    listdir when no claim is held anywhere in this clone)."""
+    if not fsio.listing(state.layout(ctx.repo).claims, ".json"):
+        return None
+    from gates.domain import claims
+
+    try:
+        record = claims.read(state.layout(ctx.repo), claims.key(ctx.repo, ctx.config.section("handoff")["path"]))
+    except (GateError, OSError):
+        return None  # handoff-claim says what cannot be read
+    if record is None or claims.held_here(record, ctx.repo) or not claims.liveness(record, ctx.now)[0]:
+        return None
+    return claims.describe(record)
 
 
 def _age(now: datetime, shown: str, line: int, when: datetime, fresh: "dict[str, Any]") -> "Iterator[Finding]":

@@ -96,3 +96,30 @@ def test_claims_require_does_not_count_an_expired_claim_of_this_worktree(trees: 
     assert check_claim_gate(main, now=start + timedelta(minutes=15)) == [(
         "error", "this commit changes HANDOFF.md but this worktree's claim expired at 2026-11-30T08:15:00Z "
                  "(claims.require) — run `gate claim` to renew it")]
+
+
+def test_a_worktree_that_does_not_hold_the_claim_can_go_on_committing_its_work(trees: list[Path]) -> None:
+    """Before: a session in a worktree whose hand-over another worktree claims could make fresh.max_behind (3)
+    commits; the fourth was refused by handoff-fresh, whose fix (bring the hand-over up to date) handoff-claim refuses,
+    so its work could not be committed at all while its close-out asked it to commit that work. While another live
+    worktree holds the claim, a Meta ref too far behind is a warning there; once the claim ends, it is refused again."""
+    main, a, _ = trees
+    _hook(main)
+    assert run_gate(main, "claim").returncode == 0
+    for i in range(5):
+        (a / f"work{i}.txt").write_text(str(i))
+        git(a, "add", f"work{i}.txt")
+        made = subprocess.run(["git", "commit", "-q", "-m", f"work {i}"], cwd=a, capture_output=True, text=True)
+        assert made.returncode == 0, made.stdout + made.stderr
+    said = made.stdout + made.stderr
+    assert "[handoff-fresh warning] Meta ref " in said and "commits behind HEAD once this commit is made" in said
+    assert f"HANDOFF.md is claimed by worktree {main.resolve()}" in said
+    assert "so only that session may bring it up to date — your commits are for it, or the next writer" in said
+    stop = run_gate(a, "closeout", "--format", "text")
+    assert stop.returncode == 0 and stop.stdout.startswith("close-out done: the work is committed"), stop.stdout
+    assert run_gate(a, "check", "--range", "HEAD~5..HEAD").returncode == 1  # history, as CI judges it: no claims
+    assert run_gate(main, "release").returncode == 0
+    (a / "late.txt").write_text("late")
+    git(a, "add", "late.txt")
+    refused = subprocess.run(["git", "commit", "-q", "-m", "late"], cwd=a, capture_output=True, text=True)
+    assert refused.returncode == 1 and "[handoff-fresh] Meta ref " in refused.stdout + refused.stderr
