@@ -8,10 +8,9 @@ must be HEAD itself (the new commit's parent). An `updated` older than `fresh.fr
 warning, or a violation with `fresh.strict`. In a shallow clone a ref that cannot be resolved
 is a warning that says how to fetch more history.
 
-While another live worktree of this clone holds the hand-over's claim, a Meta ref too far behind is a warning in
-this worktree: only the holder may commit the hand-over (handoff-claim), so refusing this session's work commits would
-wedge it; its commits are the holder's, or the next writer's, to describe (the close-out and the brief say so). CI
-and `--range` know no claims and judge it as ever.
+While another worktree of this clone, present now, holds the hand-over's claim, a Meta ref too far behind is a
+warning in this worktree: only the holder may commit the hand-over (handoff-claim), so refusing this session's work
+would wedge it. `--range` (CI) knows no claims and judges it as ever.
 """
 
 from gates.checks import OVER_CAP, Context
@@ -137,7 +136,8 @@ def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: "dict[str, Any
         holder = None if ctx.range_spec else _claimed_elsewhere(ctx)
         if holder is not None:
             yield Finding(shown, ref.line, ID, f"{behind}: {shown} is claimed by {holder}, so only that session may "
-                          "bring it up to date — your commits are for it, or the next writer, to describe", WARNING)
+                          "bring it up to date — your commits are for it, or the next writer, to describe (if that "
+                          "session is gone: `gate release --force --reason TEXT`)", WARNING)
         else:
             yield Finding(shown, ref.line, ID, f"{behind}: work was committed without updating the hand-over — bring "
                           f"it up to date, then {stamp} and commit it (`git add {shell_path(shown)}`)")
@@ -148,8 +148,8 @@ def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: "dict[str, Any
 
 
 def _claimed_elsewhere(ctx: Context) -> str | None:
-    """The live claim another worktree of this clone holds on the hand-over, described; None when there is none (one
-    listdir when no claim is held anywhere in this clone)."""
+    """The claim another worktree of this clone, present now, holds on the hand-over, described; None when there is
+    none, or it is only doubt (claims.held_by_a_worktree_here). One listdir when no claim is held in this clone."""
     if not fsio.listing(state.layout(ctx.repo).claims, ".json"):
         return None
     from gates.domain import claims
@@ -158,7 +158,7 @@ def _claimed_elsewhere(ctx: Context) -> str | None:
         record = claims.read(state.layout(ctx.repo), claims.key(ctx.repo, ctx.config.section("handoff")["path"]))
     except (GateError, OSError):
         return None  # handoff-claim says what cannot be read
-    if record is None or claims.held_here(record, ctx.repo) or not claims.liveness(record, ctx.now)[0]:
+    if record is None or not claims.held_by_a_worktree_here(record, ctx.repo, ctx.now):
         return None
     return claims.describe(record)
 

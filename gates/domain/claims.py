@@ -256,6 +256,26 @@ def liveness(record: "dict[str, Any]", now: datetime, host: str | None = None) -
     return True, f"its worktree is present{no_ttl}"
 
 
+def held_by_a_worktree_here(record: "dict[str, Any]", repo: Repo, now: datetime) -> bool:
+    """Whether the claim is shown held by another worktree of this very clone, present now: its host is this one, its
+    admin dir is this clone's common dir or one of its linked worktrees' (whose identity matches the record), and that
+    worktree's folder exists, within its TTL. Never on doubt (another host, a copied clone, a dir that cannot be told):
+    for a gate that yields to the holder, where liveness's doubt-is-live would let anyone yield."""
+    if held_here(record, repo) or record.get("host") != hostname():
+        return False
+    expires = expiry(record)
+    if expires is not None and now >= expires:
+        return False
+    git_dir, common = os.path.realpath(str(record.get("git_dir", ""))), os.path.realpath(str(repo.common_dir))
+    if git_dir == common:  # the main worktree
+        return record.get("worktree_id") in (None, MAIN_WORKTREE) and os.path.isdir(str(record.get("worktree", "")))
+    wt_id = record.get("worktree_id")
+    if os.path.dirname(git_dir) != os.path.join(common, "worktrees") or not wt_id or _linked_id(git_dir) != wt_id:
+        return False
+    located = _located(git_dir)
+    return located is not None and os.path.isdir(located)
+
+
 def _located(git_dir: str) -> str | None:
     """Where a linked worktree is now: git's admin dir records it in `gitdir` (`<worktree>/.git`), moves included."""
     try:

@@ -123,3 +123,27 @@ def test_a_worktree_that_does_not_hold_the_claim_can_go_on_committing_its_work(t
     git(a, "add", "late.txt")
     refused = subprocess.run(["git", "commit", "-q", "-m", "late"], cwd=a, capture_output=True, text=True)
     assert refused.returncode == 1 and "[handoff-fresh] Meta ref " in refused.stdout + refused.stderr
+
+
+def test_only_a_worktree_shown_present_here_makes_handoff_fresh_yield(trees: list[Path], tmp_path: Path) -> None:
+    """A review of the yield above: it judged the holder by claims.liveness, where doubt is live (right for a gate that
+    denies, wrong for one that yields). A copy of the clone, whose record names the original's git dir, and a record
+    of another host yielded for good. Only a worktree of this very clone, present now, makes handoff-fresh yield."""
+    main, _, _ = trees
+    _hook(main)
+    assert run_gate(main, "claim").returncode == 0
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-a", str(main), str(copy)], check=True)
+    records = list((main / ".git" / "gate" / "claims").glob("*.json"))
+    assert len(records) == 1
+    record = json.loads(records[0].read_text())
+    record["host"] = "elsewhere"
+    records[0].write_text(json.dumps(record))  # this clone's claim, as another host's
+    for tree in (copy, main):
+        made = None
+        for i in range(4):
+            (tree / f"work{i}.txt").write_text(str(i))
+            git(tree, "add", f"work{i}.txt")
+            made = subprocess.run(["git", "commit", "-q", "-m", f"work {i}"], cwd=tree, capture_output=True, text=True)
+        assert made is not None
+        assert made.returncode == 1 and "[handoff-fresh] Meta ref " in made.stdout + made.stderr, (tree, made.stderr)
