@@ -263,6 +263,26 @@ def test_a_remote_that_hides_refs_gate_from_fetches_is_unknown_not_free(hidden_u
     assert refs(bare) == before, "the doctor's probes or a refusal left something on the remote"
 
 
+def test_a_claim_refused_for_a_hidden_fence_leaves_no_claim_to_renew(tmp_path: Path) -> None:
+    """A review found: with the fences hidden from pushes (transfer.hideRefs), git 2.39's receive-pack refused the
+    fence of an --atomic claim push yet applied its claim ref. The claim exited 3 ("unknown"), but its record stayed on
+    the remote under fence 1, the fence the last holder used, and the next `gate claim` renewed it: a grant whose fence
+    is not above the last one, so the last holder's stale close-out would pass the push gate. The claim ref is put
+    back (leased on what the push wrote); the fence, a high-water mark, may stay raised."""
+    bare = seed_bare(tmp_path)
+    a, b = clone(f"file://{bare}", tmp_path / "a"), clone(f"file://{bare}", tmp_path / "b")
+    assert run_gate(a, "claim", "--session", "A").returncode == 0 and run_gate(a, "release", "--session", "A").returncode == 0
+    git(bare, "config", "transfer.hideRefs", "refs/gate/fences")
+    before = {ref: oid for ref, oid in refs(bare).items() if not ref.startswith("refs/gate/fences/")}
+    first = run_gate(b, "claim", "--session", "B")
+    no_traceback(first)
+    assert first.returncode == 3 and "hides refs/gate/fences/" in first.stderr, first.stdout + first.stderr
+    assert claim_ref(b) not in refs(bare)
+    assert {ref: oid for ref, oid in refs(bare).items() if not ref.startswith("refs/gate/fences/")} == before
+    again = run_gate(b, "claim", "--session", "B")
+    assert again.returncode == 3 and "renewed" not in again.stdout, again.stdout + again.stderr
+
+
 def test_a_remote_that_hides_refs_gate_from_pushes_too_refuses_claims_and_doctor_says_why(tmp_path: Path) -> None:
     bare = seed_bare(tmp_path)
     git(bare, "config", "transfer.hideRefs", "refs/gate/claims")

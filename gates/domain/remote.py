@@ -203,6 +203,7 @@ def push(remote: Remote, updates: list[tuple[str, str | None, str | None]], doin
         return True
     for ref, status in result.status.items():
         if "hidden ref" in status:
+            _withdraw(remote, updates)
             raise Hidden(hidden_message(remote, ref, f"it refuses to update it ({status.lstrip('! ')})"))
     if result.refused:
         raise gitnet.Unwritten(f"remote {remote.name} could not be written: it refused {doing} "
@@ -222,6 +223,24 @@ def push(remote: Remote, updates: list[tuple[str, str | None, str | None]], doin
                                f"{f' ({answered})' if answered else ''} and still holds what was read; git said: "
                                f"{result.message}")
     return False  # moved by another since the read: read again
+
+
+def _withdraw(remote: Remote, updates: list[tuple[str, str | None, str | None]]) -> None:
+    """Put back each claim ref a push refused for a hidden ref wrote all the same (git 2.39's receive-pack applies the
+    rest of an --atomic push whose hidden ref it refused): a claim left without its fence would be renewed under a
+    fence already used. Leased on what the push wrote; the fence, a high-water mark, may stay raised. What cannot be
+    put back is left to the error raised next, which calls the remote unknown."""
+    wrote = [(ref, new, expected) for ref, new, expected in updates if ref.startswith(f"{CLAIMS}/") and new]
+    if not wrote:
+        return
+    try:
+        now = gitnet.ls_remote(remote.work, remote.url, [ref for ref, _, _ in wrote])
+        back: list[tuple[str, str | None, str | None]] = [(ref, expected, new) for ref, new, expected in wrote
+                                                           if now.get(ref) == new]
+        if back:
+            gitnet.push_refs(remote.work, remote.url, back)
+    except (GateError, OSError):
+        pass
 
 
 def _answers(status: dict[str, str]) -> str:
