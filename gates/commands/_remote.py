@@ -172,6 +172,9 @@ def release(args: "argparse.Namespace", run: "Invocation", name: str, state_rel:
         return run.deny("release-denied", denial)
     if outcome.kind == "not-holder":
         assert outcome.record is not None
+        if (outcome.record.get("clone"), outcome.record.get("worktree")) == (who.clone, who.worktree):
+            return run.deny("release-denied", claims.session_denial(f"not released on remote {name}", state_rel,
+                                                                    outcome.record.get("session"), holder.session))
         return run.deny("release-denied", f"not released on remote {name}: this worktree does not hold the claim on "
                         f"{state_rel}; {remote.describe(outcome.record)} does — `gate release --force --reason TEXT` "
                         "breaks it if that session is gone")

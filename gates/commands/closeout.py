@@ -31,6 +31,8 @@ TIMEOUT = 20.0  # seconds; the installed hooks give the harness's own timeout as
 REMOTE_SECONDS = 8.0  # the stop's whole network work: a read of the remote claim, within TIMEOUT
 MARGIN_SECONDS = 2.0  # of TIMEOUT, left after that read for the verdict and its record
 TWIN_SECONDS = 10.0  # without an event time: a verdict by another format, same session and HEAD, within this is the same stop
+RELEASE = "Release the claim: "  # the release step, a close-out done but for the claim
+CLAIM_LEFT = "the claim is still held after the close-out"  # the summary line of a close-out done but for it
 MAX_FINDINGS = 8
 MAX_PATHS = 5  # the uncommitted paths a step names
 
@@ -62,8 +64,8 @@ def judge(run: Invocation, session: str | None) -> tuple[list[str], list[str], s
     if not steps:
         held = _held_claim(repo, path, session)
         if held:
-            steps.append(f"Release the claim: `gate release` ({held}).")
-            summary.append("the claim is still held after the close-out")
+            steps.append(f"{RELEASE}{held}.")
+            summary.append(CLAIM_LEFT)
     return steps, summary, holder
 
 
@@ -129,7 +131,13 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
     others = [(code, name) for code, name in work.paths if not _is_handoff(name, path)]  # the hand-over: below
     changed = [(code, name) for code, name in others if code != "??"]
     untracked = [(code, name) for code, name in others if code == "??"]
-    if changed:
+    underway = _underway(repo)
+    if underway is not None:  # the paths are the operation's: undoing them one by one would drop what it brought
+        what, finish, abort = underway
+        steps.append(f"Finish {what} in progress: resolve its conflicts, then `{finish}`; or end it with `{abort}`. "
+                     f"Do not undo its paths one by one ({_shown(changed or untracked)}): they hold what it brings.")
+        summary.append(f"{what} is in progress")
+    elif changed:
         steps.append(f"Commit the work: {len(changed)} path(s) have uncommitted changes ({_shown(changed)}). Commit what is "
                      "the session's work and undo what is not (`git restore`): a close-out leaves nothing uncommitted.")
         summary.append(f"{len(changed)} path(s) have uncommitted changes")
@@ -146,7 +154,8 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
         undo = f"`git restore --staged --worktree {shell_path(path)}`" if mine != ["??"] else f"remove {path}"
         steps.append(f"Leave {path} to the session that holds its claim: a {refused} of it is refused while {holder} "
                      f"holds it. Keep your notes elsewhere if you need them, then undo your edit: {undo}. The commits "
-                     "you made are for that session, or the next, to describe (its brief lists them).")
+                     "you made are for the next writer of the hand-over in this worktree to describe (the brief here "
+                     "lists them).")
         summary.append("the hand-over is edited, but another worktree holds its claim")
     if work.status_error is not None:  # a failed question is never "nothing uncommitted": the stop is blocked
         message = work.status_error
@@ -154,6 +163,22 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
                      f"(fix what it says), then commit what it lists.")
         summary.append(message)
     return asks
+
+
+# What git leaves in a worktree's git dir while an operation waits for the user: (what, to finish it, to end it).
+_UNDERWAY = (("MERGE_HEAD", ("a merge", "git commit", "git merge --abort")),
+             ("rebase-merge", ("a rebase", "git rebase --continue", "git rebase --abort")),
+             ("rebase-apply", ("a rebase", "git rebase --continue", "git rebase --abort")),
+             ("CHERRY_PICK_HEAD", ("a cherry-pick", "git cherry-pick --continue", "git cherry-pick --abort")),
+             ("REVERT_HEAD", ("a revert", "git revert --continue", "git revert --abort")))
+
+
+def _underway(repo: Repo) -> tuple[str, str, str] | None:
+    """The merge, rebase, cherry-pick or revert this worktree is in the middle of, as git marks it; None if none."""
+    for name, said in _UNDERWAY:
+        if os.path.lexists(os.path.join(repo.git_dir, name)):
+            return said
+    return None
 
 
 def _handoff_steps(repo: Repo, work: sessions.Closure, path: str, uncommitted: bool, mine: list[str], steps: list[str],
@@ -247,14 +272,20 @@ def _meta_ref(repo: Repo, config: "Config") -> str | None:
 
 
 def _held_claim(repo: Repo, path: str, session: str | None) -> str | None:
+    """The release step's text for this worktree's claim, with the command that releases it (`--session` for a
+    claim taken with one); None when there is none to release. A hook knows its session: another session's claim of
+    this worktree is not its to release. A preview (`--format text`) does not: it names any, so that it never says
+    "done" where the stop hook blocks."""
     record = claims.read(state.layout(repo), path)
     if record is None or not claims.held_here(record, repo):
         return None
     held_by = record.get("session")
-    mine = {session, os.environ.get("GATE_SESSION") or None}
-    if held_by is not None and held_by not in mine:
+    known = session or os.environ.get("GATE_SESSION") or None
+    if held_by is not None and known is not None and held_by != known:
         return None  # another session of this worktree holds it: not this session's to release
-    return claims.describe(record)
+    command = f"`gate release --session {shell_quote(str(held_by))}`" if held_by is not None else "`gate release`"
+    whose = f", if session {excerpt(str(held_by), 80)} is yours or gone" if held_by is not None and known is None else ""
+    return f"{command} ({claims.describe(record)}){whose}"
 
 
 def reason_text(steps: list[str], runner: str | None = None) -> str:
@@ -387,7 +418,9 @@ def _hook(run: Invocation, fmt: str, hook: harness.HookInput, session: str | Non
         capped = f", capped at {bound} for {fmt}, which ends the turn itself after {bound + 1}" if bound != configured else ""
         return _missing(run, fmt, f"session {session or '(no id)'} ({fmt}) stopped without closing out after {blocks} "
                         f"consecutive blocked stops (closeout.max_blocks is {configured}{capped}): {'; '.join(summary)}"
-                        " — the next session must salvage its work: read the brief's Salvage section")
+                        + (f" — the next session must release it if that session is gone: {steps[0].removeprefix(RELEASE)}"
+                           if summary == [CLAIM_LEFT] else
+                           " — the next session must salvage its work: read the brief's Salvage section"))
     return harness.allow_envelope(fmt)
 
 
@@ -447,7 +480,8 @@ def _text(run: Invocation, session: str | None) -> int:
         run.settle(sessions.CLOSEOUT_MISSING)
         path = run.config().section("handoff")["path"]
         print(f"close-out done: the work is committed, and {path} is left to the session that holds its claim ({holder}): "
-              "the commits after its Meta ref are for that session, or the next, to describe" if holder else
+              "the commits after its Meta ref are for the next writer of it in this worktree to describe (the brief here lists "
+              "them)" if holder else
               "close-out done: the hand-over passes its gates and describes every commit, and nothing is left uncommitted")
         return OK
     print(reason_text(steps))

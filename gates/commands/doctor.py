@@ -177,6 +177,10 @@ def _pre_push(repo: Repo) -> list[Check]:
         return []
     shown = excerpt(str(remote))
     hook = os.path.join(hooks.hooks_dir(repo), "pre-push")
+    if hooks.is_ours(hook) and hooks.PUSH_ARGS not in hooks.read_hook(hook):
+        return [Check(WARN, f"the pre-push hook {excerpt(hook)} was written by an earlier handoff-gate: it runs every "
+                      "gate on the work tree at push, so an uncommitted edit refuses a push — `gate install-hooks "
+                      "--pre-push` rewrites it")]
     if hooks.is_ours(hook):
         return [_native_hook(hook)]
     framework = "handoff-claim-remote" in _framework_hooks(repo)

@@ -483,10 +483,14 @@ def release_denial(state_rel: str, holder: Holder, outcome: "Outcome") -> str | 
     if outcome.kind == "not-holder":
         return (f"not released: this worktree does not hold the claim on {state_rel}; {describe(record)} does — "
                 "`gate release --force --reason TEXT` breaks it if that session is gone")
-    held = record.get("session")
+    return session_denial("not released", state_rel, record.get("session"), holder.session)
+
+
+def session_denial(said: str, state_rel: str, held: object, given: str | None) -> str:
+    """A release refused because this worktree's claim is another session's (`held`) than the one `given`."""
     if held:
-        given = f"not session {holder.session}" if holder.session else "and no session was given"
-        return (f"not released: the claim on {state_rel} is held by this worktree for session {held}, {given} — "
+        asked = f"not session {given}" if given else "and no session was given"
+        return (f"{said}: the claim on {state_rel} is held by this worktree for session {held}, {asked} — "
                 f"pass --session {held} or set GATE_SESSION={held}")
-    return (f"not released: the claim on {state_rel} is held by this worktree without a session, not for "
-            f"session {holder.session} — run `gate release` without --session and with GATE_SESSION unset")
+    return (f"{said}: the claim on {state_rel} is held by this worktree without a session, not for "
+            f"session {given} — run `gate release` without --session and with GATE_SESSION unset")

@@ -21,7 +21,9 @@ ENTRY = "from gates.main import launch; launch()"  # the end of every `-c` progr
 ENTRIES = (ENTRY, "import sys; from gates.main import main; sys.exit(main())",
            "import sys; from gates.cli import main; sys.exit(main())")
 HOOK_CAP = 1 << 20  # what of a hook file is read: ours is a few hundred bytes
-PUSH_ARGS = " --remote --pre-push"  # the pushed refs on stdin; handoff-claim-remote judges them when claims.remote is set
+# The pushed refs on stdin, judged by the one gate of the push (handoff-claim-remote, when claims.remote is set), as the
+# framework's pre-push stage runs it: the other gates judge commits, and an uncommitted edit is no reason to refuse a push.
+PUSH_ARGS = " --remote --pre-push --only handoff-claim-remote"
 
 
 def hooks_dir(repo: Repo) -> str:

@@ -128,3 +128,39 @@ def test_a_push_without_a_fence_while_no_clone_holds_the_claim_says_nothing(tmp_
     git(a, "commit", "-q", "--no-verify", "--allow-empty", "-m", "work under the claim")
     held = run_gate(a, "check", "--remote", "--only", "handoff-claim-remote")
     assert held.returncode == 0 and "carries no Meta fence, though this clone holds the claim" in held.stdout, held.stdout
+
+
+def test_the_pre_push_hook_judges_the_push_not_the_work_tree(tmp_path: Path) -> None:
+    """A new user's finding: the native pre-push hook ran every gate on the work tree, so an uncommitted edit of the
+    hand-over (a conflict marker mid-merge, say) refused a push of clean, committed history. It runs the push's one
+    gate, as the framework's pre-push stage does; a push that changes a hand-over another clone holds is still
+    refused."""
+    bare = seed_bare(tmp_path)
+    a, b = clone(f"file://{bare}", tmp_path / "a"), clone(f"file://{bare}", tmp_path / "b")
+    assert run_gate(a, "install-hooks", "--pre-push").returncode == 0
+    (a / "work.txt").write_text("work\n")
+    git(a, "add", "work.txt")
+    git(a, "commit", "-q", "--no-verify", "-m", "work")
+    (a / "HANDOFF.md").write_text((a / "HANDOFF.md").read_text() + "<<<<<<< HEAD\n")  # not committed, not pushed
+    pushed = subprocess.run(["git", "push", "-q", "origin", "HEAD:main"], cwd=a, capture_output=True, text=True)
+    assert pushed.returncode == 0, pushed.stdout + pushed.stderr
+    git(a, "checkout", "--", "HANDOFF.md")
+    assert run_gate(b, "claim").returncode == 0
+    (a / "HANDOFF.md").write_text((a / "HANDOFF.md").read_text().replace("Build the thing.", "Ship it."))
+    git(a, "commit", "-q", "--no-verify", "-am", "a hand-over change while b holds the claim")
+    refused = subprocess.run(["git", "push", "origin", "HEAD:main"], cwd=a, capture_output=True, text=True)
+    assert refused.returncode != 0 and f"clone {clone_id(b)}" in refused.stdout, refused.stdout + refused.stderr
+
+
+def test_the_doctor_says_a_pre_push_hook_of_an_earlier_version_judges_the_work_tree(tmp_path: Path) -> None:
+    """The pre-push hook an earlier handoff-gate wrote runs every gate on the work tree: the doctor says so, and how
+    to rewrite it (before: it said the hook was fine)."""
+    bare = seed_bare(tmp_path)
+    a = clone(f"file://{bare}", tmp_path / "a")
+    assert run_gate(a, "install-hooks", "--pre-push").returncode == 0
+    hook = a / ".git" / "hooks" / "pre-push"
+    hook.write_text(hook.read_text().replace(" --only handoff-claim-remote", ""))
+    said = run_gate(a, "doctor").stdout
+    assert "was written by an earlier handoff-gate: it runs every gate on the work tree at push" in said, said
+    assert run_gate(a, "install-hooks", "--pre-push").returncode == 0
+    assert "earlier handoff-gate" not in run_gate(a, "doctor").stdout

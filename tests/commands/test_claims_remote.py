@@ -553,3 +553,19 @@ def test_a_free_claim_is_taken_in_three_conversations_with_the_remote(tmp_path: 
         assert len(pushes) == 1 and len(fetches) == 2 and len(asked) == 3, asked  # the refs, the fence; the push
     finally:
         server.stop()
+
+
+def test_a_release_without_the_session_of_a_remote_claim_says_which_session(tmp_path: Path) -> None:
+    """A new user's finding: `gate release` of a claim taken with `--session s1` said "this worktree does not hold
+    the claim …; worktree <this very worktree> … does", and offered --force. It says the claim is this worktree's,
+    for session s1, and how to release it, as a claim of this clone alone does."""
+    bare = seed_bare(tmp_path)
+    a = clone(f"file://{bare}", tmp_path / "a")
+    assert run_gate(a, "claim", "--session", "s1").returncode == 0
+    plain = run_gate(a, "release")
+    assert plain.returncode == 1, plain.stdout
+    assert plain.stdout.strip() == ("not released on remote origin: the claim on HANDOFF.md is held by this worktree "
+                                    "for session s1, and no session was given — pass --session s1 or set "
+                                    "GATE_SESSION=s1"), plain.stdout
+    assert claim_ref(a) in refs(bare)
+    assert run_gate(a, "release", "--session", "s1").returncode == 0 and claim_ref(a) not in refs(bare)

@@ -537,3 +537,45 @@ def test_a_session_whose_hand_over_another_worktree_claimed_is_not_told_to_chang
                                                   "(worktree "), preview.stdout
     assert "[handoff-no-checked-items]" in preview.stdout and "Make HANDOFF.md pass its gates" not in preview.stdout
     assert "Close out:" not in preview.stdout and "Describe the work" not in preview.stdout
+
+
+def test_the_release_step_names_the_session_its_claim_was_taken_for(repo: Path) -> None:
+    """A new user's finding: after `gate claim --session s1` (as docs/claims.md shows) and a close-out, the stop hook
+    asked for plain `gate release`, which is refused for a claim taken with a session, and `gate closeout --format
+    text` (the check the block points to) said "done" meanwhile. The step names the command that releases it, and
+    the preview, which knows no session, names any claim of this worktree."""
+    assert run_gate(repo, "claim", "--session", "s1").returncode == 0
+    stop = _hook(repo, "closeout", "claude", {"session_id": "s1", "stop_hook_active": False})
+    reason = json.loads(stop.stdout)["reason"]
+    assert "1. Release the claim: `gate release --session s1` (worktree " in reason, reason
+    preview = run_gate(repo, "closeout", "--format", "text")
+    assert preview.returncode == 1 and "1. Release the claim: `gate release --session s1` (" in preview.stdout
+    assert "), if session s1 is yours or gone." in preview.stdout, preview.stdout
+    other = _hook(repo, "closeout", "claude", {"session_id": "s2", "stop_hook_active": False})
+    assert other.returncode == 0 and '"block"' not in other.stdout, other.stdout  # not session s2's to release
+    plain = run_gate(repo, "release")
+    assert plain.returncode == 1 and "pass --session s1 or set GATE_SESSION=s1" in plain.stdout, plain.stdout
+    assert run_gate(repo, "release", "--session", "s1").returncode == 0
+    assert run_gate(repo, "closeout", "--format", "text").returncode == 0
+
+
+def test_a_merge_in_progress_is_finished_or_aborted_never_undone_path_by_path(repo: Path) -> None:
+    """A new user's finding: during a merge whose hand-over conflicted, the stop hook listed the other side's file as
+    "uncommitted changes" and said to undo what is not the session's work (`git restore`): that drops what the merge
+    brings. It says a merge is in progress, and how to finish or end it."""
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "-b", "theirs")
+    (repo / "theirs.txt").write_text("theirs\n")
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text().replace("Build the thing.", "Their target."))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--no-verify", "-m", "theirs")
+    git(repo, "checkout", "-q", "main")
+    (repo / "HANDOFF.md").write_text((repo / "HANDOFF.md").read_text().replace("Build the thing.", "Our target."))
+    git(repo, "commit", "-q", "--no-verify", "-am", "ours")
+    merged = subprocess.run(["git", "merge", "-q", "theirs"], cwd=repo, capture_output=True, text=True)
+    assert merged.returncode != 0 and (repo / ".git" / "MERGE_HEAD").exists() and base
+    stop = run_gate(repo, "closeout", "--format", "text")
+    assert stop.returncode == 1
+    assert ("Finish a merge in progress: resolve its conflicts, then `git commit`; or end it with `git merge --abort`. "
+            "Do not undo its paths one by one (theirs.txt)") in stop.stdout, stop.stdout
+    assert "git restore" not in stop.stdout and "Commit the work:" not in stop.stdout
