@@ -190,11 +190,18 @@ def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None
         _guard(FLAGS, lambda: _flags(repo, config, now) + _other_clones(repo, config), _flag_details),
         _guard("2. Tripwire: does the hand-over agree with git?", lambda: _tripwire(repo, handoff_file(), config, work)),
         _guard("3. Claim and locks", lambda: _claim_and_locks(repo, config, now)),
-        _guard(SALVAGE, lambda: sessions.salvage(repo, work.before(own) if own else work, path) or "", _after_first),
+        _guard(SALVAGE, lambda: _salvage(repo, work.before(own) if own else work, path), _after_first),
         _guard(HANDOFF, lambda: _handoff(handoff_file(), config, now, work), _after_first),
         Section("5. Read the rest", clean(_rest(config))),
     ]
     return [part for part in parts if part.body or part.title != SALVAGE], work  # no salvage when closed out
+
+
+def _salvage(repo: Repo, work: sessions.Closure, path: str) -> str:
+    """The salvage section: none when the work is closed out; worded for another worktree's live claim, if any."""
+    if work.closed:
+        return ""
+    return sessions.salvage(repo, work, path, claims.claimed_elsewhere(repo, path)) or ""
 
 
 FLAGS, SALVAGE, HANDOFF = "1. Flags", "3a. Salvage: the last session did not close out", "4. Hand-over"

@@ -45,7 +45,7 @@ def judge(run: Invocation, session: str | None) -> tuple[list[str], list[str], s
     path = config.section("handoff")["path"]
     found = _errors(run)
     work = sessions.closure(repo, config, _meta_ref(repo, config))
-    holder = _claimed_elsewhere(repo, path)
+    holder = claims.claimed_elsewhere(repo, path)
     steps, summary, asks = _steps(repo, path, found, work, holder)
     # With claims.remote, the claim there is read only by a stop that asks for a commit of the hand-over or has one
     # not pushed yet: another clone's claim refuses that push (handoff-claim-remote), so the stop is worded for it.
@@ -98,19 +98,6 @@ def _shown(paths: list[tuple[str, str]]) -> str:
 def _is_handoff(listed: str, path: str) -> bool:
     """Whether a path `git status` lists is the hand-over (or an untracked folder holding it)."""
     return listed == path or (listed.endswith("/") and path.startswith(listed))
-
-
-def _claimed_elsewhere(repo: Repo, path: str) -> str | None:
-    """The live claim on the hand-over another worktree of this clone holds, described; None when there is none. A
-    commit of the hand-over is refused while it stands (handoff-claim), so this session cannot close out through it."""
-    try:
-        state_rel = claims.key(repo, path)
-        record = claims.read(state.layout(repo), state_rel)
-    except (GateError, OSError):
-        return None  # the gates say what cannot be read
-    if record is None or claims.held_here(record, repo) or not claims.liveness(record, clock.now())[0]:
-        return None
-    return claims.describe(record)
 
 
 def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str], summary: list[str],

@@ -256,6 +256,19 @@ def liveness(record: "dict[str, Any]", now: datetime, host: str | None = None) -
     return True, f"its worktree is present{no_ttl}"
 
 
+def claimed_elsewhere(repo: Repo, configured: str) -> str | None:
+    """The live claim on the hand-over (`configured`) another worktree of this clone holds, described; None when there
+    is none. A commit of the hand-over is refused while it stands (handoff-claim): the close-out and the brief word
+    their steps for it."""
+    try:
+        record = read(state.layout(repo), key(repo, configured))
+    except (GateError, OSError):
+        return None  # the gates say what cannot be read
+    if record is None or held_here(record, repo) or not liveness(record, clock.now())[0]:
+        return None
+    return describe(record)
+
+
 def held_by_a_worktree_here(record: "dict[str, Any]", repo: Repo, now: datetime) -> bool:
     """Whether the claim is shown held by another worktree of this very clone, present now: its host is this one, its
     admin dir is this clone's common dir or one of its linked worktrees' (whose identity matches the record), and that

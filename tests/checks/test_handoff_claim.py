@@ -117,6 +117,13 @@ def test_a_worktree_that_does_not_hold_the_claim_can_go_on_committing_its_work(t
     assert "so only that session may bring it up to date — your commits are for it, or the next writer" in said
     stop = run_gate(a, "closeout", "--format", "text")
     assert stop.returncode == 0 and stop.stdout.startswith("close-out done: the work is committed"), stop.stdout
+    # The next brief here lists the work, and leaves the hand-over to the holder (before: "then `gate stamp` and
+    # commit it", a commit refused here).
+    brief = run_gate(a, "brief").stdout
+    assert ("Read the code and diffs, and leave HANDOFF.md to the session that holds its claim (worktree "
+            f"{main.resolve()}") in brief, brief
+    assert "a commit of it is refused here until that claim ends; fold what is true into it then." in brief
+    assert "then `gate stamp` and commit it" not in brief
     assert run_gate(a, "check", "--range", "HEAD~5..HEAD").returncode == 1  # history, as CI judges it: no claims
     assert run_gate(main, "release").returncode == 0
     (a / "late.txt").write_text("late")
