@@ -149,18 +149,12 @@ def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: "dict[str, Any
 
 def _claimed_elsewhere(ctx: Context) -> str | None:
     """The claim another worktree of this clone, present now, holds on the hand-over, described; None when there is
-    none, or it is only doubt (claims.held_by_a_worktree_here). One listdir when no claim is held in this clone."""
+    none, or it is only doubt. One listdir when no claim is held in this clone (the claims module is not loaded)."""
     if not fsio.listing(state.layout(ctx.repo).claims, ".json"):
         return None
     from gates.domain import claims
 
-    try:
-        record = claims.read(state.layout(ctx.repo), claims.key(ctx.repo, ctx.config.section("handoff")["path"]))
-    except (GateError, OSError):
-        return None  # handoff-claim says what cannot be read
-    if record is None or not claims.held_by_a_worktree_here(record, ctx.repo, ctx.now):
-        return None
-    return claims.describe(record)
+    return claims.claimed_elsewhere(ctx.repo, ctx.config.section("handoff")["path"], ctx.now, proven=True)
 
 
 def _age(now: datetime, shown: str, line: int, when: datetime, fresh: "dict[str, Any]") -> "Iterator[Finding]":

@@ -49,11 +49,12 @@ def judge(run: Invocation, session: str | None) -> tuple[list[str], list[str], s
     steps, summary, asks = _steps(repo, path, found, work, holder)
     # With claims.remote, the claim there is read only by a stop that asks for a commit of the hand-over or has one
     # not pushed yet: another clone's claim refuses that push (handoff-claim-remote), so the stop is worded for it.
-    if holder is None and config.section("claims").get("remote") and (asks or _unpushed(repo, path)):
+    unpushed = holder is None and bool(config.section("claims").get("remote")) and _unpushed(repo, path)
+    if holder is None and config.section("claims").get("remote") and (asks or unpushed):
         holder, unread = _claimed_remotely(run, path)
         if holder is not None:
             steps, summary, asks = _steps(repo, path, found, work, holder, "push")
-            if _unpushed(repo, path):
+            if unpushed:
                 steps.append(f"Commits of this branch not pushed yet change {path} (`git log @{{upstream}}.. -- "
                              f"{shell_path(path)}` lists them), but {holder} holds its claim: the pre-push gate refuses "
                              f"their push. Take the change of {path} out of them, or push once that claim is released.")
@@ -210,11 +211,9 @@ def _unpushed(repo: Repo, path: str) -> bool:
     branch with no upstream has none to tell, and a git that cannot answer counts as yes (the remote then decides)."""
     if repo.head is None:
         return False
-    upstream = repo.git("rev-parse", "--verify", "--quiet", "--end-of-options", "@{upstream}^{commit}")
-    if upstream.returncode != 0 or not upstream.stdout.strip():
-        return False
     try:
-        return bool(repo.changed(upstream.stdout.strip(), repo.head, [path]))
+        upstream = repo.resolve_commit("@{upstream}")  # None: no upstream; a git that fails raises
+        return upstream is not None and bool(repo.changed(upstream, repo.head, [path]))
     except GitFailed:
         return True
 

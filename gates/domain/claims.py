@@ -256,15 +256,19 @@ def liveness(record: "dict[str, Any]", now: datetime, host: str | None = None) -
     return True, f"its worktree is present{no_ttl}"
 
 
-def claimed_elsewhere(repo: Repo, configured: str) -> str | None:
+def claimed_elsewhere(repo: Repo, configured: str, now: datetime | None = None, proven: bool = False) -> str | None:
     """The live claim on the hand-over (`configured`) another worktree of this clone holds, described; None when there
     is none. A commit of the hand-over is refused while it stands (handoff-claim): the close-out and the brief word
-    their steps for it."""
+    their steps for it. `proven`: only a holder shown present (held_by_a_worktree_here), never doubt, for a gate that
+    yields to it."""
     try:
         record = read(state.layout(repo), key(repo, configured))
     except (GateError, OSError):
         return None  # the gates say what cannot be read
-    if record is None or held_here(record, repo) or not liveness(record, clock.now())[0]:
+    now = now or clock.now()
+    if record is None or held_here(record, repo):
+        return None
+    if not (held_by_a_worktree_here(record, repo, now) if proven else liveness(record, now)[0]):
         return None
     return describe(record)
 

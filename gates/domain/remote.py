@@ -203,8 +203,8 @@ def push(remote: Remote, updates: list[tuple[str, str | None, str | None]], doin
         return True
     for ref, status in result.status.items():
         if "hidden ref" in status:
-            _withdraw(remote, updates)
-            raise Hidden(hidden_message(remote, ref, f"it refuses to update it ({status.lstrip('! ')})"))
+            left = _withdraw(remote, updates)
+            raise Hidden(hidden_message(remote, ref, f"it refuses to update it ({status.lstrip('! ')})") + left)
     if result.refused:
         raise gitnet.Unwritten(f"remote {remote.name} could not be written: it refused {doing} "
                                f"({_answers(result.refused)}); git said: {result.message}")
@@ -225,22 +225,26 @@ def push(remote: Remote, updates: list[tuple[str, str | None, str | None]], doin
     return False  # moved by another since the read: read again
 
 
-def _withdraw(remote: Remote, updates: list[tuple[str, str | None, str | None]]) -> None:
+def _withdraw(remote: Remote, updates: list[tuple[str, str | None, str | None]]) -> str:
     """Put back each claim ref a push refused for a hidden ref wrote all the same (git 2.39's receive-pack applies the
     rest of an --atomic push whose hidden ref it refused): a claim left without its fence would be renewed under a
-    fence already used. Leased on what the push wrote; the fence, a high-water mark, may stay raised. What cannot be
-    put back is left to the error raised next, which calls the remote unknown."""
+    fence already used. Leased on what the push wrote; the fence, a high-water mark, may stay raised. Returns what
+    the error raised next must add: '' when nothing is left, else which ref may be and what to do."""
     wrote = [(ref, new, expected) for ref, new, expected in updates if ref.startswith(f"{CLAIMS}/") and new]
     if not wrote:
-        return
+        return ""
+    why = ""
     try:
         now = gitnet.ls_remote(remote.work, remote.url, [ref for ref, _, _ in wrote])
         back: list[tuple[str, str | None, str | None]] = [(ref, expected, new) for ref, new, expected in wrote
                                                            if now.get(ref) == new]
-        if back:
-            gitnet.push_refs(remote.work, remote.url, back)
-    except (GateError, OSError):
-        pass
+        if not back or gitnet.push_refs(remote.work, remote.url, back).ok:
+            return ""
+    except (GateError, OSError) as exc:
+        why = f" ({exc.render() if isinstance(exc, GateError) else exc})"
+    refs = ", ".join(ref for ref, _, _ in wrote)
+    return (f"; the remote may also hold {refs} as this push wrote it, which could not be put back{why}: "
+            "`gate release --force --reason TEXT` once the remote advertises refs/gate/, or delete it there by hand")
 
 
 def _answers(status: dict[str, str]) -> str:
