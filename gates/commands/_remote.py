@@ -207,5 +207,5 @@ def print_remote(name: str, listed: "list[dict[str, Any]]") -> None:
         print(f"no claims on remote {name}")
     for record in listed:
         status = "live" if record["live"] else "ABANDONED"
-        print(f"{record.get('path')}: {status} ({record['liveness']}); age {record.get('age_seconds')}s; "
-              f"{remote.describe(record)} [{record['ref']}]")
+        print(f"on remote {name}: {record.get('path')}: {status} ({record['liveness']}); age "
+              f"{record.get('age_seconds')}s; {remote.describe(record)} [{record['ref']}]")

@@ -23,7 +23,7 @@ from gates.infra.console import emit_json, say
 from gates.infra.errors import OK, GateError
 from gates.infra.git import GitFailed, Repo
 from gates.infra.plain import NamedTuple
-from gates.infra.text import clean, excerpt
+from gates.infra.text import clean, excerpt, shell_quote
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -76,10 +76,10 @@ def _brief(run: "Invocation", fmt: str, hook: harness.HookInput, session: str | 
         own = sessions.own_work(repo, fmt, session)  # None without a session id, or for a person's format
     except (GateError, OSError):
         own = None
-    parts, work = sections(repo, config, now, own)
+    parts, work, holder = sections(repo, config, now, own, None if fmt in sessions.NOT_SESSIONS else session)
     before = work.before(own) if own else work  # the work as this session found it
-    lines = [sessions.own_line(fmt, str(session), own, work)] if own else []
-    lines.append(sessions.first_line(repo, session, before, own.head if own else repo.head))
+    lines = [sessions.own_line(fmt, str(session), own, work, holder)] if own else []
+    lines.append(sessions.first_line(repo, session, before, own.head if own else repo.head, holder))
     if hook.source == "compact":
         lines.append(COMPACTED)
     if hook.problem:
@@ -167,9 +167,12 @@ def _guard(title: str, build: "Callable[[], str]", droppable: "Callable[[list[st
     return Section(title, body, droppable(body.split("\n")) if droppable else ())
 
 
-def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None) -> tuple[list[Section], sessions.Closure]:
-    """The brief's sections, and whether the work is closed out (what its first line says). `own`: what is the
-    running session's own work, for a later brief of it (its own commits are no salvage)."""
+def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None,
+             session: str | None) -> tuple[list[Section], sessions.Closure, str | None]:
+    """The brief's sections, whether the work is closed out and the live claim another worktree holds on the
+    hand-over, described (None: none, or the work is closed out): what its first line says. `own`: what is the
+    running session's own work, for a later brief of it (its own commits are no salvage); `session`: the harness
+    session the brief is for (None: a person's, or none given)."""
     # Read once for the sections that need it; a failure is simply read again, and said by each. (A list, not
     # functools.cache: functools and the collections it imports cost a brief about a tenth more instructions.)
     read: list[Loaded] = []
@@ -181,6 +184,8 @@ def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None
         return read[0]
 
     work = _closure(repo, config, handoff_file)  # for the tripwire, the salvage and the hand-over section
+    found = work.before(own) if own else work  # what the salvage lists: the running session's own work is not
+    holder = None if work.closed else claims.claimed_elsewhere(repo, path)
     if config.section("claims").get("remote"):  # the flags of other clones and the claim: read within one bound
         from gates.domain import remote
         from gates.infra import gitnet
@@ -189,22 +194,24 @@ def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None
     parts = [
         _guard(FLAGS, lambda: _flags(repo, config, now) + _other_clones(repo, config), _flag_details),
         _guard("2. Tripwire: does the hand-over agree with git?", lambda: _tripwire(repo, handoff_file(), config, work)),
-        _guard("3. Claim and locks", lambda: _claim_and_locks(repo, config, now)),
-        _guard(SALVAGE, lambda: _salvage(repo, work.before(own) if own else work, path), _after_first),
+        _guard("3. Claim and locks", lambda: _claim_and_locks(repo, config, now, session)),
+        _guard(LEFT if holder and found.committed else SALVAGE, lambda: _salvage(repo, found, path, holder),
+               _after_first),
         _guard(HANDOFF, lambda: _handoff(handoff_file(), config, now, work), _after_first),
         Section("5. Read the rest", clean(_rest(config))),
     ]
-    return [part for part in parts if part.body or part.title != SALVAGE], work  # no salvage when closed out
+    return [part for part in parts if part.body or part.title not in (SALVAGE, LEFT)], work, holder  # none: closed out
 
 
-def _salvage(repo: Repo, work: sessions.Closure, path: str) -> str:
+def _salvage(repo: Repo, work: sessions.Closure, path: str, holder: str | None) -> str:
     """The salvage section: none when the work is closed out; worded for another worktree's live claim, if any."""
     if work.closed:
         return ""
-    return sessions.salvage(repo, work, path, claims.claimed_elsewhere(repo, path)) or ""
+    return sessions.salvage(repo, work, path, holder) or ""
 
 
 FLAGS, SALVAGE, HANDOFF = "1. Flags", "3a. Salvage: the last session did not close out", "4. Hand-over"
+LEFT = "3a. Salvage: what the hand-over does not describe yet"  # all committed, the hand-over left to its holder
 REMOTE_SECONDS = 20.0  # the brief's whole network work (a harness's start hook is given 30 s as installed)
 
 
@@ -324,7 +331,7 @@ def _tripwire(repo: Repo, loaded: Loaded, config: Config, work: sessions.Closure
         if work.found.kind != "current":
             lines.append("WARNING: the hand-over and git disagree. Anything read from a cache or from memory this "
                          "session is suspect: re-read the code and `git log` before trusting the hand-over.")
-    unhooked = _no_commit_hook(repo)
+    unhooked = _no_commit_hook(repo, bool(config.section("claims").get("remote")))
     if unhooked:
         lines.append(unhooked)
     if work.status_error is not None:
@@ -335,9 +342,10 @@ def _tripwire(repo: Repo, loaded: Loaded, config: Config, work: sessions.Closure
     return "\n".join(lines)
 
 
-def _no_commit_hook(repo: Repo) -> str | None:
+def _no_commit_hook(repo: Repo, remote: bool) -> str | None:
     """A line when no pre-commit hook is there at all (a fresh clone: git clones no hooks), so nothing gates this
-    clone's commits; None when one is (whether it runs the gate is `gate doctor`'s to say)."""
+    clone's commits; None when one is (whether it runs the gate is `gate doctor`'s to say). With `remote`
+    (claims.remote), the commands it names install the pre-push hook too: a push is judged only there."""
     from gates.domain import hooks
 
     try:
@@ -346,11 +354,13 @@ def _no_commit_hook(repo: Repo) -> str | None:
         return f"Commit hook: unknown — {exc.render()} (`gate doctor` checks)."
     if os.path.lexists(path):
         return None
-    return (f"Commit hook: none in this clone ({path} is missing), so its commits are not gated: `gate install-hooks`, "
-            "or `pre-commit install` where .pre-commit-config.yaml runs the gate (`gate doctor` checks).")
+    how = ("`gate install-hooks --pre-push`, or `pre-commit install --hook-type pre-commit --hook-type pre-push` where "
+           ".pre-commit-config.yaml runs the gate (with claims.remote, only a pre-push hook judges a push; " if remote
+           else "`gate install-hooks`, or `pre-commit install` where .pre-commit-config.yaml runs the gate (")
+    return f"Commit hook: none in this clone ({path} is missing), so its commits are not gated: {how}`gate doctor` checks)."
 
 
-def _claim_and_locks(repo: Repo, config: Config, now: datetime) -> str:
+def _claim_and_locks(repo: Repo, config: Config, now: datetime, session: str | None) -> str:
     state_rel = config.section("handoff")["path"]
     record = claims.read(state.layout(repo), state_rel)
     if record is None:
@@ -361,6 +371,11 @@ def _claim_and_locks(repo: Repo, config: Config, now: datetime) -> str:
         who = "this worktree" if mine else "ANOTHER worktree"
         status = "live" if live else f"abandoned: {why}; `gate claim` takes it over"
         out = [f"{state_rel} is claimed by {who} ({status}): {claims.describe(record)}"]
+        held = record.get("session")
+        if mine and live and session and held and held != session:  # a claim an earlier session left here
+            out.append(f"That claim was taken for session {excerpt(str(held), 128)}, not this one ({excerpt(session, 128)}): "
+                       f"if that session has ended, `gate release --session {shell_quote(str(held))}` ends it and "
+                       f"`gate claim --session {shell_quote(session)}` takes it for this one.")
     name = config.section("claims").get("remote")
     if name:
         out = _remote_claim(repo, config, now, state_rel, record, str(name), out)

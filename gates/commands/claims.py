@@ -123,10 +123,13 @@ def _claims(args: "argparse.Namespace", run: Invocation) -> int:
         return OK
     if not listed:
         print("no local claims" if configured else "no claims")
+    where = "in this clone: " if configured else ""  # beside the remote's lines, each says where it is
     for record in listed:
         state = "live" if record["live"] else "ABANDONED"
-        print(f"{record.get('path')}: {state} ({record['liveness']}); age {record.get('age_seconds')}s; "
-              f"{claims.describe(record) if 'token' in record else record.get('problem')}")
+        whose = ("held by this worktree: " if claims.held_here(record, run.repo()) else "held by another worktree: "
+                 ) if "token" in record else ""
+        print(f"{where}{record.get('path')}: {state} ({record['liveness']}); age {record.get('age_seconds')}s; "
+              f"{whose}{claims.describe(record) if 'token' in record else record.get('problem')}")
     if configured:  # the local list is printed first, so an unreachable remote still leaves it said
         _remote.print_remote(configured, _remote.remote_claims(run, configured, clock.now()))
     return OK

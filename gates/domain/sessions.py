@@ -25,6 +25,8 @@ MAX_COMMITS = 15
 MAX_FILES_PER_COMMIT = 6
 MAX_PATHS = 25
 CLOSEOUT_MISSING = "closeout-missing"
+LEFT_TO_HOLDER = ("the hand-over is left to the session that holds its claim in another worktree (3. Claim and locks), "
+                  "and lags git here")
 NOT_SESSIONS = ("text", "json")  # a brief or close-out run in these formats is a person's or a preview, no session
 KINDS = ("staged", "unstaged", "untracked")  # what Closure.counts() counts, in its order
 _SHA = "0123456789abcdef"  # a commit id: 40 (SHA-1) to 64 (SHA-256) of these
@@ -68,10 +70,11 @@ def _first_brief(entries: "list[dict[str, Any]]", here: str, harness: object, se
                  and e["details"].get("harness") == harness and _session_of(e) == session), None)
 
 
-def first_line(repo: Repo, current: str | None, work: "Closure", head: str | None) -> str:
+def first_line(repo: Repo, current: str | None, work: "Closure", head: str | None, holder: str | None = None) -> str:
     """The brief's first line: the newest session of this worktree other than `current` (from the journal's
     `session-brief` and `closeout`: only runs with a harness session id are sessions) and whether its work is closed
-    out, worded from what was found."""
+    out, worded from what was found. While another worktree holds the hand-over's claim (`holder`: None, none), work
+    that is all committed is closed out as far as this worktree can: the stop hook's `done` there."""
     said = work.said()
     mine = [e for e in tail_entries(repo) if e.get("worktree") == str(repo.toplevel)
             and e.get("action") in ("session-brief", "closeout") and _session_of(e) is not None]
@@ -92,6 +95,9 @@ def first_line(repo: Repo, current: str | None, work: "Closure", head: str | Non
         return f"Last session: {who}: closed out."
     if work.closed:
         return f"Last session: {who}: its work is closed out in git (its last close-out verdict was {verdict})."
+    if holder is not None and work.committed:
+        done = "closed out" if verdict in ("done", None) else f"its work is committed (its last close-out verdict was {verdict})"
+        return f"Last session: {who}: {done}; {LEFT_TO_HOLDER}: {said}."
     if verdict == "done":
         how = (f"it closed out at {closed_at[:12]}, but HEAD has moved since: {said}" if closed_at and closed_at != head
                else f"it closed out, but now: {said}")
@@ -188,21 +194,24 @@ def _commits_since(repo: Repo, start: str | None) -> int | None:
     return int(count) if listed.returncode == 0 and count.isdigit() else None
 
 
-def own_line(harness: str, session: str, own: Own, work: "Closure") -> str:
-    """The first line of a later brief of a running session: what of the work (all of it: `work`) is its own."""
+def own_line(harness: str, session: str, own: Own, work: "Closure", holder: str | None = None) -> str:
+    """The first line of a later brief of a running session: what of the work (all of it: `work`) is its own. While
+    another worktree holds the hand-over's claim (`holder`), its commits are left to that session to describe."""
     begun = (f"This session: {excerpt(harness, 20)} session {excerpt(session, 80)}, begun {own.when} at "
              f"{(own.head or 'no commit')[:12]} (its first brief)")
     if own.commits is None:
         return (f"{begun}: that commit is not in HEAD's history (a reset or a rebase since?), so which work is its "
                 "own cannot be told; the Salvage below may list some of it.")
-    commits = work.before(own).own
+    commits = 0 if holder is not None else work.before(own).own
     mine = [f"{plural(commits, 'commit')} after the Meta ref"] if commits else []
     if own.uncommitted == 0 and work.paths:
         mine.append(f"{plural(len(work.paths), 'uncommitted path')} (the work tree was clean at its first brief)")
+    left = f"; {LEFT_TO_HOLDER}" if holder is not None and work.before(own).own else ""
     if not mine:
-        return f"{begun}: nothing of its own is left to close out."
-    return (f"{begun}: its own work, not yet closed out: {'; '.join(mine)}. It is this session's, not a salvage: "
-            "describe it in the hand-over and close out before stopping.")
+        return f"{begun}: nothing of its own is left to close out{left}."
+    close = ("commit it before stopping" + left if holder is not None else
+             "describe it in the hand-over and close out before stopping")
+    return f"{begun}: its own work, not yet closed out: {'; '.join(mine)}. It is this session's, not a salvage: {close}."
 
 
 # ---- closed out: the one definition ---------------------------------------------------------------------
@@ -256,6 +265,12 @@ class Closure(NamedTuple):
     @property
     def closed(self) -> bool:
         return not self.reasons() and not self.doubts()
+
+    @property
+    def committed(self) -> bool:
+        """Nothing is uncommitted, and git could say so: all a worktree can close out while another holds the
+        hand-over's claim (the commits after the Meta ref are the holder's to describe)."""
+        return not self.paths and not self.doubts()
 
     def said(self) -> str:
         """`current`, or every reason and doubt found."""
@@ -352,8 +367,11 @@ def salvage(repo: Repo, work: Closure, handoff_path: str, holder: str | None = N
             commits, total = commits_after(repo, None)
     except ListFailed as exc:
         unlisted = str(exc)
-    said = (f"The last session did not close out ({'; '.join(why)})." if why else
-            "Whether the last session closed out cannot be told.")
+    if holder is not None and work.committed:
+        said = f"The last session closed out; {LEFT_TO_HOLDER} ({'; '.join(why)})."
+    else:
+        said = (f"The last session did not close out ({'; '.join(why)})." if why else
+                "Whether the last session closed out cannot be told.")
     fold = ("fold what is true into the hand-over, then `gate stamp` and commit it" if holder is None else
             f"and leave {handoff_path} to the session that holds its claim ({holder}): a commit of it is refused here "
             "until that claim ends; fold what is true into it then")

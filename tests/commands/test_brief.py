@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable
 
 import pytest
-from conftest import REAL_GIT, call_gate, commit_all, git, handoff_text, init_repo, run_gate
+from conftest import GATE_BIN, REAL_GIT, call_gate, commit_all, git, handoff_text, init_repo, run_gate
 
 from gates.domain import flags
 from gates.infra.git import discover
@@ -326,6 +327,49 @@ def test_a_clone_with_no_commit_hook_is_told_so_and_one_with_a_hook_is_not(repo:
     git(clone, "config", "core.hooksPath", "/nonexistent-elsewhere")
     said = run_gate(clone, "brief").stdout
     assert "Commit hook: unknown — core.hooksPath from the repository's own config leads outside it" in said, said
+
+
+def test_with_claims_remote_the_no_hook_line_names_the_pre_push_hook(repo: Path, tmp_path: Path) -> None:
+    """A new user's finding: under claims.remote the brief's "no commit hook" line named `gate install-hooks`, which
+    writes no pre-push hook, and only a pre-push hook judges a push against the remote claim."""
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    (clone / ".gate.yaml").write_text("claims:\n  remote: origin\n")
+    commit_all(clone, "claims through the remote")
+    brief = run_gate(clone, "brief").stdout
+    assert "so its commits are not gated: `gate install-hooks --pre-push`, or `pre-commit install --hook-type " \
+           "pre-commit --hook-type pre-push` where .pre-commit-config.yaml runs the gate (with claims.remote, only a " \
+           "pre-push hook judges a push; `gate doctor` checks)." in brief, brief
+    assert run_gate(clone, "install-hooks", "--pre-push").returncode == 0
+    assert "Commit hook: none" not in run_gate(clone, "brief").stdout
+
+
+def _claim_lines(repo: Path, session: str | None) -> list[str]:
+    if session is None:
+        text = run_gate(repo, "brief").stdout
+    else:
+        assert GATE_BIN is not None
+        out = subprocess.run([GATE_BIN, "brief", "--format", "claude"], cwd=repo, capture_output=True, text=True,
+                             input=json.dumps({"session_id": session, "source": "startup"}), timeout=60)
+        text = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    return text.split("## 3. Claim and locks\n")[1].split("\n\n")[0].splitlines()
+
+
+def test_a_claim_an_earlier_session_left_in_this_worktree_is_said_to_be_its(repo: Path) -> None:
+    """A new user's finding: a session whose worktree held a claim taken for an earlier session was told only
+    "claimed by this worktree (live)", as if it were its own, though its release and its close-out need that
+    session's id. The brief names the session and the commands; for that session itself, or a person, it adds
+    nothing."""
+    assert run_gate(repo, "claim", "--session", "old-1").returncode == 0
+    lines = _claim_lines(repo, "new-2")
+    assert lines[0].startswith("HANDOFF.md is claimed by this worktree (live): "), lines
+    assert lines[1] == ("That claim was taken for session old-1, not this one (new-2): if that session has ended, "
+                        "`gate release --session old-1` ends it and `gate claim --session new-2` takes it for this one.")
+    assert len(_claim_lines(repo, "old-1")) == 1
+    assert len(_claim_lines(repo, None)) == 1
+    assert run_gate(repo, "release", "--session", "old-1").returncode == 0
+    assert run_gate(repo, "claim").returncode == 0  # a claim without a session is the worktree's: any session's
+    assert len(_claim_lines(repo, "new-2")) == 1
 
 
 def test_the_brief_that_judges_open_flags_moves_no_lock(repo: Path, capsys: pytest.CaptureFixture[str],

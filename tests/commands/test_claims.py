@@ -100,6 +100,10 @@ def test_one_claim_from_every_worktree(trees: list[Path]) -> None:
         assert [(c["worktree"], c["session"], c["live"]) for c in listed] == [(str(a.resolve()), "x", True)]
     assert run_gate(b, "claim").returncode == 1
     assert run_gate(main, "claim").returncode == 1
+    # A new user's finding: the text listing read the same from every worktree; each line says whose claim it is.
+    assert run_gate(a, "claims").stdout.startswith("HANDOFF.md: live (its worktree is present; no TTL); age ")
+    assert "s; held by this worktree: worktree " in run_gate(a, "claims").stdout
+    assert "s; held by another worktree: worktree " in run_gate(b, "claims").stdout
 
 
 def test_takeover_after_the_holder_worktree_is_removed(trees: list[Path]) -> None:

@@ -339,7 +339,8 @@ def test_gate_claims_never_says_no_claims_while_the_configured_remote_holds_one(
     assert run_gate(a, "claim").returncode == 0
     listing = run_gate(b, "claims")
     assert listing.returncode == 0, listing.stderr
-    assert listing.stdout.startswith("no local claims\nHANDOFF.md: live (") and f"clone {clone_id(a)}" in listing.stdout
+    assert listing.stdout.startswith("no local claims\non remote origin: HANDOFF.md: live (")
+    assert f"clone {clone_id(a)}" in listing.stdout
     assert "\nno claims\n" not in "\n" + listing.stdout
     code, out, _ = call_gate(b, "claims", "--format", "json", capsys=capsys, monkeypatch=monkeypatch)
     document = json.loads(out)

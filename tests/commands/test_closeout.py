@@ -539,6 +539,41 @@ def test_a_session_whose_hand_over_another_worktree_claimed_is_not_told_to_chang
     assert "Close out:" not in preview.stdout and "Describe the work" not in preview.stdout
 
 
+def test_the_next_brief_says_a_session_that_left_the_hand_over_to_its_holder_closed_out(repo: Path, tmp_path: Path) -> None:
+    """A new user's finding: in a worktree whose hand-over another worktree claims, a session committed its work and
+    its stop said done (the hand-over is the holder's to write), yet the next brief's first line said it "did NOT
+    close out (it closed out, but now: 1 commit after the Meta ref)" and its Salvage said the same. One truth: the
+    stop's done is the brief's closed out; what still lags git is said as the holder's, and uncommitted work is
+    still not closed out."""
+    assert run_gate(repo, "claim", "--session", "holder").returncode == 0
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(linked))
+    _hook(linked, "brief", "claude", {"session_id": "s-linked", "source": "startup"})
+    _work(linked, "code.py", "work in the linked worktree")
+    stop = _hook(linked, "closeout", "claude", {"session_id": "s-linked", "stop_hook_active": False})
+    assert stop.returncode == 0 and stop.stdout == "", stop.stdout  # done: the hand-over is the holder's
+    first = _first_line(linked, "s-3")
+    assert first.startswith("Last session: claude session s-linked, last seen "), first
+    assert first.endswith(": closed out; the hand-over is left to the session that holds its claim in another "
+                          "worktree (3. Claim and locks), and lags git here: 1 commit after the Meta ref."), first
+    brief = run_gate(linked, "brief").stdout
+    assert "## 3a. Salvage: what the hand-over does not describe yet\nThe last session closed out; the hand-over is " \
+           "left to the session that holds its claim" in brief, brief
+    assert "did not close out" not in brief.lower() and "- " + git(linked, "rev-parse", "--short=12", "HEAD") in brief
+    (linked / "scratch.txt").write_text("left behind\n")  # not committed: not closed out, whoever holds the claim
+    assert _first_line(linked, "s-3").endswith(": its own work, not yet closed out: 1 uncommitted path (the work tree "
+                                               "was clean at its first brief). It is this session's, not a salvage: "
+                                               "commit it before stopping.")
+    first = _first_line(linked, "s-4")
+    assert first.endswith(": did NOT close out (no close-out was recorded: 1 commit after the Meta ref; 1 untracked "
+                          "path); see Salvage."), first
+    assert "## 3a. Salvage: the last session did not close out" in run_gate(linked, "brief").stdout
+    (linked / "scratch.txt").unlink()
+    assert run_gate(repo, "release", "--session", "holder").returncode == 0  # no holder: the hand-over is this one's
+    assert _first_line(linked, "s-5").endswith(": did NOT close out (no close-out was recorded: 1 commit after the "
+                                               "Meta ref); see Salvage.")
+
+
 def test_the_release_step_names_the_session_its_claim_was_taken_for(repo: Path) -> None:
     """A new user's finding: after `gate claim --session s1` (as docs/claims.md shows) and a close-out, the stop hook
     asked for plain `gate release`, which is refused for a claim taken with a session, and `gate closeout --format
