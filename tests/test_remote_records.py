@@ -283,6 +283,31 @@ def test_a_claim_refused_for_a_hidden_fence_leaves_no_claim_to_renew(tmp_path: P
     assert again.returncode == 3 and "renewed" not in again.stdout, again.stdout + again.stderr
 
 
+def test_a_claim_ref_the_hidden_fence_push_left_and_the_remote_will_not_take_back_is_named(tmp_path: Path,
+                                                                                         daemon: object) -> None:
+    """The put-back above can itself be refused (here the remote's update hook refuses to delete a claim ref; over
+    git://, since the gate runs a local remote's receive-pack with hooks off): the claim ref the refused push wrote
+    then stays on the remote. That was dropped without a word; the error names the ref and how to remove it, and
+    the claim is still refused (exit 3), never taken."""
+    bare = seed_bare(tmp_path)
+    url = daemon.url("remote.git")  # type: ignore[attr-defined]
+    a, b = clone(url, tmp_path / "a"), clone(url, tmp_path / "b")
+    assert run_gate(a, "claim", "--session", "A").returncode == 0 and run_gate(a, "release", "--session", "A").returncode == 0
+    git(bare, "config", "transfer.hideRefs", "refs/gate/fences")
+    hook = bare / "hooks" / "update"
+    hook.write_text('#!/bin/sh\ncase "$1:$3" in refs/gate/claims/*:0000000000000000000000000000000000000000) '
+                    'echo "no deleting claims here" >&2; exit 1;; esac\nexit 0\n')
+    hook.chmod(0o755)
+    first = run_gate(b, "claim", "--session", "B")
+    no_traceback(first)
+    assert first.returncode == 3 and "hides refs/gate/fences/" in first.stderr, first.stdout + first.stderr
+    assert f"; the remote may also hold {claim_ref(b)} as this push wrote it, which could not be put back" \
+           in first.stderr, first.stderr
+    assert "`gate release --force --reason TEXT` once the remote advertises refs/gate/" in first.stderr
+    assert claim_ref(b) in refs(bare)  # the ref the error names is there: what it says is so
+    assert not list((b / ".git" / "gate" / "claims").glob("*.json"))  # no local claim was made of it
+
+
 def test_a_remote_that_hides_refs_gate_from_pushes_too_refuses_claims_and_doctor_says_why(tmp_path: Path) -> None:
     bare = seed_bare(tmp_path)
     git(bare, "config", "transfer.hideRefs", "refs/gate/claims")
