@@ -148,13 +148,28 @@ def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: "dict[str, Any
 
 
 def _claimed_elsewhere(ctx: Context) -> str | None:
-    """The claim another worktree of this clone, present now, holds on the hand-over, described; None when there is
-    none, or it is only doubt. One listdir when no claim is held in this clone (the claims module is not loaded)."""
-    if not fsio.listing(state.layout(ctx.repo).claims, ".json"):
-        return None
-    from gates.domain import claims
+    """The claim another worktree of this clone, present now, holds on the hand-over, described; else, with
+    claims.remote, another clone's live claim as the remote has it now (read only here, on the way to a refusal,
+    within REMOTE_SECONDS); None when there is none, or it is only doubt (a remote that cannot be read, a record
+    there that cannot be). One listdir when no claim is held in this clone and no remote is configured."""
+    path = ctx.config.section("handoff")["path"]
+    if fsio.listing(state.layout(ctx.repo).claims, ".json"):
+        from gates.domain import claims
 
-    return claims.claimed_elsewhere(ctx.repo, ctx.config.section("handoff")["path"], ctx.now, proven=True)
+        holder = claims.claimed_elsewhere(ctx.repo, path, ctx.now, proven=True)
+        if holder is not None:
+            return holder
+    name = ctx.config.section("claims").get("remote")
+    if not name:
+        return None
+    from gates.domain import remote
+
+    found = remote.another_clones(ctx.repo, ctx.config, str(name), path,
+                                  min(remote.timeout_of(ctx.config), REMOTE_SECONDS))
+    return f"{remote.describe(found.record)} on remote {name}" if found.record is not None else None
+
+
+REMOTE_SECONDS = 8.0  # a commit about to be refused asks the remote within this
 
 
 def _age(now: datetime, shown: str, line: int, when: datetime, fresh: "dict[str, Any]") -> "Iterator[Finding]":

@@ -13,7 +13,7 @@ import time
 from gates.commands import Invocation, guarded
 from gates.commands._hooks import hook_input, judge_now
 from gates.domain import ancestry, claims, handoff, harness, journal, sessions
-from gates.infra import clock, fsio, jsonio, state
+from gates.infra import fsio, jsonio, state
 from gates.infra.console import say
 from gates.infra.digest import sha256
 from gates.infra.errors import OK, VIOLATION, GateError
@@ -64,6 +64,10 @@ def judge(run: Invocation, session: str | None) -> tuple[list[str], list[str], s
                          f"({unread}); if another clone holds it, its pre-push gate refuses the push.")
     if not steps:
         held = _held_claim(repo, path, session)
+        if held and unpushed:  # released first, the claim would no longer guard the close-out's push
+            steps.append(f"Push the close-out (`git push`): commits of this branch not pushed yet change {path}, and "
+                         "the claim guards their push only until it is released.")
+            summary.append("the close-out is not pushed yet")
         if held:
             steps.append(f"{RELEASE}{held}.")
             summary.append(CLAIM_LEFT)
@@ -224,7 +228,6 @@ def _claimed_remotely(run: Invocation, path: str) -> tuple[str | None, str | Non
     records there are not another's (its worktrees' claims are the local ones). Within REMOTE_SECONDS and what is left
     of the stop's TIMEOUT."""
     from gates.domain import remote
-    from gates.infra import gitnet
 
     repo, config = run.repo(), run.config()
     name = run.remote_name(None)
@@ -232,21 +235,14 @@ def _claimed_remotely(run: Invocation, path: str) -> tuple[str | None, str | Non
     left = TIMEOUT - (time.time_ns() - run.started_ns) / 1e9 - MARGIN_SECONDS
     if left < 1:
         return None, f"no time was left of the stop's {TIMEOUT:.0f} s to ask it"
-    seconds = min(remote.timeout_of(config), REMOTE_SECONDS, left)
-    gitnet.bound_run(seconds)
-    try:
-        target = remote.connect(repo, name, seconds)
-        seen = remote.read(target, remote.key_for(repo, path))
-        who = remote.me(repo, None)
-    except (GateError, OSError) as exc:
-        return None, excerpt(exc.render() if isinstance(exc, GateError) else str(exc), 200)
-    record, shown = seen.record, excerpt(name)
-    if seen.problem:
-        return (f"on remote {shown}: a record that cannot be read ({excerpt(seen.problem, 200)}), never taken as free; "
+    found = remote.another_clones(repo, config, name, path, min(remote.timeout_of(config), REMOTE_SECONDS, left))
+    shown = excerpt(name)
+    if found.problem:
+        return (f"on remote {shown}: a record that cannot be read ({found.problem}), never taken as free; "
                 "`gate release --force --reason TEXT` removes it"), None
-    if record is None or record.get("clone") == who.clone or not remote.liveness(record, clock.now(), who)[0]:
-        return None, None
-    return f"on remote {shown}: {remote.describe(record)}", None
+    if found.record is None:
+        return None, found.unread
+    return f"on remote {shown}: {remote.describe(found.record)}", None
 
 
 def _meta_ref(repo: Repo, config: "Config") -> str | None:

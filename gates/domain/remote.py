@@ -414,6 +414,32 @@ def list_claims(remote: Remote, now: datetime) -> "list[dict[str, Any]]":
 
 # -- What this clone holds, as last told by the remote: for `gate stamp` (the fence) and `gate brief`. --
 
+class Elsewhere(NamedTuple):
+    """The claim on a file as a remote has it now, from where this clone stands (remote.another_clones)."""
+
+    record: "dict[str, Any] | None"  # another clone's live claim there (None: none, or see below)
+    problem: str | None  # the record there cannot be read: never free, and never proof of a holder either
+    unread: str | None  # the remote could not be asked: why
+
+
+def another_clones(repo: Repo, config: Config, name: str, state_rel: str, seconds: float) -> Elsewhere:
+    """Whether another clone holds the claim on `state_rel` on remote `name`, read now as the pre-push gate reads it,
+    within `seconds`. This clone's own records there are not another's (its worktrees' claims are the local ones)."""
+    gitnet.bound_run(seconds)
+    try:
+        target = connect(repo, name, seconds)
+        seen = read(target, key_for(repo, state_rel))
+        who = me(repo, None)
+    except (GateError, OSError) as exc:
+        return Elsewhere(None, None, excerpt(exc.render() if isinstance(exc, GateError) else str(exc), 200))
+    if seen.problem:
+        return Elsewhere(None, excerpt(seen.problem, 200), None)
+    record = seen.record
+    if record is None or record.get("clone") == who.clone or not liveness(record, clock.now(), who)[0]:
+        return Elsewhere(None, None, None)
+    return Elsewhere(record, None, None)
+
+
 def _held_path(repo: Repo, key: str) -> str:
     lay = state.layout(repo)
     return os.path.join(state.ensure_dir(lay, os.path.join(lay.root, "remote")), f"held-{key}.json")

@@ -481,6 +481,60 @@ def test_the_stop_hook_leaves_the_hand_over_to_the_clone_that_holds_its_remote_c
     assert "if another clone holds it, its pre-push gate refuses the push." in unread.stdout
 
 
+def test_the_stop_asks_for_the_push_of_the_close_out_before_the_release(tmp_path: Path) -> None:
+    """A new user's finding: with claims.remote, the stop asked only to release the claim after a close-out commit,
+    then said done; the close-out was not pushed, and with the claim gone another clone could claim and push first,
+    after which this push is refused. While the branch has unpushed commits that change the hand-over, the push comes
+    first; pushed, the release is the last step."""
+    bare = seed_bare(tmp_path)
+    a = clone(f"file://{bare}", tmp_path / "a")
+    assert run_gate(a, "claim", "--session", "S").returncode == 0
+    (a / "feature.py").write_text("x = 1\n")
+    git(a, "add", "feature.py")
+    git(a, "commit", "-q", "--no-verify", "-m", "add the feature")
+    (a / "HANDOFF.md").write_text((a / "HANDOFF.md").read_text().replace("Build the thing.", "The feature is in."))
+    assert run_gate(a, "stamp").returncode == 0
+    git(a, "commit", "-q", "--no-verify", "-am", "close-out")
+    steps = [line for line in run_gate(a, "closeout", "--format", "text").stdout.splitlines() if line[:1].isdigit()]
+    assert steps[0] == ("1. Push the close-out (`git push`): commits of this branch not pushed yet change HANDOFF.md, "
+                        "and the claim guards their push only until it is released."), steps
+    assert steps[1].startswith("2. Release the claim: `gate release --session S`") and len(steps) == 2, steps
+    git(a, "push", "-q", "origin", "HEAD")
+    steps = [line for line in run_gate(a, "closeout", "--format", "text").stdout.splitlines() if line[:1].isdigit()]
+    assert len(steps) == 1 and steps[0].startswith("1. Release the claim: `gate release --session S`"), steps
+    assert run_gate(a, "release", "--session", "S").returncode == 0
+    assert run_gate(a, "closeout", "--format", "text").returncode == 0
+
+
+def test_a_clone_whose_hand_over_another_clone_claims_may_go_on_committing(tmp_path: Path) -> None:
+    """A new user's finding: with claims.remote, a clone whose hand-over another clone held was refused its fourth
+    commit ("4 commits behind, more than fresh.max_behind"), and the only way out, a commit of the hand-over, is one
+    the pre-push gate refuses: stuck until the holder released. As for another worktree of the clone (decisions/),
+    the remote's live claim, read now on the way to that refusal, makes it a warning; nobody holding it there, or a
+    remote that cannot be read (never proof of a holder), and it is the error it was. CI (a range) judges as ever."""
+    bare = seed_bare(tmp_path)
+    a, b = clone(f"file://{bare}", tmp_path / "a"), clone(f"file://{bare}", tmp_path / "b")
+    assert run_gate(b, "claim", "--session", "bee").returncode == 0
+    for n in range(4):
+        (a / "code.py").write_text(f"x = {n}\n")
+        git(a, "add", "code.py")
+        git(a, "commit", "-q", "--no-verify", "-m", f"work {n}")
+    checked = run_gate(a, "check")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "[handoff-fresh warning] Meta ref " in checked.stdout and " on remote origin, so only that session may " \
+           "bring it up to date" in checked.stdout and "session bee" in checked.stdout, checked.stdout
+    stop = run_gate(a, "closeout", "--format", "text")  # the stop agrees: its part is done
+    assert stop.returncode == 0 and "is left to the session that holds its claim (on remote origin" in stop.stdout, \
+        stop.stdout
+    assert run_gate(a, "check", "--range", "HEAD~1..HEAD").returncode == 1
+    git(a, "remote", "set-url", "origin", f"file://{tmp_path / 'gone.git'}")
+    assert run_gate(a, "check").returncode == 1  # unread: no proof of a holder
+    git(a, "remote", "set-url", "origin", f"file://{bare}")
+    assert run_gate(b, "release", "--session", "bee").returncode == 0
+    refused = run_gate(a, "check")
+    assert refused.returncode == 1 and "work was committed without updating the hand-over" in refused.stdout
+
+
 def _broken_record(bare: Path, ref: str) -> None:
     """The claim ref on the remote, moved to a commit whose claim.json is not a record (not UTF-8)."""
     blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=bare, input=b"\xff not a record",
