@@ -169,8 +169,9 @@ def _guard(title: str, build: "Callable[[], str]", droppable: "Callable[[list[st
 
 def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None,
              session: str | None) -> tuple[list[Section], sessions.Closure, str | None]:
-    """The brief's sections, whether the work is closed out and the live claim another worktree holds on the
-    hand-over, described (None: none, or the work is closed out): what its first line says. `own`: what is the
+    """The brief's sections, whether the work is closed out and the live claim another worktree (or, on
+    claims.remote, another clone) holds on the hand-over, described (None: none, or the work is closed out): what its
+    first line says. `own`: what is the
     running session's own work, for a later brief of it (its own commits are no salvage); `session`: the harness
     session the brief is for (None: a person's, or none given)."""
     # Read once for the sections that need it; a failure is simply read again, and said by each. (A list, not
@@ -195,6 +196,10 @@ def sections(repo: Repo, config: Config, now: datetime, own: sessions.Own | None
         _guard(FLAGS, lambda: _flags(repo, config, now) + _other_clones(repo, config), _flag_details),
         _guard("2. Tripwire: does the hand-over agree with git?", lambda: _tripwire(repo, handoff_file(), config, work)),
         _guard("3. Claim and locks", lambda: _claim_and_locks(repo, config, now, session)),
+    ]
+    if holder is None and not work.closed:  # another clone's claim, as section 3 just read it from claims.remote
+        holder = repo.memo.get(REMOTE_HOLDER)
+    parts += [
         _guard(LEFT if holder and found.committed else SALVAGE, lambda: _salvage(repo, found, path, holder),
                _after_first),
         _guard(HANDOFF, lambda: _handoff(handoff_file(), config, now, work), _after_first),
@@ -212,6 +217,7 @@ def _salvage(repo: Repo, work: sessions.Closure, path: str, holder: str | None) 
 
 FLAGS, SALVAGE, HANDOFF = "1. Flags", "3a. Salvage: the last session did not close out", "4. Hand-over"
 LEFT = "3a. Salvage: what the hand-over does not describe yet"  # all committed, the hand-over left to its holder
+REMOTE_HOLDER = "brief-remote-holder"  # repo.memo: another clone's claim on the hand-over as claims.remote has it
 REMOTE_SECONDS = 20.0  # the brief's whole network work (a harness's start hook is given 30 s as installed)
 
 
@@ -405,6 +411,7 @@ def _remote_claim(repo: Repo, config: Config, now: datetime, state_rel: str, loc
         return [*out, f"On remote {quoted}: the claim cannot be read ({why}) — unknown, never free."]
     record, mine = seen.record, local is not None and claims.held_here(local, repo)
     if seen.problem:
+        repo.memo[REMOTE_HOLDER] = f"on remote {quoted}: a record that cannot be read, never taken as free"
         return [*out, f"On remote {quoted}: the claim cannot be read ({seen.problem}) — unknown, never free; "
                       "`gate release --force --reason TEXT` removes a broken record."]
     if record is None:
@@ -430,6 +437,7 @@ def _remote_claim(repo: Repo, config: Config, now: datetime, state_rel: str, loc
     if not live:
         return [*out, f"On remote {quoted}: the claim by ANOTHER {other} is abandoned ({why}): `gate claim` takes it "
                       f"over — {remote.describe(record)}."]
+    repo.memo[REMOTE_HOLDER] = f"on remote {quoted}: {remote.describe(record)}"  # for the salvage, the first line
     held = [f"{state_rel} is claimed on remote {quoted} by ANOTHER clone ({why}): {remote.describe(record)} — "
             f"leave {state_rel} to that session: `gate claim` is denied, and the pre-push gate refuses a push that "
             "changes it (where it runs: `gate doctor` says)."]

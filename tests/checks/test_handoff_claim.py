@@ -122,7 +122,8 @@ def test_a_worktree_that_does_not_hold_the_claim_can_go_on_committing_its_work(t
     brief = run_gate(a, "brief").stdout
     assert ("Read the code and diffs, and leave HANDOFF.md to the session that holds its claim (worktree "
             f"{main.resolve()}") in brief, brief
-    assert "a commit of it is refused here until that claim ends; fold what is true into it then." in brief
+    assert "a commit of it (or, for another clone's claim, its push) is refused until that claim ends; fold what is true " \
+           "into it then." in brief
     assert "then `gate stamp` and commit it" not in brief
     assert run_gate(a, "check", "--range", "HEAD~5..HEAD").returncode == 1  # history, as CI judges it: no claims
     assert run_gate(main, "release").returncode == 0

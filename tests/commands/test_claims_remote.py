@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from conftest import call_gate, flag_records, git, handoff_text, run_gate
+from conftest import GATE_BIN, call_gate, flag_records, git, handoff_text, run_gate
 from remote_helpers import HttpServer, bare_repository, claim_ref, clone, clone_id, refs, remote_record, seed_bare
 
 
@@ -533,6 +533,36 @@ def test_a_clone_whose_hand_over_another_clone_claims_may_go_on_committing(tmp_p
     assert run_gate(b, "release", "--session", "bee").returncode == 0
     refused = run_gate(a, "check")
     assert refused.returncode == 1 and "work was committed without updating the hand-over" in refused.stdout
+
+
+def _hook(tree: Path, kind: str, payload: dict[str, object]) -> subprocess.CompletedProcess[str]:
+    assert GATE_BIN is not None
+    return subprocess.run([GATE_BIN, kind, "--format", "claude"], cwd=tree, input=json.dumps(payload),
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_the_brief_leaves_the_hand_over_to_the_clone_that_holds_its_remote_claim(tmp_path: Path) -> None:
+    """A new user's finding: with another clone holding the claim on claims.remote, the brief's section 3 said to
+    leave the hand-over to that session while its Salvage said to fold the work in, `gate stamp` and commit it (a
+    change the push gate refuses), and its next first line said the session that did as the stop asked "did NOT
+    close out". The brief reads the remote claim once and words both for the holder, as the stop does."""
+    bare = seed_bare(tmp_path)
+    a, b = clone(f"file://{bare}", tmp_path / "a"), clone(f"file://{bare}", tmp_path / "b")
+    assert run_gate(b, "claim", "--session", "bee").returncode == 0
+    _hook(a, "brief", {"session_id": "s-1", "source": "startup"})
+    (a / "feature.py").write_text("x = 1\n")
+    git(a, "add", "feature.py")
+    git(a, "commit", "-q", "--no-verify", "-m", "add the feature")
+    stop = _hook(a, "closeout", {"session_id": "s-1", "stop_hook_active": False})
+    assert stop.returncode == 0 and stop.stdout == "", stop.stdout  # done: the hand-over is the holder's
+    brief = run_gate(a, "brief").stdout
+    assert "## 3a. Salvage: what the hand-over does not describe yet\n" in brief, brief
+    assert "leave HANDOFF.md to the session that holds its claim (on remote origin: worktree " in brief
+    assert "`gate stamp` and commit it" not in brief and "did not close out" not in brief.lower()
+    start = json.loads(_hook(a, "brief", {"session_id": "s-2", "source": "startup"}).stdout)
+    first = start["hookSpecificOutput"]["additionalContext"].splitlines()[0]
+    assert first.endswith(": closed out; the hand-over is left to the session that holds its claim elsewhere (3. "
+                          "Claim and locks), and lags git here: 1 commit after the Meta ref."), first
 
 
 def _broken_record(bare: Path, ref: str) -> None:

@@ -554,8 +554,8 @@ def test_the_next_brief_says_a_session_that_left_the_hand_over_to_its_holder_clo
     assert stop.returncode == 0 and stop.stdout == "", stop.stdout  # done: the hand-over is the holder's
     first = _first_line(linked, "s-3")
     assert first.startswith("Last session: claude session s-linked, last seen "), first
-    assert first.endswith(": closed out; the hand-over is left to the session that holds its claim in another "
-                          "worktree (3. Claim and locks), and lags git here: 1 commit after the Meta ref."), first
+    assert first.endswith(": closed out; the hand-over is left to the session that holds its claim elsewhere "
+                          "(3. Claim and locks), and lags git here: 1 commit after the Meta ref."), first
     brief = run_gate(linked, "brief").stdout
     assert "## 3a. Salvage: what the hand-over does not describe yet\nThe last session closed out; the hand-over is " \
            "left to the session that holds its claim" in brief, brief
