@@ -270,13 +270,15 @@ def _held_claim(repo: Repo, path: str, session: str | None) -> str | None:
     return f"{command} ({claims.describe(record)}){whose}"
 
 
-def reason_text(steps: list[str], runner: str | None = None) -> str:
+def reason_text(steps: list[str], runner: str | None = None, session: str | None = None) -> str:
     """The steps, numbered; with `runner` (how this very gate is started), a line naming it for a shell that does not
-    find `gate` (Codex's shell tool is a login shell, whose PATH no longer holds a virtual environment's folder)."""
+    find `gate` (Codex's shell tool is a login shell, whose PATH no longer holds a virtual environment's folder). The
+    preview it names judges as this `session`'s stop does (another session's claim of this worktree is not its own)."""
     body = "\n".join(f"{n}. {step}" for n, step in enumerate(steps, start=1))
     elsewhere = f"\nWhere your shell does not find `gate`, run `{runner}` in its place." if runner else ""
+    preview = f"gate closeout --format text{f' --session {shell_quote(session)}' if session else ''}"
     return ("The session's close-out is not done (handoff-gate). Do these steps in order, then stop again:\n"
-            f"{body}\n`gate closeout --format text` exits 0 once the close-out is done.{elsewhere}")
+            f"{body}\n`{preview}` exits 0 once the close-out is done.{elsewhere}")
 
 
 # ---- the consecutive-block counter -----------------------------------------------------------------------
@@ -369,7 +371,7 @@ def _errors(run: Invocation) -> list[tuple[str, str]]:
 def run(args: "argparse.Namespace", run: Invocation) -> int:
     fmt = args.format
     hook = hook_input() if fmt != "text" else harness.HookInput({})
-    session = hook.session or os.environ.get("GATE_SESSION") or None
+    session = args.session or hook.session or os.environ.get("GATE_SESSION") or None
     if fmt == "text":
         return _text(run, session)
     out, failure = guarded(lambda: _hook(run, fmt, hook, session), timeout=TIMEOUT)  # the let-through policy:
@@ -395,7 +397,7 @@ def _hook(run: Invocation, fmt: str, hook: harness.HookInput, session: str | Non
     if verdict == "done":
         run.settle(sessions.CLOSEOUT_MISSING)
     if verdict == "block":
-        return harness.block_envelope(fmt, reason_text(steps, _runner()))
+        return harness.block_envelope(fmt, reason_text(steps, _runner(), session))
     if verdict == "let-through":
         capped = f", capped at {bound} for {fmt}, which ends the turn itself after {bound + 1}" if bound != configured else ""
         return _missing(run, fmt, f"session {session or '(no id)'} ({fmt}) stopped without closing out after {blocks} "
@@ -473,3 +475,5 @@ def _text(run: Invocation, session: str | None) -> int:
 def add_arguments(parser: "argparse.ArgumentParser", name: str) -> None:
     parser.add_argument("--format", choices=harness.STOP_FORMATS, default="text",
                         help="a harness's stop-hook envelope; text: the steps, exit 1 until done")
+    parser.add_argument("--session", help="judge as this session's stop does (its claim, not another's of this "
+                                          "worktree); default: the hook's session id, else $GATE_SESSION")

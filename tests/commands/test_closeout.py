@@ -574,6 +574,23 @@ def test_the_next_brief_says_a_session_that_left_the_hand_over_to_its_holder_clo
                                                "Meta ref); see Salvage.")
 
 
+def test_the_preview_a_blocked_stop_names_judges_as_that_session_does(repo: Path) -> None:
+    """A new user's finding: with an earlier session's claim left in the worktree, the stop let session E stop (that
+    claim is not E's to release) while the preview its block messages name, `gate closeout --format text`, exited 1
+    on that claim: two verdicts on one state. The block names the preview for its session, which judges as the stop."""
+    assert run_gate(repo, "claim", "--session", "D").returncode == 0  # D crashed, its claim left
+    _work(repo, "one.py", "E's work")
+    block = _hook(repo, "closeout", "claude", {"session_id": "E", "stop_hook_active": False})
+    reason = json.loads(block.stdout)["reason"]
+    assert "`gate closeout --format text --session E` exits 0 once the close-out is done." in reason, reason
+    _close_out(repo, "E's work is in.")
+    assert run_gate(repo, "closeout", "--format", "text", "--session", "E").returncode == 0
+    stop = _hook(repo, "closeout", "claude", {"session_id": "E", "stop_hook_active": True})
+    assert stop.returncode == 0 and stop.stdout == "", stop.stdout  # the stop agrees
+    preview = run_gate(repo, "closeout", "--format", "text")  # no session: any claim here is named
+    assert preview.returncode == 1 and "`gate release --session D`" in preview.stdout, preview.stdout
+
+
 def test_the_release_step_names_the_session_its_claim_was_taken_for(repo: Path) -> None:
     """A new user's finding: after `gate claim --session s1` (as docs/claims.md shows) and a close-out, the stop hook
     asked for plain `gate release`, which is refused for a claim taken with a session, and `gate closeout --format
