@@ -378,6 +378,9 @@ def _claim_and_locks(repo: Repo, config: Config, now: datetime, session: str | N
         status = "live" if live else f"abandoned: {why}; `gate claim` takes it over"
         out = [f"{state_rel} is claimed by {who} ({status}): {claims.describe(record)}"]
         held = record.get("session")
+        if live and not mine:  # a claim with no TTL lives until released: a crashed session's too
+            out.append("If that session has ended, `gate release --force --reason TEXT` ends its claim (the record is "
+                       "kept in lost+found).")
         if mine and live and session and held and held != session:  # a claim an earlier session left here
             out.append(f"That claim was taken for session {excerpt(str(held), 128)}, not this one ({excerpt(session, 128)}): "
                        f"if that session has ended, `gate release --session {shell_quote(str(held))}` ends it and "

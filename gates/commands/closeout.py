@@ -387,13 +387,13 @@ def _hook(run: Invocation, fmt: str, hook: harness.HookInput, session: str | Non
     repo, config = run.repo(), run.config()
     if hook.problem:
         run.notice("input-unreadable", harness.unreadable_input("closeout", fmt, hook.problem, "judged without it"))
-    steps, summary, _ = judge(run, session)
+    steps, summary, holder = judge(run, session)
     configured = int(config.section("closeout")["max_blocks"])
     bound = harness.block_bound(fmt, configured)
     verdict, blocks = decide(repo, fmt, hook, session, not steps, bound)
-    if verdict != "twin":
+    if verdict != "twin":  # `left`: the hand-over was left to another's claim (the brief's first line says so)
         _journal(repo, {"harness": fmt, "session": session, "verdict": verdict, "blocks": blocks, "reasons": summary,
-                        "head": repo.head})
+                        "head": repo.head, "left": holder is not None})
     if verdict == "done":
         run.settle(sessions.CLOSEOUT_MISSING)
     if verdict == "block":

@@ -7,9 +7,10 @@ a stale read is stopped.
 
 from gates.commands import Invocation
 from gates.domain import handoff, journal
-from gates.infra import clock, fsio
+from gates.infra import clock, fsio, state
 from gates.infra.clock import datetime
 from gates.infra.config import Config
+from gates.infra.console import say
 from gates.infra.digest import sha256
 from gates.infra.errors import OK, USAGE, VIOLATION, GateError
 from gates.infra.git import Repo
@@ -35,6 +36,7 @@ def run(args: "argparse.Namespace", run: Invocation) -> int:
     print(said)  # the new hash, whatever failed after the write: a caller is never told the file is unchanged
     for note in notes:
         print(f"  {note}")
+    _claimed_elsewhere(run)
     if not_journalled is not None:
         raise not_journalled
     return OK
@@ -42,6 +44,20 @@ def run(args: "argparse.Namespace", run: Invocation) -> int:
 
 _VALUE = Pattern(r"^(?P<lead>\s*(?:[-*+]|\d{1,9}[.)])\s+)(?P<key>[A-Za-z][A-Za-z0-9_-]*)(?P<sep>\s*:\s*)"
                     r"(?P<quote>`?)(?P<value>.*?)(?P=quote)(?P<trail>\s*)$")
+
+
+def _claimed_elsewhere(run: Invocation) -> None:
+    """A stamp is no commit, so it is not refused; but a commit of the hand-over is, while another worktree holds
+    its claim (handoff-claim): said now, before the session writes a close-out it cannot commit."""
+    if not fsio.listing(state.layout(run.repo()).claims, ".json"):
+        return  # no claim in this clone: the claims module is not loaded
+    from gates.domain import claims
+
+    path = run.config().section("handoff")["path"]
+    holder = claims.claimed_elsewhere(run.repo(), path)
+    if holder is not None:
+        say(f"gate stamp: warning: {path} is claimed by {holder}: a commit of it is refused here until that claim "
+            "ends (`gate brief` says what is yours to do)")
 
 
 def _denied(message: str) -> GateError:

@@ -98,7 +98,9 @@ def first_line(repo: Repo, current: str | None, work: "Closure", head: str | Non
     if holder is not None and work.committed:
         done = "closed out" if verdict in ("done", None) else f"its work is committed (its last close-out verdict was {verdict})"
         return f"Last session: {who}: {done}; {LEFT_TO_HOLDER}: {said}."
-    if verdict == "done":
+    if verdict == "done" and closing is not None and closing.get("left") is True:  # its stop left it to a holder
+        how = f"it closed out, leaving the hand-over to the session that held its claim then; now: {said}"
+    elif verdict == "done":
         how = (f"it closed out at {closed_at[:12]}, but HEAD has moved since: {said}" if closed_at and closed_at != head
                else f"it closed out, but now: {said}")
     else:

@@ -491,7 +491,11 @@ def test_a_session_whose_hand_over_another_worktree_claimed_is_asked_only_what_i
     git(linked, "commit", "-q", "--no-verify", "-m", "work in the linked worktree")
     with open(linked / "HANDOFF.md", "a") as handle:
         handle.write("- [ ] my notes — next: fold them in\n")
-    assert run_gate(linked, "stamp").returncode == 0
+    stamped = run_gate(linked, "stamp")  # a new user's finding: the stamp said nothing of the claim
+    assert stamped.returncode == 0 and stamped.stderr.startswith("gate stamp: warning: HANDOFF.md is claimed by "
+                                                                 "worktree "), stamped.stderr
+    assert "a commit of it is refused here until that claim ends" in stamped.stderr
+    assert run_gate(repo, "stamp").stderr == ""  # the holder's own stamp
     git(linked, "add", "HANDOFF.md")
     preview = run_gate(linked, "closeout", "--format", "text")
     assert preview.returncode == 1
@@ -572,6 +576,23 @@ def test_the_next_brief_says_a_session_that_left_the_hand_over_to_its_holder_clo
     assert run_gate(repo, "release", "--session", "holder").returncode == 0  # no holder: the hand-over is this one's
     assert _first_line(linked, "s-5").endswith(": did NOT close out (no close-out was recorded: 1 commit after the "
                                                "Meta ref); see Salvage.")
+
+
+def test_after_the_holder_releases_the_brief_says_the_hand_over_was_left_to_it(repo: Path, tmp_path: Path) -> None:
+    """A new user's finding: once the holder released, the next brief said of a session that had left the hand-over
+    to it "did NOT close out (it closed out, but now: 1 commit after the Meta ref)", which reads as a contradiction.
+    Its stop journals that it left the hand-over to a claim, and the first line says so."""
+    assert run_gate(repo, "claim", "--session", "holder").returncode == 0
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(linked))
+    _hook(linked, "brief", "claude", {"session_id": "s-linked", "source": "startup"})
+    _work(linked, "code.py", "work in the linked worktree")
+    stop = _hook(linked, "closeout", "claude", {"session_id": "s-linked", "stop_hook_active": False})
+    assert stop.returncode == 0 and stop.stdout == "", stop.stdout
+    assert run_gate(repo, "release", "--session", "holder").returncode == 0
+    first = _first_line(linked, "s-next")
+    assert first.endswith(": did NOT close out (it closed out, leaving the hand-over to the session that held its "
+                          "claim then; now: 1 commit after the Meta ref); see Salvage."), first
 
 
 def test_the_preview_a_blocked_stop_names_judges_as_that_session_does(repo: Path) -> None:
