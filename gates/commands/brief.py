@@ -23,7 +23,7 @@ from gates.infra.console import emit_json, say
 from gates.infra.errors import OK, GateError
 from gates.infra.git import GitFailed, Repo
 from gates.infra.plain import NamedTuple
-from gates.infra.text import clean, excerpt, shell_quote
+from gates.infra.text import clean, excerpt
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -382,9 +382,7 @@ def _claim_and_locks(repo: Repo, config: Config, now: datetime, session: str | N
             out.append("If that session has ended, `gate release --force --reason TEXT` ends its claim (the record is "
                        "kept in lost+found).")
         if mine and live and session and held and held != session:  # a claim an earlier session left here
-            out.append(f"That claim was taken for session {excerpt(str(held), 128)}, not this one ({excerpt(session, 128)}): "
-                       f"if that session has ended, `gate release --session {shell_quote(str(held))}` ends it and "
-                       f"`gate claim --session {shell_quote(session)}` takes it for this one.")
+            out.append(_earlier_session(held, session))
     name = config.section("claims").get("remote")
     if name:
         out = _remote_claim(repo, config, now, state_rel, record, str(name), out)
@@ -448,6 +446,16 @@ def _remote_claim(repo: Repo, config: Config, now: datetime, state_rel: str, loc
         held.append(f"This worktree's own claim on {state_rel} is no longer held on remote {quoted} (broken or taken "
                     "over from another clone): fold your notes into a later session.")
     return held + (out[1:] if local is None else out)  # "nobody holds the claim" is no longer true
+
+
+def _earlier_session(held: object, session: str) -> str:
+    """The line for this worktree's claim taken for another session than the brief's: the commands to copy are built
+    only of valid session ids (a record is hostile input, and so is the hook's session id)."""
+    if claims.valid_session(held) is None:
+        return f"That claim was taken for another session than this one; {claims.NO_SESSION_ID}."
+    take = f" and `gate claim --session {session}` takes it for this one" if claims.valid_session(session) else ""
+    return (f"That claim was taken for session {held}, not this one ({excerpt(session, 128)}): if that session has "
+            f"ended, `gate release --session {held}` ends it{take}.")
 
 
 # The one command for a lock in the way (git itself dies before any hook runs, so no commit moves it).

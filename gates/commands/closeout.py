@@ -123,7 +123,7 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
     others = [(code, name) for code, name in work.paths if not _is_handoff(name, path)]  # the hand-over: below
     changed = [(code, name) for code, name in others if code != "??"]
     untracked = [(code, name) for code, name in others if code == "??"]
-    underway = _underway(repo)
+    underway = work.underway
     if underway is not None:  # the paths are the operation's: undoing them one by one would drop what it brought
         what, finish, abort = underway
         steps.append(f"Finish {what} in progress: resolve its conflicts, then `{finish}`; or end it with `{abort}`. "
@@ -158,21 +158,6 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
 
 
 # What git leaves in a worktree's git dir while an operation waits for the user: (what, to finish it, to end it).
-_UNDERWAY = (("MERGE_HEAD", ("a merge", "git commit", "git merge --abort")),
-             ("rebase-merge", ("a rebase", "git rebase --continue", "git rebase --abort")),
-             ("rebase-apply", ("a rebase", "git rebase --continue", "git rebase --abort")),
-             ("CHERRY_PICK_HEAD", ("a cherry-pick", "git cherry-pick --continue", "git cherry-pick --abort")),
-             ("REVERT_HEAD", ("a revert", "git revert --continue", "git revert --abort")))
-
-
-def _underway(repo: Repo) -> tuple[str, str, str] | None:
-    """The merge, rebase, cherry-pick or revert this worktree is in the middle of, as git marks it; None if none."""
-    for name, said in _UNDERWAY:
-        if os.path.lexists(os.path.join(repo.git_dir, name)):
-            return said
-    return None
-
-
 def _handoff_steps(repo: Repo, work: sessions.Closure, path: str, uncommitted: bool, mine: list[str], steps: list[str],
                    summary: list[str]) -> bool:
     """The steps that bring the hand-over up to date with the work and commit it (and whether there are any).
@@ -265,8 +250,10 @@ def _held_claim(repo: Repo, path: str, session: str | None) -> str | None:
     known = session or os.environ.get("GATE_SESSION") or None
     if held_by is not None and known is not None and held_by != known:
         return None  # another session of this worktree holds it: not this session's to release
-    command = f"`gate release --session {shell_quote(str(held_by))}`" if held_by is not None else "`gate release`"
-    whose = f", if session {excerpt(str(held_by), 80)} is yours or gone" if held_by is not None and known is None else ""
+    if held_by is not None and claims.valid_session(held_by) is None:
+        return f"{claims.FORCE} ({claims.describe(record)}): {claims.NO_SESSION_ID}"
+    command = f"`gate release --session {held_by}`" if held_by is not None else "`gate release`"
+    whose = f", if session {held_by} is yours or gone" if held_by is not None and known is None else ""
     return f"{command} ({claims.describe(record)}){whose}"
 
 
@@ -276,7 +263,7 @@ def reason_text(steps: list[str], runner: str | None = None, session: str | None
     preview it names judges as this `session`'s stop does (another session's claim of this worktree is not its own)."""
     body = "\n".join(f"{n}. {step}" for n, step in enumerate(steps, start=1))
     elsewhere = f"\nWhere your shell does not find `gate`, run `{runner}` in its place." if runner else ""
-    preview = f"gate closeout --format text{f' --session {shell_quote(session)}' if session else ''}"
+    preview = f"gate closeout --format text{f' --session {session}' if claims.valid_session(session) else ''}"
     return ("The session's close-out is not done (handoff-gate). Do these steps in order, then stop again:\n"
             f"{body}\n`{preview}` exits 0 once the close-out is done.{elsewhere}")
 

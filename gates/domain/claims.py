@@ -30,7 +30,7 @@ from gates.infra.digest import sha256
 from gates.infra.errors import USAGE, GateError
 from gates.infra.git import Repo
 from gates.infra.plain import NamedTuple
-from gates.infra.text import Pattern, unsafe
+from gates.infra.text import Pattern, excerpt, unsafe
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,6 +45,16 @@ RECORD_VERSION = 2  # 2: `path` is the canonical key and the holder carries `wor
 
 def _usage(message: str) -> GateError:
     return GateError(message, code=USAGE, reason="usage")
+
+
+def valid_session(value: object) -> str | None:
+    """`value` when it is a session id `gate claim` would take (safe in a shell and in a Markdown code span as it
+    is); None otherwise: a record is hostile input, and no command to copy is built of what it names."""
+    return value if isinstance(value, str) and _SESSION.match(value) and ".." not in value else None
+
+
+FORCE = "`gate release --force --reason TEXT`"
+NO_SESSION_ID = f"its record names no valid session id: {FORCE} ends it"
 
 
 def check_session(session: str | None) -> str | None:
@@ -227,9 +237,9 @@ def liveness(record: "dict[str, Any]", now: datetime, host: str | None = None) -
     """(live, why). Doubt counts as live: a worktree on another host cannot be looked at from here."""
     expires = expiry(record)
     if expires is not None and now >= expires:
-        return False, f"its TTL expired at {clock.shown(record['expires'])}"
+        return False, f"its TTL expired at {excerpt(clock.shown(record['expires']), 60)}"
     if record.get("host") != (host or hostname()):
-        return True, f"held from host {record.get('host')}: its worktree cannot be checked from here"
+        return True, f"held from host {excerpt(str(record.get('host')), 120)}: its worktree cannot be checked from here"
     git_dir, worktree = str(record.get("git_dir", "")), str(record.get("worktree", ""))
     if not os.path.isdir(git_dir):
         return False, "its worktree was removed (its git directory is gone)"
@@ -237,21 +247,22 @@ def liveness(record: "dict[str, Any]", now: datetime, host: str | None = None) -
     if record.get("worktree_id") and record["worktree_id"] != MAIN_WORKTREE:
         now_id = _linked_id(git_dir)
         if now_id is None:
-            return True, f"{git_dir} has no commondir, so its worktree cannot be told apart: doubt{no_ttl}"
+            return True, f"{excerpt(git_dir, 400)} has no commondir, so its worktree cannot be told apart: doubt{no_ttl}"
         if now_id != record["worktree_id"]:
-            return False, f"its worktree was removed (its git directory {git_dir} now belongs to another worktree)"
+            return False, f"its worktree was removed (its git directory {excerpt(git_dir, 400)} now belongs to another worktree)"
         worktree = _located(git_dir) or worktree
         if not os.path.isdir(worktree):
             return False, "its worktree folder no longer exists"
         if worktree != record.get("worktree"):
-            return True, f"its worktree moved to {worktree}{no_ttl}"
+            return True, f"its worktree moved to {excerpt(str(worktree), 400)}{no_ttl}"
         return True, f"its worktree is present{no_ttl}"
     if not os.path.isdir(worktree):
         # A record from before worktree ids: if its admin dir now points at a live folder, that is a move
         # (or a re-add there, which no record of that age can tell apart): doubt, so live.
         moved = _located(git_dir)
         if moved and moved != worktree and os.path.isdir(moved):
-            return True, f"its worktree moved to {moved}, or was re-added there (a record without a worktree id){no_ttl}"
+            return True, (f"its worktree moved to {excerpt(str(moved), 400)}, or was re-added there (a record without a "
+                           f"worktree id){no_ttl}")
         return False, "its worktree folder no longer exists"
     return True, f"its worktree is present{no_ttl}"
 
@@ -306,14 +317,25 @@ def _located(git_dir: str) -> str | None:
 
 
 def describe(record: "dict[str, Any]") -> str:
-    parts = [f"branch {record.get('branch') or '(detached)'}"]
+    """The holder in one line. A record is hostile input (a file any process of this user can write): every field is
+    escaped and capped, whatever its type, so that no field can end the line or forge another."""
+    def field(key: str, limit: int = 120) -> str:
+        return excerpt(str(record.get(key)), limit)
+
+    parts = [f"branch {field('branch') if record.get('branch') else '(detached)'}"]
     if record.get("session"):
-        parts.append(f"session {record['session']}")
-    parts.append(f"host {record.get('host')}")
-    ttl = (f"TTL {_human(float(record['ttl_seconds']))}, expires {clock.shown(record['expires'])}"
-           if record.get("ttl_seconds") else "no TTL")
-    note = f", note: {record['note']!r}" if record.get("note") else ""
-    return f"worktree {record.get('worktree')} ({', '.join(parts)}), since {clock.shown(record.get('since'))}, {ttl}{note}"
+        parts.append(f"session {field('session', 130)}")
+    parts.append(f"host {field('host')}")
+    ttl = "no TTL"
+    if record.get("ttl_seconds"):
+        try:
+            ttl = f"TTL {_human(float(record['ttl_seconds']))}"
+        except (TypeError, ValueError, OverflowError):
+            ttl = f"TTL {field('ttl_seconds', 40)}"
+        ttl += f", expires {excerpt(clock.shown(record.get('expires')), 60)}"
+    note = f", note: {excerpt(repr(record['note']), 520)}" if record.get("note") else ""
+    return (f"worktree {field('worktree', 400)} ({', '.join(parts)}), since "
+            f"{excerpt(clock.shown(record.get('since')), 60)}, {ttl}{note}")
 
 
 def _human(seconds: float) -> str:
@@ -505,8 +527,10 @@ def release_denial(state_rel: str, holder: Holder, outcome: "Outcome") -> str | 
 
 def session_denial(said: str, state_rel: str, held: object, given: str | None) -> str:
     """A release refused because this worktree's claim is another session's (`held`) than the one `given`."""
+    if held and valid_session(held) is None:
+        return f"{said}: the claim on {state_rel} is held by this worktree for another session; {NO_SESSION_ID}"
     if held:
-        asked = f"not session {given}" if given else "and no session was given"
+        asked = f"not session {excerpt(str(given), 130)}" if given else "and no session was given"
         return (f"{said}: the claim on {state_rel} is held by this worktree for session {held}, {asked} — "
                 f"pass --session {held} or set GATE_SESSION={held}")
     return (f"{said}: the claim on {state_rel} is held by this worktree without a session, not for "

@@ -6,6 +6,8 @@ lists is text from the repository (a commit subject is whatever its author wrote
 and the list is labelled as facts, not instructions.
 """
 
+import os
+
 from gates.domain import journal
 from gates.domain.ancestry import SHALLOW_ADVICE, Relation, relation
 from gates.infra.errors import GateError
@@ -91,12 +93,13 @@ def first_line(repo: Repo, current: str | None, work: "Closure", head: str | Non
     closed_at = closing.get("head") if closing is not None and isinstance(closing.get("head"), str) else None
     who = (f"{excerpt(str(details.get('harness', '?')), 20)} session {excerpt(session, 80)}, "
            f"last seen {last.get('time', '?')}")
-    if work.closed and verdict in ("done", None):
+    last = "no close-out verdict was recorded" if verdict is None else f"its last close-out verdict was {verdict}"
+    if work.closed and verdict == "done":
         return f"Last session: {who}: closed out."
-    if work.closed:
-        return f"Last session: {who}: its work is closed out in git (its last close-out verdict was {verdict})."
+    if work.closed:  # git's half only: "closed out" is its stop's word (gates, claim), which it did not say
+        return f"Last session: {who}: its work is closed out in git ({last})."
     if holder is not None and work.committed:
-        done = "closed out" if verdict in ("done", None) else f"its work is committed (its last close-out verdict was {verdict})"
+        done = "closed out" if verdict == "done" else f"its work is committed ({last})"
         return f"Last session: {who}: {done}; {LEFT_TO_HOLDER}: {said}."
     if verdict == "done" and closing is not None and closing.get("left") is True:  # its stop left it to a holder
         how = f"it closed out, leaving the hand-over to the session that held its claim then; now: {said}"
@@ -222,6 +225,22 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}{'s' if count != 1 else ''}"
 
 
+_UNDERWAY = (("MERGE_HEAD", ("a merge", "git commit", "git merge --abort")),
+             ("rebase-merge", ("a rebase", "git rebase --continue", "git rebase --abort")),
+             ("rebase-apply", ("a rebase", "git rebase --continue", "git rebase --abort")),
+             ("CHERRY_PICK_HEAD", ("a cherry-pick", "git cherry-pick --continue", "git cherry-pick --abort")),
+             ("REVERT_HEAD", ("a revert", "git revert --continue", "git revert --abort")))
+
+
+def underway(repo: Repo) -> tuple[str, str, str] | None:
+    """The merge, rebase, cherry-pick or revert this worktree is in the middle of, as git marks it: (what, the command
+    that finishes it, the one that ends it); None if none."""
+    for name, said in _UNDERWAY:
+        if os.path.lexists(os.path.join(repo.git_dir, name)):
+            return said
+    return None
+
+
 class Closure(NamedTuple):
     """Whether the work since the hand-over's Meta ref is closed out, and what was found (docs/agents.md#closed-out)."""
 
@@ -231,6 +250,7 @@ class Closure(NamedTuple):
     paths: list[tuple[str, str]]  # (XY, path) from `git status`
     status_error: str | None
     own: int = 0  # the newest commits after the Meta ref that are the running session's own: not listed as salvage
+    underway: tuple[str, str, str] | None = None  # a merge, rebase, cherry-pick or revert in progress (sessions.underway)
 
     def counts(self) -> tuple[int, int, int]:
         """(staged, unstaged, untracked) paths; a path both staged and changed again counts in both."""
@@ -250,6 +270,8 @@ class Closure(NamedTuple):
         elif found is not None and found.kind == "elsewhere":
             out.append("the Meta ref is not in this history")
         out += [plural(count, kind + " path") for count, kind in zip(self.counts(), KINDS, strict=True) if count]
+        if self.underway is not None:
+            out.append(f"{self.underway[0]} in progress")
         return out
 
     def doubts(self) -> list[str]:
@@ -272,7 +294,7 @@ class Closure(NamedTuple):
     def committed(self) -> bool:
         """Nothing is uncommitted, and git could say so: all a worktree can close out while another holds the
         hand-over's claim (the commits after the Meta ref are the holder's to describe)."""
-        return not self.paths and not self.doubts()
+        return not self.paths and not self.doubts() and self.underway is None
 
     def said(self) -> str:
         """`current`, or every reason and doubt found."""
@@ -287,7 +309,7 @@ class Closure(NamedTuple):
             left = found.behind - mine
             found = Relation("behind" if left else "current", left, found.commit, found.closed, found.exact)
         paths = [] if own.uncommitted == 0 else self.paths
-        return Closure(self.ref, found, self.history_error, paths, self.status_error, mine)
+        return Closure(self.ref, found, self.history_error, paths, self.status_error, mine, self.underway)
 
 
 def closure(repo: Repo, config: "Config", ref: str | None) -> Closure:
@@ -302,7 +324,7 @@ def closure(repo: Repo, config: "Config", ref: str | None) -> Closure:
         paths, status = repo.uncommitted("--porcelain=v1", "-z", "--untracked-files=normal"), None  # untracked, not ignored
     except StatusFailed as exc:  # never read as "nothing uncommitted"
         paths, status = [], exc.message
-    return Closure(ref, found, history, paths, status)
+    return Closure(ref, found, history, paths, status, underway=underway(repo))
 
 
 class ListFailed(Exception):

@@ -41,7 +41,10 @@ def shown(recorded: object) -> str:
     """A recorded time as every message shows it, `YYYY-MM-DDTHH:MM:SSZ` (a sub-second or offset one included);
     what is not a zoned time is shown as it is (records are hostile input: the caller excerpts it)."""
     when = parse_utc(recorded, zoned=True)
-    return str(recorded) if when is None else utc_text(when.astimezone(timezone.utc))
+    try:
+        return str(recorded) if when is None else utc_text(when.astimezone(timezone.utc))
+    except (OverflowError, ValueError):  # year 1 with an offset ahead of UTC: before the first time there is
+        return str(recorded)
 
 
 def name_text(when: "datetime") -> str:

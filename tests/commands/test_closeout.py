@@ -595,6 +595,42 @@ def test_after_the_holder_releases_the_brief_says_the_hand_over_was_left_to_it(r
                           "claim then; now: 1 commit after the Meta ref); see Salvage."), first
 
 
+def test_the_first_line_says_closed_out_only_where_the_stop_said_done(repo: Path, tmp_path: Path) -> None:
+    """An adversarial review: the brief's first line said "closed out" of a session whose stop never spoke (no
+    verdict) while the stop it would meet blocks: its own claim left (the release step), a gate failing in a
+    worktree whose hand-over another holds, a merge in progress with a clean `git status`. "Closed out" is the stop's
+    word: without its `done`, the line says what git shows and that no verdict was recorded; a merge in progress is
+    a reason, as the stop has it."""
+    _hook(repo, "brief", "claude", {"session_id": "s-1", "source": "startup"})
+    assert run_gate(repo, "claim", "--session", "s-1").returncode == 0  # and s-1 never stops
+    assert run_gate(repo, "closeout", "--format", "text").returncode == 1  # its claim: the stop would block
+    assert _first_line(repo, "s-2").endswith(": its work is closed out in git (no close-out verdict was recorded).")
+    assert run_gate(repo, "release", "--session", "s-1").returncode == 0
+    # Another worktree holds the claim; a session here commits, never stops, and a gate fails (a checked item).
+    assert run_gate(repo, "claim", "--session", "holder").returncode == 0
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(linked))
+    (linked / "HANDOFF.md").write_text((linked / "HANDOFF.md").read_text().replace("- [ ] next item", "- [x] next item"))
+    git(linked, "commit", "-q", "--no-verify", "-am", "a checked item, past the hook")
+    _hook(linked, "brief", "claude", {"session_id": "s-linked", "source": "startup"})
+    _work(linked, "code.py", "work")
+    assert run_gate(linked, "closeout", "--format", "text").returncode == 1
+    first = _first_line(linked, "s-next")
+    assert ": its work is committed (no close-out verdict was recorded); the hand-over is left to " in first, first
+    # A merge in progress whose paths are all resolved: `git status` lists nothing, and the stop still blocks.
+    git(linked, "checkout", "-q", "-b", "topic")
+    _work(linked, "f.txt", "add f")
+    git(linked, "rm", "-q", "f.txt")
+    git(linked, "commit", "-q", "--no-verify", "-m", "remove f")
+    git(linked, "checkout", "-q", "side")
+    subprocess.run(["git", "merge", "-q", "--no-ff", "--no-commit", "topic"], cwd=linked, capture_output=True)
+    assert git(linked, "status", "--porcelain") == "" and (repo / ".git" / "worktrees" / "linked" / "MERGE_HEAD").exists()
+    preview = run_gate(linked, "closeout", "--format", "text")
+    assert preview.returncode == 1 and "Finish a merge in progress" in preview.stdout, preview.stdout
+    first = _first_line(linked, "s-3")
+    assert "did NOT close out" in first and "a merge in progress" in first, first
+
+
 def test_the_preview_a_blocked_stop_names_judges_as_that_session_does(repo: Path) -> None:
     """A new user's finding: with an earlier session's claim left in the worktree, the stop let session E stop (that
     claim is not E's to release) while the preview its block messages name, `gate closeout --format text`, exited 1
