@@ -376,11 +376,10 @@ def _claim_and_locks(repo: Repo, config: Config, now: datetime, session: str | N
         mine = claims.held_here(record, repo)  # by identity, so a moved worktree still knows its own claim
         who = "this worktree" if mine else "ANOTHER worktree"
         status = "live" if live else f"abandoned: {why}; `gate claim` takes it over"
+        if live and not mine:  # a claim with no TTL lives until released: a crashed session's too
+            status += f"; if its session is gone, {claims.FORCE}"
         out = [f"{state_rel} is claimed by {who} ({status}): {claims.describe(record)}"]
         held = record.get("session")
-        if live and not mine:  # a claim with no TTL lives until released: a crashed session's too
-            out.append("If that session has ended, `gate release --force --reason TEXT` ends its claim (the record is "
-                       "kept in lost+found).")
         if mine and live and session and held and held != session:  # a claim an earlier session left here
             out.append(_earlier_session(held, session))
     name = config.section("claims").get("remote")

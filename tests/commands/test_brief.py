@@ -232,7 +232,9 @@ def test_a_long_handoff_never_evicts_the_flags(repo: Path, tmp_path: Path, fmt: 
     assert run_gate(linked, "claim", "--session", "W").returncode == 0
     assert run_gate(repo, "claim", "--session", "M").returncode == 1  # denied: a claim-denied flag
     found = discover(repo, {})
-    flags.raise_flag(found, "io-error", "a second reason " + "z" * 3000, command="gate", exit_code=3)
+    # A long message (2,000 characters: Codex's 6,000 still leaves room for the hand-over's first lines, whatever the
+    # length of the temporary folder's path, which the brief names several times).
+    flags.raise_flag(found, "io-error", "a second reason " + "z" * 2000, command="gate", exit_code=3)
     proc = run_gate(repo, "brief", "--format", fmt)
     assert proc.returncode == 0
     context = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
