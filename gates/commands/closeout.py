@@ -57,7 +57,9 @@ def judge(run: Invocation, session: str | None) -> tuple[list[str], list[str], s
             if unpushed:
                 steps.append(f"Commits of this branch not pushed yet change {path} (`git log @{{upstream}}.. -- "
                              f"{shell_path(path)}` lists them), but {holder} holds its claim: the pre-push gate refuses "
-                             f"their push. Take the change of {path} out of them, or push once that claim is released.")
+                             f"their push. Take the change of {path} out of them (`git restore --source=@{{upstream}} "
+                             f"--staged --worktree -- {shell_path(path)}`, then commit: the push then changes none of "
+                             "it), or push once that claim is released.")
                 summary.append("unpushed commits change the hand-over another clone holds")
         elif unread is not None and asks:
             steps.append(f"Before you push that commit: the claim on {path} could not be read from the remote "

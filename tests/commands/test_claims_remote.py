@@ -592,7 +592,17 @@ def test_the_stop_hook_reads_the_remote_claim_as_the_pre_push_gate_does(tmp_path
            "them), but on remote origin: worktree " in unpushed.stdout
     assert "holds its claim: the pre-push gate refuses their push." in unpushed.stdout
     assert run_gate(a, "check", "--remote").returncode == 1  # as the push gate says
-    git(a, "reset", "-q", "--hard", "HEAD~1")
+    # The step names the command that takes the change out (a new user's finding: it named none); followed, the push
+    # gate passes and the stop is done.
+    assert "(`git restore --source=@{upstream} --staged --worktree -- HANDOFF.md`, then commit: the push then " \
+           "changes none of it)" in unpushed.stdout, unpushed.stdout
+    subprocess.run(["sh", "-c", "git restore --source=@{upstream} --staged --worktree -- HANDOFF.md"], cwd=a, check=True)
+    git(a, "commit", "-q", "--no-verify", "-m", "the hand-over is b's")
+    assert run_gate(a, "check", "--remote").returncode == 0
+    followed = run_gate(a, "closeout", "--format", "text")
+    assert followed.returncode == 0 and "is left to the session that holds its claim" in followed.stdout, \
+        followed.stdout
+    git(a, "reset", "-q", "--hard", "HEAD~2")
     # A record on the remote that cannot be read: never free, for the stop as for the push gate and the brief.
     _broken_record(bare, claim_ref(a))
     (a / "feature.py").write_text("x = 1\n")
