@@ -168,7 +168,8 @@ def _handoff_steps(repo: Repo, work: sessions.Closure, path: str, uncommitted: b
     kind = found.kind if found is not None else None
     if found is not None and kind == "behind":
         commits, total = sessions.work_after(repo, found)
-        listed = "".join(f"\n   - {sha} {excerpt(subject, 80)}" for sha, subject, _ in commits[:5])
+        listed = "".join(f"\n   - {sha} {excerpt(subject, 80)}{sessions.merged(sha, brought)}"
+                         for sha, subject, _, brought in commits[:5])
         more = f"\n   (+{total - 5} more: `git log {ref[:12]}..HEAD`)" if total > 5 else ""
         steps.append(f"Describe the work in {path}: {found.behind} commit(s) after its Meta ref {ref[:12]} "
                      f"are not closed out. Update its Current Target and Open Threads (and Decisions, Dead "
@@ -203,7 +204,12 @@ def _unpushed(repo: Repo, path: str) -> bool:
     if repo.head is None:
         return False
     try:
-        upstream = repo.resolve_commit("@{upstream}")  # None: no upstream; a git that fails raises
+        branch = repo.branch()
+        named = repo.git("for-each-ref", "--format=%(upstream)", "--end-of-options", f"refs/heads/{branch}") \
+            if branch else None
+        if named is None or (named.returncode == 0 and not named.stdout.strip()):
+            return False  # detached, or a branch with no upstream: nothing to tell against
+        upstream = repo.resolve_commit("@{upstream}")  # its ref gone (never fetched, pruned): nothing to tell against
         return upstream is not None and bool(repo.changed(upstream, repo.head, [path]))
     except GitFailed:
         return True
@@ -457,7 +463,7 @@ def _text(run: Invocation, session: str | None) -> int:
               "them)" if holder else
               "close-out done: the hand-over passes its gates and describes every commit, and nothing is left uncommitted")
         return OK
-    print(reason_text(steps))
+    print(reason_text(steps, session=session))
     return VIOLATION
 
 

@@ -101,9 +101,10 @@ def first_line(repo: Repo, current: str | None, work: "Closure", head: str | Non
     if holder is not None and work.committed:
         done = "closed out" if verdict == "done" else f"its work is committed ({last})"
         return f"Last session: {who}: {done}; {LEFT_TO_HOLDER}: {said}."
-    if verdict == "done" and closing is not None and closing.get("left") is True:  # its stop left it to a holder
-        how = f"it closed out, leaving the hand-over to the session that held its claim then; now: {said}"
-    elif verdict == "done":
+    if verdict == "done" and closing is not None and closing.get("left") is True and holder is None:
+        return (f"Last session: {who}: closed out, leaving the hand-over to the session that held its claim then; "
+                f"that claim has ended, so what the hand-over lacks is this worktree's to describe: {said}; see Salvage.")
+    if verdict == "done":
         how = (f"it closed out at {closed_at[:12]}, but HEAD has moved since: {said}" if closed_at and closed_at != head
                else f"it closed out, but now: {said}")
     else:
@@ -331,29 +332,47 @@ class ListFailed(Exception):
     """`git rev-list` failed: the salvage says so instead of listing no commits."""
 
 
-def commits_after(repo: Repo, since: str | None) -> tuple[list[tuple[str, str, list[str]]], int]:
-    """(short sha, subject, files) of the first-parent commits after `since` (the last ones when None), and how many."""
+def commits_after(repo: Repo, since: str | None) -> "tuple[list[tuple[str, str, list[str], int]], int]":
+    """(short sha, subject, files, how many commits it brings in: a merge's, else 0) of the first-parent commits after
+    `since` (the last ones when None), and how many. A merge is one first-parent commit, and what it brings would be
+    named to nobody: its count and the command that lists them are said."""
     spec = [f"{since}..HEAD"] if since else ["HEAD"]
     which = "after the Meta ref" if since else "on HEAD"
-    listed = repo.git("rev-list", "--first-parent", *spec, "--")
+    listed = repo.git("rev-list", "--first-parent", "--parents", *spec, "--")
     if listed.returncode != 0:  # never read as "no commits"
         raise ListFailed(f"could not list the commits {which}: git rev-list exited {listed.returncode}")
-    shas = listed.stdout.split()
+    rows = [line.split() for line in listed.stdout.splitlines() if line.strip()]
+    shas = [row[0] for row in rows]
     total = len(shas) if since else min(len(shas), MAX_COMMITS)
-    shas = shas[:MAX_COMMITS]
+    shas, merges = shas[:MAX_COMMITS], {row[0] for row in rows[:MAX_COMMITS] if len(row) > 2}
     if not shas:
         return [], total
     proc = repo.git("-c", "log.showSignature=false", "log", "--no-show-signature", "--no-decorate", "--first-parent",
                     f"--max-count={len(shas)}", "--format=%x1e%H%x1f%s%x1f", "--name-only", "-z", *spec, "--")
     if proc.returncode != 0:  # never read as commits without subjects
         raise ListFailed(f"could not list the commits {which}: git log exited {proc.returncode}")
+    brought = {sha: _brought(repo, sha) for sha in merges}
     parsed = _parse_log(proc.stdout)
     if [sha for sha, _, _ in parsed] != shas:  # a subject that forged a record separator: show the commits only
-        return [(sha[:12], "(subject not shown: it holds separator characters)", []) for sha in shas], total
-    return [(sha[:12], subject, names) for sha, subject, names in parsed], total
+        return [(sha[:12], "(subject not shown: it holds separator characters)", [], brought.get(sha, 0))
+                for sha in shas], total
+    return [(sha[:12], subject, names, brought.get(sha, 0)) for sha, subject, names in parsed], total
 
 
-def work_after(repo: Repo, found: Relation) -> tuple[list[tuple[str, str, list[str]]], int]:
+def _brought(repo: Repo, merge: str) -> int:
+    """How many commits the merge `merge` brings in beside its first parent's line (0 when git cannot say)."""
+    counted = repo.git("rev-list", "--count", f"{merge}^1..{merge}", "--")
+    count = counted.stdout.strip()
+    return max(0, int(count) - 1) if counted.returncode == 0 and count.isdigit() else 0
+
+
+def merged(sha: str, brought: int) -> str:
+    """What a listed merge brings, for a listing line ('' for a commit that is no merge)."""
+    return (f" (a merge of {plural(brought, 'commit')}: `git log --oneline {sha}^1..{sha}` lists them)"
+            if brought else "")
+
+
+def work_after(repo: Repo, found: Relation) -> "tuple[list[tuple[str, str, list[str], int]], int]":
     """The commits of work after a Meta ref that is `found` behind: its close-out commit, if any, is not work."""
     commits, total = commits_after(repo, found.commit)
     if found.closed and total:
@@ -380,7 +399,7 @@ def salvage(repo: Repo, work: Closure, handoff_path: str, holder: str | None = N
         return None
     why = work.reasons()
     found = work.found
-    commits: list[tuple[str, str, list[str]]] = []
+    commits: list[tuple[str, str, list[str], int]] = []
     total = 0
     unlisted = None
     try:
@@ -409,10 +428,11 @@ def salvage(repo: Repo, work: Closure, handoff_path: str, holder: str | None = N
         label = "after the Meta ref" if found is not None and found.kind == "behind" else "on HEAD (the last ones)"
         shown = f"{len(commits)} of {total}" if total > len(commits) else str(len(commits))
         out.append(f"Commits {label}, newest first ({shown}):")
-        for sha, subject, names in commits:
+        for sha, subject, names, brought in commits:
             files = ", ".join(excerpt(name, 80) for name in names[:MAX_FILES_PER_COMMIT])
             more = f", +{len(names) - MAX_FILES_PER_COMMIT} more" if len(names) > MAX_FILES_PER_COMMIT else ""
-            out.append(f"- {sha} {excerpt(subject, 100)}" + (f" [files: {files}{more}]" if names else ""))
+            out.append(f"- {sha} {excerpt(subject, 100)}{merged(sha, brought)}"
+                       + (f" [files: {files}{more}]" if names else ""))
     changed = work.paths
     if changed:
         shown = f"{MAX_PATHS} of {len(changed)}" if len(changed) > MAX_PATHS else str(len(changed))

@@ -481,6 +481,21 @@ def test_the_stop_hook_leaves_the_hand_over_to_the_clone_that_holds_its_remote_c
     assert "if another clone holds it, its pre-push gate refuses the push." in unread.stdout
 
 
+def test_a_branch_with_no_upstream_is_never_given_upstream_commands(tmp_path: Path) -> None:
+    """A walk found: on a branch with no upstream, git's "no upstream configured" (exit 128) was read as "unpushed
+    commits change the hand-over", and the stop's step named `git log @{upstream}..` and `git restore
+    --source=@{upstream}`, both of which fail there. A branch with no upstream has nothing to tell against."""
+    bare = seed_bare(tmp_path)
+    a, b = clone(f"file://{bare}", tmp_path / "a"), clone(f"file://{bare}", tmp_path / "b")
+    assert run_gate(b, "claim", "--session", "bee").returncode == 0
+    git(a, "switch", "-q", "-c", "topic")
+    (a / "feature.py").write_text("x = 1\n")
+    git(a, "add", "feature.py")
+    git(a, "commit", "-q", "--no-verify", "-m", "add the feature")
+    stop = run_gate(a, "closeout", "--format", "text")
+    assert "@{upstream}" not in stop.stdout and stop.returncode == 0, stop.stdout
+
+
 def test_the_stop_asks_for_the_push_of_the_close_out_before_the_release(tmp_path: Path) -> None:
     """A new user's finding: with claims.remote, the stop asked only to release the claim after a close-out commit,
     then said done; the close-out was not pushed, and with the claim gone another clone could claim and push first,
@@ -596,8 +611,13 @@ def test_the_stop_hook_reads_the_remote_claim_as_the_pre_push_gate_does(tmp_path
     # gate passes and the stop is done.
     assert "(`git restore --source=@{upstream} --staged --worktree -- HANDOFF.md`, then commit: the push then " \
            "changes none of it)" in unpushed.stdout, unpushed.stdout
+    # Followed through the commit hook (a helper's walk found the commit refused: "its Meta ref must be HEAD"): a
+    # commit that puts the hand-over back as the upstream has it describes nothing new.
+    assert run_gate(a, "install-hooks").returncode == 0
     subprocess.run(["sh", "-c", "git restore --source=@{upstream} --staged --worktree -- HANDOFF.md"], cwd=a, check=True)
-    git(a, "commit", "-q", "--no-verify", "-m", "the hand-over is b's")
+    taken = subprocess.run(["git", "commit", "-q", "-m", "the hand-over is b's"], cwd=a, capture_output=True, text=True)
+    assert taken.returncode == 0, taken.stdout + taken.stderr
+    assert run_gate(a, "install-hooks", "--uninstall").returncode == 0
     assert run_gate(a, "check", "--remote").returncode == 0
     followed = run_gate(a, "closeout", "--format", "text")
     assert followed.returncode == 0 and "is left to the session that holds its claim" in followed.stdout, \

@@ -591,8 +591,9 @@ def test_after_the_holder_releases_the_brief_says_the_hand_over_was_left_to_it(r
     assert stop.returncode == 0 and stop.stdout == "", stop.stdout
     assert run_gate(repo, "release", "--session", "holder").returncode == 0
     first = _first_line(linked, "s-next")
-    assert first.endswith(": did NOT close out (it closed out, leaving the hand-over to the session that held its "
-                          "claim then; now: 1 commit after the Meta ref); see Salvage."), first
+    assert first.endswith(": closed out, leaving the hand-over to the session that held its claim then; that claim "
+                          "has ended, so what the hand-over lacks is this worktree's to describe: 1 commit after the "
+                          "Meta ref; see Salvage."), first
 
 
 def test_the_first_line_says_closed_out_only_where_the_stop_said_done(repo: Path, tmp_path: Path) -> None:
@@ -631,6 +632,24 @@ def test_the_first_line_says_closed_out_only_where_the_stop_said_done(repo: Path
     assert "did NOT close out" in first and "a merge in progress" in first, first
 
 
+def test_a_merge_after_the_meta_ref_says_what_it_brings(repo: Path) -> None:
+    """A walk found: after a `git pull` that merged another clone's five commits, the stop and the brief listed only
+    "Merge branch 'main' of …" (the first-parent line): the commits it brought were named to nobody, though they were
+    left for this session to describe. A listed merge says how many it brings and the command that lists them."""
+    git(repo, "switch", "-q", "-c", "topic")
+    for n in range(3):
+        _work(repo, f"t{n}.py", f"topic work {n}")
+    git(repo, "switch", "-q", "main")
+    git(repo, "merge", "-q", "--no-ff", "--no-verify", "-m", "Merge branch 'topic'", "topic")
+    merge = git(repo, "rev-parse", "--short=12", "HEAD")
+    said = f"Merge branch 'topic' (a merge of 3 commits: `git log --oneline {merge}^1..{merge}` lists them)"
+    assert said in run_gate(repo, "closeout", "--format", "text").stdout
+    assert f"- {merge} {said}" in run_gate(repo, "brief").stdout
+    listed = subprocess.run(["sh", "-c", f"git log --oneline {merge}^1..{merge}"], cwd=repo, capture_output=True,
+                            text=True).stdout.splitlines()
+    assert len(listed) == 4 and all(any(f"topic work {n}" in line for line in listed) for n in range(3))
+
+
 def test_the_preview_a_blocked_stop_names_judges_as_that_session_does(repo: Path) -> None:
     """A new user's finding: with an earlier session's claim left in the worktree, the stop let session E stop (that
     claim is not E's to release) while the preview its block messages name, `gate closeout --format text`, exited 1
@@ -640,6 +659,8 @@ def test_the_preview_a_blocked_stop_names_judges_as_that_session_does(repo: Path
     block = _hook(repo, "closeout", "claude", {"session_id": "E", "stop_hook_active": False})
     reason = json.loads(block.stdout)["reason"]
     assert "`gate closeout --format text --session E` exits 0 once the close-out is done." in reason, reason
+    preview = run_gate(repo, "closeout", "--format", "text", "--session", "E")  # a walk: it named the plain preview
+    assert "`gate closeout --format text --session E` exits 0 once the close-out is done." in preview.stdout
     _close_out(repo, "E's work is in.")
     assert run_gate(repo, "closeout", "--format", "text", "--session", "E").returncode == 0
     stop = _hook(repo, "closeout", "claude", {"session_id": "E", "stop_hook_active": True})
