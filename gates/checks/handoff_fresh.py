@@ -141,21 +141,10 @@ def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: "dict[str, Any
         else:
             yield Finding(shown, ref.line, ID, f"{behind}: work was committed without updating the hand-over — bring "
                           f"it up to date, then {stamp} and commit it (`git add {shell_path(shown)}`)")
-    if (found.kind != "unborn" and not ctx.range_spec and ctx.staged(shown) and found.commit != ctx.repo.head
-            and not _restores_upstream(ctx, shown)):
+    if found.kind != "unborn" and not ctx.range_spec and ctx.staged(shown) and found.commit != ctx.repo.head:
         assert ctx.repo.head is not None
         yield Finding(shown, ref.line, ID, f"this {'amend' if amends else 'commit'} changes {shown}, so its Meta ref "
                       f"must be {head} ({ctx.repo.head[:12]}), not {ref.value} — run {stamp} and stage the file again")
-
-
-def _restores_upstream(ctx: Context, shown: str) -> bool:
-    """Whether the commit being made puts the hand-over back as the branch's upstream has it (byte for byte): it takes
-    a change of it out of commits not pushed yet (the stop's step while another clone holds the claim), so it
-    describes nothing new and need not name HEAD. Asked only on the way to that refusal."""
-    staged = ctx.repo.git("rev-parse", "--verify", "--quiet", "--end-of-options", f":{shown}")
-    upstream = ctx.repo.git("rev-parse", "--verify", "--quiet", "--end-of-options", f"@{{upstream}}:{shown}")
-    return staged.returncode == 0 == upstream.returncode and bool(staged.stdout.strip()) \
-        and staged.stdout.strip() == upstream.stdout.strip()
 
 
 def _claimed_elsewhere(ctx: Context) -> str | None:

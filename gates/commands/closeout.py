@@ -49,17 +49,14 @@ def judge(run: Invocation, session: str | None) -> tuple[list[str], list[str], s
     steps, summary, asks = _steps(repo, path, found, work, holder)
     # With claims.remote, the claim there is read only by a stop that asks for a commit of the hand-over or has one
     # not pushed yet: another clone's claim refuses that push (handoff-claim-remote), so the stop is worded for it.
-    unpushed = holder is None and bool(config.section("claims").get("remote")) and _unpushed(repo, path)
-    if holder is None and config.section("claims").get("remote") and (asks or unpushed):
+    name = config.section("claims").get("remote")
+    unpushed = _unpushed(repo, path, str(name)) if holder is None and name else None
+    if holder is None and name and (asks or unpushed):
         holder, unread = _claimed_remotely(run, path)
         if holder is not None:
             steps, summary, asks = _steps(repo, path, found, work, holder, "push")
             if unpushed:
-                steps.append(f"Commits of this branch not pushed yet change {path} (`git log @{{upstream}}.. -- "
-                             f"{shell_path(path)}` lists them), but {holder} holds its claim: the pre-push gate refuses "
-                             f"their push. Take the change of {path} out of them (`git restore --source=@{{upstream}} "
-                             f"--staged --worktree -- {shell_path(path)}`, then commit: the push then changes none of "
-                             "it), or push once that claim is released.")
+                steps.append(_take_out(path, holder, unpushed))
                 summary.append("unpushed commits change the hand-over another clone holds")
         elif unread is not None and asks:
             steps.append(f"Before you push that commit: the claim on {path} could not be read from the remote "
@@ -67,8 +64,9 @@ def judge(run: Invocation, session: str | None) -> tuple[list[str], list[str], s
     if not steps:
         held = _held_claim(repo, path, session)
         if held and unpushed:  # released first, the claim would no longer guard the close-out's push
-            steps.append(f"Push the close-out (`git push`): commits of this branch not pushed yet change {path}, and "
-                         "the claim guards their push only until it is released.")
+            how = "`git push`" if unpushed.startswith("@") else f"`git push -u {name} HEAD`: this branch has no upstream"
+            steps.append(f"Push the close-out ({how}): commits of this branch not pushed yet change {path}, and the "
+                         "claim guards their push only until it is released.")
             summary.append("the close-out is not pushed yet")
         if held:
             steps.append(f"{RELEASE}{held}.")
@@ -168,9 +166,9 @@ def _handoff_steps(repo: Repo, work: sessions.Closure, path: str, uncommitted: b
     kind = found.kind if found is not None else None
     if found is not None and kind == "behind":
         commits, total = sessions.work_after(repo, found)
-        listed = "".join(f"\n   - {sha} {excerpt(subject, 80)}{sessions.merged(sha, brought)}"
-                         for sha, subject, _, brought in commits[:5])
-        more = f"\n   (+{total - 5} more: `git log {ref[:12]}..HEAD`)" if total > 5 else ""
+        listed = "".join(f"\n   - {sha} {excerpt(subject, 80)}{sessions.merged(merge)}"
+                         for sha, subject, _, merge in commits[:5])
+        more = f"\n   (+{total - 5} more: `git log {found.commit}..HEAD`)" if total > 5 else ""  # a full id, as resolved
         steps.append(f"Describe the work in {path}: {found.behind} commit(s) after its Meta ref {ref[:12]} "
                      f"are not closed out. Update its Current Target and Open Threads (and Decisions, Dead "
                      f"Ends, Verified) so the next session can continue from them:{listed}{more}")
@@ -198,21 +196,42 @@ def _handoff_steps(repo: Repo, work: sessions.Closure, path: str, uncommitted: b
     return True
 
 
-def _unpushed(repo: Repo, path: str) -> bool:
-    """Whether commits of this branch that its upstream (as this clone last saw it) lacks change the hand-over; a
-    branch with no upstream has none to tell, and a git that cannot answer counts as yes (the remote then decides)."""
+def _unpushed(repo: Repo, path: str, name: str) -> str | None:
+    """The revisions (as `git log` takes them) of this branch's commits not pushed yet, when they change the hand-over;
+    None when none do. Against its upstream as this clone last saw it (what they change together); a branch with no
+    upstream (or one whose ref is gone) against every branch of remote `name` this clone has seen; a git that
+    cannot answer counts as yes (the remote then decides)."""
     if repo.head is None:
-        return False
+        return None
+    elsewhere = f"HEAD --not --remotes={name}"
     try:
         branch = repo.branch()
         named = repo.git("for-each-ref", "--format=%(upstream)", "--end-of-options", f"refs/heads/{branch}") \
             if branch else None
-        if named is None or (named.returncode == 0 and not named.stdout.strip()):
-            return False  # detached, or a branch with no upstream: nothing to tell against
-        upstream = repo.resolve_commit("@{upstream}")  # its ref gone (never fetched, pruned): nothing to tell against
-        return upstream is not None and bool(repo.changed(upstream, repo.head, [path]))
+        upstream = repo.resolve_commit("@{upstream}") if named is not None and named.stdout.strip() else None
+        if upstream is not None:
+            return "@{upstream}.." if repo.changed(upstream, repo.head, [path]) else None
+        listed = repo.git("log", "--format=%H", "HEAD", "--not", f"--remotes={name}", "--", path)
+        if listed.returncode != 0:
+            return elsewhere
+        return elsewhere if listed.stdout.strip() else None
     except GitFailed:
-        return True
+        return elsewhere
+
+
+def _take_out(path: str, holder: str, unpushed: str) -> str:
+    """The step for commits not pushed yet (`unpushed`: their revisions) that change a hand-over another clone holds.
+    Taking the change out rewrites them: a commit that changed the hand-over back would itself be a change of it
+    whose Meta ref is not its parent, which the commit hook and CI refuse."""
+    shown = shell_path(path)
+    said = (f"Commits of this branch not pushed yet change {path} (`git log {unpushed} -- {shown}` lists them), but "
+            f"{holder} holds its claim: the pre-push gate refuses their push. Take the change of {path} out of them, "
+            "or push once that claim is released.")
+    if not unpushed.startswith("@"):
+        return f"{said} They are not pushed: rewrite them without it."
+    return (f"{said} To take it out, make them one commit without it: `base=$(git merge-base HEAD @{{upstream}}) && "
+            f"git reset --soft \"$base\" && git restore --source=\"$base\" --staged --worktree -- {shown}`, then "
+            "commit the work.")
 
 
 def _claimed_remotely(run: Invocation, path: str) -> tuple[str | None, str | None]:

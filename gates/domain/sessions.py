@@ -332,10 +332,10 @@ class ListFailed(Exception):
     """`git rev-list` failed: the salvage says so instead of listing no commits."""
 
 
-def commits_after(repo: Repo, since: str | None) -> "tuple[list[tuple[str, str, list[str], int]], int]":
-    """(short sha, subject, files, how many commits it brings in: a merge's, else 0) of the first-parent commits after
-    `since` (the last ones when None), and how many. A merge is one first-parent commit, and what it brings would be
-    named to nobody: its count and the command that lists them are said."""
+def commits_after(repo: Repo, since: str | None) -> "tuple[list[tuple[str, str, list[str], str | None]], int]":
+    """(short sha, subject, files, the full id when it is a merge, else None) of the first-parent commits after `since`
+    (the last ones when None), and how many. A merge is one first-parent commit, and what it brings would be named to
+    nobody: its listing line says how to list them (sessions.merged)."""
     spec = [f"{since}..HEAD"] if since else ["HEAD"]
     which = "after the Meta ref" if since else "on HEAD"
     listed = repo.git("rev-list", "--first-parent", "--parents", *spec, "--")
@@ -351,28 +351,20 @@ def commits_after(repo: Repo, since: str | None) -> "tuple[list[tuple[str, str, 
                     f"--max-count={len(shas)}", "--format=%x1e%H%x1f%s%x1f", "--name-only", "-z", *spec, "--")
     if proc.returncode != 0:  # never read as commits without subjects
         raise ListFailed(f"could not list the commits {which}: git log exited {proc.returncode}")
-    brought = {sha: _brought(repo, sha) for sha in merges}
     parsed = _parse_log(proc.stdout)
     if [sha for sha, _, _ in parsed] != shas:  # a subject that forged a record separator: show the commits only
-        return [(sha[:12], "(subject not shown: it holds separator characters)", [], brought.get(sha, 0))
+        return [(sha[:12], "(subject not shown: it holds separator characters)", [], sha if sha in merges else None)
                 for sha in shas], total
-    return [(sha[:12], subject, names, brought.get(sha, 0)) for sha, subject, names in parsed], total
+    return [(sha[:12], subject, names, sha if sha in merges else None) for sha, subject, names in parsed], total
 
 
-def _brought(repo: Repo, merge: str) -> int:
-    """How many commits the merge `merge` brings in beside its first parent's line (0 when git cannot say)."""
-    counted = repo.git("rev-list", "--count", f"{merge}^1..{merge}", "--")
-    count = counted.stdout.strip()
-    return max(0, int(count) - 1) if counted.returncode == 0 and count.isdigit() else 0
+def merged(merge: str | None) -> str:
+    """For a listed merge (its full id: a short one could name a tag the repository planted), the command that lists
+    what it brings in; '' for a commit that is no merge."""
+    return f" (a merge: `git log --oneline {merge}^1..{merge}` lists what it brings)" if merge else ""
 
 
-def merged(sha: str, brought: int) -> str:
-    """What a listed merge brings, for a listing line ('' for a commit that is no merge)."""
-    return (f" (a merge of {plural(brought, 'commit')}: `git log --oneline {sha}^1..{sha}` lists them)"
-            if brought else "")
-
-
-def work_after(repo: Repo, found: Relation) -> "tuple[list[tuple[str, str, list[str], int]], int]":
+def work_after(repo: Repo, found: Relation) -> "tuple[list[tuple[str, str, list[str], str | None]], int]":
     """The commits of work after a Meta ref that is `found` behind: its close-out commit, if any, is not work."""
     commits, total = commits_after(repo, found.commit)
     if found.closed and total:
@@ -399,7 +391,7 @@ def salvage(repo: Repo, work: Closure, handoff_path: str, holder: str | None = N
         return None
     why = work.reasons()
     found = work.found
-    commits: list[tuple[str, str, list[str], int]] = []
+    commits: list[tuple[str, str, list[str], str | None]] = []
     total = 0
     unlisted = None
     try:
@@ -428,10 +420,10 @@ def salvage(repo: Repo, work: Closure, handoff_path: str, holder: str | None = N
         label = "after the Meta ref" if found is not None and found.kind == "behind" else "on HEAD (the last ones)"
         shown = f"{len(commits)} of {total}" if total > len(commits) else str(len(commits))
         out.append(f"Commits {label}, newest first ({shown}):")
-        for sha, subject, names, brought in commits:
+        for sha, subject, names, merge in commits:
             files = ", ".join(excerpt(name, 80) for name in names[:MAX_FILES_PER_COMMIT])
             more = f", +{len(names) - MAX_FILES_PER_COMMIT} more" if len(names) > MAX_FILES_PER_COMMIT else ""
-            out.append(f"- {sha} {excerpt(subject, 100)}{merged(sha, brought)}"
+            out.append(f"- {sha} {excerpt(subject, 100)}{merged(merge)}"
                        + (f" [files: {files}{more}]" if names else ""))
     changed = work.paths
     if changed:

@@ -481,10 +481,11 @@ def test_the_stop_hook_leaves_the_hand_over_to_the_clone_that_holds_its_remote_c
     assert "if another clone holds it, its pre-push gate refuses the push." in unread.stdout
 
 
-def test_a_branch_with_no_upstream_is_never_given_upstream_commands(tmp_path: Path) -> None:
+def test_a_branch_with_no_upstream_is_judged_against_the_remote_s_branches(tmp_path: Path) -> None:
     """A walk found: on a branch with no upstream, git's "no upstream configured" (exit 128) was read as "unpushed
-    commits change the hand-over", and the stop's step named `git log @{upstream}..` and `git restore
-    --source=@{upstream}`, both of which fail there. A branch with no upstream has nothing to tell against."""
+    commits change the hand-over", and the step named `@{upstream}` commands that fail there. A review then found the
+    first fix read it as "nothing unpushed", so the stop said done over a close-out whose push is refused. Such a
+    branch is judged against every branch of the remote this clone has seen, with commands that work there."""
     bare = seed_bare(tmp_path)
     a, b = clone(f"file://{bare}", tmp_path / "a"), clone(f"file://{bare}", tmp_path / "b")
     assert run_gate(b, "claim", "--session", "bee").returncode == 0
@@ -492,8 +493,18 @@ def test_a_branch_with_no_upstream_is_never_given_upstream_commands(tmp_path: Pa
     (a / "feature.py").write_text("x = 1\n")
     git(a, "add", "feature.py")
     git(a, "commit", "-q", "--no-verify", "-m", "add the feature")
+    work = run_gate(a, "closeout", "--format", "text")
+    assert work.returncode == 0 and "@{upstream}" not in work.stdout, work.stdout
+    (a / "HANDOFF.md").write_text((a / "HANDOFF.md").read_text().replace("Build the thing.", "Ship it."))
+    assert run_gate(a, "stamp").returncode == 0
+    git(a, "commit", "-q", "--no-verify", "-am", "close-out while b holds the claim")
+    assert run_gate(a, "check", "--remote").returncode == 1  # the push gate refuses it
     stop = run_gate(a, "closeout", "--format", "text")
-    assert "@{upstream}" not in stop.stdout and stop.returncode == 0, stop.stdout
+    assert stop.returncode == 1 and "@{upstream}" not in stop.stdout, stop.stdout
+    assert "(`git log HEAD --not --remotes=origin -- HANDOFF.md` lists them)" in stop.stdout
+    listed = subprocess.run(["sh", "-c", "git log --format=%s HEAD --not --remotes=origin -- HANDOFF.md"], cwd=a,
+                            capture_output=True, text=True, check=True).stdout
+    assert listed == "close-out while b holds the claim\n"
 
 
 def test_the_stop_asks_for_the_push_of_the_close_out_before_the_release(tmp_path: Path) -> None:
@@ -607,22 +618,30 @@ def test_the_stop_hook_reads_the_remote_claim_as_the_pre_push_gate_does(tmp_path
            "them), but on remote origin: worktree " in unpushed.stdout
     assert "holds its claim: the pre-push gate refuses their push." in unpushed.stdout
     assert run_gate(a, "check", "--remote").returncode == 1  # as the push gate says
-    # The step names the command that takes the change out (a new user's finding: it named none); followed, the push
-    # gate passes and the stop is done.
-    assert "(`git restore --source=@{upstream} --staged --worktree -- HANDOFF.md`, then commit: the push then " \
-           "changes none of it)" in unpushed.stdout, unpushed.stdout
-    # Followed through the commit hook (a helper's walk found the commit refused: "its Meta ref must be HEAD"): a
-    # commit that puts the hand-over back as the upstream has it describes nothing new.
+    # The step names the commands that take the change out (a new user's finding: it named none). A commit that
+    # changed the hand-over back would be refused by the commit hook and by CI (a review: its Meta ref is not its
+    # parent), so the unpushed commits become one without it; followed through the hook, the push gate, CI's range
+    # and the stop all pass.
+    step = "`base=$(git merge-base HEAD @{upstream}) && git reset --soft \"$base\" && git restore --source=\"$base\" " \
+           "--staged --worktree -- HANDOFF.md`, then commit the work."
+    assert step in unpushed.stdout, unpushed.stdout
+    (a / "feature.py").write_text("x = 2\n")
+    git(a, "add", "feature.py")
+    git(a, "commit", "-q", "--no-verify", "-m", "work after it")
     assert run_gate(a, "install-hooks").returncode == 0
-    subprocess.run(["sh", "-c", "git restore --source=@{upstream} --staged --worktree -- HANDOFF.md"], cwd=a, check=True)
-    taken = subprocess.run(["git", "commit", "-q", "-m", "the hand-over is b's"], cwd=a, capture_output=True, text=True)
+    command = step.split("`")[1]
+    subprocess.run(["sh", "-c", command], cwd=a, check=True)
+    taken = subprocess.run(["git", "commit", "-q", "-m", "the work, without the hand-over"], cwd=a,
+                           capture_output=True, text=True)
     assert taken.returncode == 0, taken.stdout + taken.stderr
     assert run_gate(a, "install-hooks", "--uninstall").returncode == 0
     assert run_gate(a, "check", "--remote").returncode == 0
+    assert run_gate(a, "check", "--range", "@{upstream}..HEAD").returncode == 0
+    assert (a / "feature.py").read_text() == "x = 2\n"  # the work is all there
     followed = run_gate(a, "closeout", "--format", "text")
     assert followed.returncode == 0 and "is left to the session that holds its claim" in followed.stdout, \
         followed.stdout
-    git(a, "reset", "-q", "--hard", "HEAD~2")
+    git(a, "reset", "-q", "--hard", "@{upstream}")
     # A record on the remote that cannot be read: never free, for the stop as for the push gate and the brief.
     _broken_record(bare, claim_ref(a))
     (a / "feature.py").write_text("x = 1\n")
