@@ -205,10 +205,12 @@ def _unpushed(repo: Repo, path: str, name: str) -> str | None:
         return None
     elsewhere = f"HEAD --not --remotes={name}"
     try:
-        branch = repo.branch()
-        named = repo.git("for-each-ref", "--format=%(upstream)", "--end-of-options", f"refs/heads/{branch}") \
-            if branch else None
-        upstream = repo.resolve_commit("@{upstream}") if named is not None and named.stdout.strip() else None
+        branch, upstream = repo.branch(), None
+        if branch:  # detached: no upstream
+            named = repo.git("for-each-ref", "--format=%(upstream)", "--end-of-options", f"refs/heads/{branch}")
+            if named.returncode != 0:
+                return elsewhere
+            upstream = repo.resolve_commit("@{upstream}") if named.stdout.strip() else None
         if upstream is not None:
             return "@{upstream}.." if repo.changed(upstream, repo.head, [path]) else None
         listed = repo.git("log", "--format=%H", "HEAD", "--not", f"--remotes={name}", "--", path)
