@@ -64,7 +64,8 @@ def judge(run: Invocation, session: str | None) -> tuple[list[str], list[str], s
     if not steps:
         held = _held_claim(repo, path, session)
         if held and unpushed:  # released first, the claim would no longer guard the close-out's push
-            how = "`git push`" if unpushed.startswith("@") else f"`git push -u {name} HEAD`: this branch has no upstream"
+            how = "`git push`" + ("" if unpushed.startswith("@") else f"; `git push -u {name} HEAD` where the branch has no "
+                                                                      "upstream")
             steps.append(f"Push the close-out ({how}): commits of this branch not pushed yet change {path}, and the "
                          "claim guards their push only until it is released.")
             summary.append("the close-out is not pushed yet")
@@ -157,7 +158,6 @@ def _work_steps(repo: Repo, work: sessions.Closure, path: str, steps: list[str],
     return asks
 
 
-# What git leaves in a worktree's git dir while an operation waits for the user: (what, to finish it, to end it).
 def _handoff_steps(repo: Repo, work: sessions.Closure, path: str, uncommitted: bool, mine: list[str], steps: list[str],
                    summary: list[str]) -> bool:
     """The steps that bring the hand-over up to date with the work and commit it (and whether there are any).

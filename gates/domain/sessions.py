@@ -226,6 +226,7 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}{'s' if count != 1 else ''}"
 
 
+# What git leaves in a worktree's git dir while an operation waits for the user: (what, to finish it, to end it).
 _UNDERWAY = (("MERGE_HEAD", ("a merge", "git commit", "git merge --abort")),
              ("rebase-merge", ("a rebase", "git rebase --continue", "git rebase --abort")),
              ("rebase-apply", ("a rebase", "git rebase --continue", "git rebase --abort")),
