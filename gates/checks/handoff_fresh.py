@@ -133,40 +133,45 @@ def _ref(ctx: Context, shown: str, ref: handoff.MetaEntry, fresh: "dict[str, Any
         made = (" once this amend replaces HEAD" if amends else " once this commit is made") if pending is not None else ""
         behind = (f"Meta ref {ref.value} is {_commits(found.behind)} behind {head}{made}, more than fresh.max_behind "
                   f"({fresh['max_behind']})")
-        holder = None if ctx.range_spec else _claimed_elsewhere(ctx)
+        holder, doubt = (None, None) if ctx.range_spec else _claimed_elsewhere(ctx)
         if holder is not None:
             yield Finding(shown, ref.line, ID, f"{behind}: {shown} is claimed by {holder}, so only that session may "
                           "bring it up to date — your commits are for it, or the next writer, to describe (if that "
                           "session is gone: `gate release --force --reason TEXT`)", WARNING)
         else:
+            unread = f" (whether another clone holds its claim could not be told: {doubt})" if doubt else ""
             yield Finding(shown, ref.line, ID, f"{behind}: work was committed without updating the hand-over — bring "
-                          f"it up to date, then {stamp} and commit it (`git add {shell_path(shown)}`)")
+                          f"it up to date, then {stamp} and commit it (`git add {shell_path(shown)}`){unread}")
     if found.kind != "unborn" and not ctx.range_spec and ctx.staged(shown) and found.commit != ctx.repo.head:
         assert ctx.repo.head is not None
         yield Finding(shown, ref.line, ID, f"this {'amend' if amends else 'commit'} changes {shown}, so its Meta ref "
                       f"must be {head} ({ctx.repo.head[:12]}), not {ref.value} — run {stamp} and stage the file again")
 
 
-def _claimed_elsewhere(ctx: Context) -> str | None:
-    """The claim another worktree of this clone, present now, holds on the hand-over, described; else, with
-    claims.remote, another clone's live claim as the remote has it now (read only here, on the way to a refusal,
-    within REMOTE_SECONDS); None when there is none, or it is only doubt (a remote that cannot be read, a record
-    there that cannot be). One listdir when no claim is held in this clone and no remote is configured."""
+def _claimed_elsewhere(ctx: Context) -> tuple[str | None, str | None]:
+    """(holder, doubt): the claim another worktree of this clone, present now, holds on the hand-over, described;
+    else, with claims.remote, another clone's live claim as the remote has it now (read only here, on the way to a
+    refusal, within REMOTE_SECONDS). Doubt (a remote that cannot be read, a record there that cannot be) is no
+    holder: it is said beside the refusal, never silently. One listdir when no claim is held in this clone and no
+    remote is configured."""
     path = ctx.config.section("handoff")["path"]
     if fsio.listing(state.layout(ctx.repo).claims, ".json"):
         from gates.domain import claims
 
         holder = claims.claimed_elsewhere(ctx.repo, path, ctx.now, proven=True)
         if holder is not None:
-            return holder
+            return holder, None
     name = ctx.config.section("claims").get("remote")
     if not name:
-        return None
+        return None, None
     from gates.domain import remote
 
     found = remote.another_clones(ctx.repo, ctx.config, str(name), path,
                                   min(remote.timeout_of(ctx.config), REMOTE_SECONDS))
-    return f"{remote.describe(found.record)} on remote {name}" if found.record is not None else None
+    if found.record is not None:
+        return f"{remote.describe(found.record)} on remote {name}", None
+    doubt = found.unread or (f"its record there cannot be read: {found.problem}" if found.problem else None)
+    return None, doubt
 
 
 REMOTE_SECONDS = 8.0  # a commit about to be refused asks the remote within this

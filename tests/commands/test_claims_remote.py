@@ -554,7 +554,9 @@ def test_a_clone_whose_hand_over_another_clone_claims_may_go_on_committing(tmp_p
         stop.stdout
     assert run_gate(a, "check", "--range", "HEAD~1..HEAD").returncode == 1
     git(a, "remote", "set-url", "origin", f"file://{tmp_path / 'gone.git'}")
-    assert run_gate(a, "check").returncode == 1  # unread: no proof of a holder
+    unread = run_gate(a, "check")  # unread: no proof of a holder, and said so
+    assert unread.returncode == 1 and "(whether another clone holds its claim could not be told: " in unread.stdout, \
+        unread.stdout
     git(a, "remote", "set-url", "origin", f"file://{bare}")
     assert run_gate(b, "release", "--session", "bee").returncode == 0
     refused = run_gate(a, "check")

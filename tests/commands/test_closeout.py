@@ -543,19 +543,26 @@ def test_a_session_whose_hand_over_another_worktree_claimed_is_not_told_to_chang
     assert "Close out:" not in preview.stdout and "Describe the work" not in preview.stdout
 
 
-def test_the_next_brief_says_a_session_that_left_the_hand_over_to_its_holder_closed_out(repo: Path, tmp_path: Path) -> None:
-    """A new user's finding: in a worktree whose hand-over another worktree claims, a session committed its work and
-    its stop said done (the hand-over is the holder's to write), yet the next brief's first line said it "did NOT
-    close out (it closed out, but now: 1 commit after the Meta ref)" and its Salvage said the same. One truth: the
-    stop's done is the brief's closed out; what still lags git is said as the holder's, and uncommitted work is
-    still not closed out."""
+def _left_to_holder(repo: Path, tmp_path: Path) -> Path:
+    """A linked worktree whose session committed its work while `repo` held the claim (session holder), and whose
+    stop said done: the hand-over is the holder's."""
     assert run_gate(repo, "claim", "--session", "holder").returncode == 0
     linked = tmp_path / "linked"
     git(repo, "worktree", "add", "-q", "-b", "side", str(linked))
     _hook(linked, "brief", "claude", {"session_id": "s-linked", "source": "startup"})
     _work(linked, "code.py", "work in the linked worktree")
     stop = _hook(linked, "closeout", "claude", {"session_id": "s-linked", "stop_hook_active": False})
-    assert stop.returncode == 0 and stop.stdout == "", stop.stdout  # done: the hand-over is the holder's
+    assert stop.returncode == 0 and stop.stdout == "", stop.stdout
+    return linked
+
+
+def test_the_next_brief_says_a_session_that_left_the_hand_over_to_its_holder_closed_out(repo: Path, tmp_path: Path) -> None:
+    """A new user's finding: in a worktree whose hand-over another worktree claims, a session committed its work and
+    its stop said done (the hand-over is the holder's to write), yet the next brief's first line said it "did NOT
+    close out (it closed out, but now: 1 commit after the Meta ref)" and its Salvage said the same. One truth: the
+    stop's done is the brief's closed out; what still lags git is said as the holder's, and uncommitted work is
+    still not closed out."""
+    linked = _left_to_holder(repo, tmp_path)
     first = _first_line(linked, "s-3")
     assert first.startswith("Last session: claude session s-linked, last seen "), first
     assert first.endswith(": closed out; the hand-over is left to the session that holds its claim elsewhere "
@@ -582,13 +589,7 @@ def test_after_the_holder_releases_the_brief_says_the_hand_over_was_left_to_it(r
     """A new user's finding: once the holder released, the next brief said of a session that had left the hand-over
     to it "did NOT close out (it closed out, but now: 1 commit after the Meta ref)", which reads as a contradiction.
     Its stop journals that it left the hand-over to a claim, and the first line says so."""
-    assert run_gate(repo, "claim", "--session", "holder").returncode == 0
-    linked = tmp_path / "linked"
-    git(repo, "worktree", "add", "-q", "-b", "side", str(linked))
-    _hook(linked, "brief", "claude", {"session_id": "s-linked", "source": "startup"})
-    _work(linked, "code.py", "work in the linked worktree")
-    stop = _hook(linked, "closeout", "claude", {"session_id": "s-linked", "stop_hook_active": False})
-    assert stop.returncode == 0 and stop.stdout == "", stop.stdout
+    linked = _left_to_holder(repo, tmp_path)
     assert run_gate(repo, "release", "--session", "holder").returncode == 0
     first = _first_line(linked, "s-next")
     assert first.endswith(": closed out, leaving the hand-over to the session that held its claim then; that claim "
